@@ -1,0 +1,1 @@
+"""PostgreSQL store of Archivist: engine, tables, migrations and the queries beside them."""

@@ -1,0 +1,63 @@
+"""``memory_file_blocks``: the outbox of blocks bound for the memory files.
+
+A block is committed here in the same transaction as the memories it describes; a later
+step appends it to its file and marks it written. A crash between the two leaves the
+block pending, and the next run appends it unless the file already holds its marker, so
+each block reaches its file exactly once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import BigInteger, DateTime, Index, String, Text, func, select, update
+from sqlalchemy.dialects.postgresql import ARRAY, UUID, insert
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from storage.base import Base
+
+
+class FileBlock(Base):
+    __tablename__ = "memory_file_blocks"
+    __table_args__ = (
+        Index(
+            "ix_memory_file_blocks_pending",
+            "namespace",
+            "path",
+            postgresql_where="written_at IS NULL",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    namespace: Mapped[str] = mapped_column(String(100))
+    path: Mapped[str] = mapped_column(String(300))
+    block_key: Mapped[str] = mapped_column(String(300), unique=True)
+    content: Mapped[str] = mapped_column(Text)
+    memory_ids: Mapped[list[int]] = mapped_column(ARRAY(BigInteger))
+    run_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    written_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+def add_blocks(session: Session, rows: Sequence[dict[str, object]]) -> None:
+    """Queue blocks; a block key seen before is ignored (its state was already logged)."""
+    if rows:
+        session.execute(insert(FileBlock).on_conflict_do_nothing(), list(rows))
+
+
+def pending_blocks(session: Session, namespace: str | None = None) -> list[FileBlock]:
+    """Blocks not yet written, in the order they were queued."""
+    stmt = select(FileBlock).where(FileBlock.written_at.is_(None)).order_by(FileBlock.id)
+    if namespace is not None:
+        stmt = stmt.where(FileBlock.namespace == namespace)
+    return list(session.scalars(stmt))
+
+
+def mark_written(session: Session, ids: Sequence[int]) -> None:
+    """Record that these blocks are in their files."""
+    if ids:
+        session.execute(
+            update(FileBlock).where(FileBlock.id.in_(list(ids))).values(written_at=func.now())
+        )

