@@ -1,0 +1,91 @@
+"""What an extractor returns, and the protocol every extractor implements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol
+
+from storage.records import SessionState
+
+MemoryKind = Literal["fact", "preference", "decision", "turn"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A decision, agreement or action item reached in the conversation."""
+
+    type: Literal["decision", "agreement", "action"]
+    content: str
+    message_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OpenThread:
+    """Something left unresolved: a question, a promise, a follow-up."""
+
+    topic: str
+    status: Literal["unanswered_question", "promised", "follow_up"]
+    context: str
+    message_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EpisodeDraft:
+    """The durable summary of one session state (seed 003's conversation episode)."""
+
+    summary: str
+    topics: tuple[str, ...]
+    entities: tuple[str, ...]
+    user_state: dict[str, str]
+    outcomes: tuple[Outcome, ...]
+    open_threads: tuple[OpenThread, ...]
+    importance: float
+    vehemence: float
+    urgency: float
+    sentiment: float
+    risk: float
+
+
+@dataclass(frozen=True)
+class MemoryDraft:
+    """One fine-grained memory, linked to the messages it came from."""
+
+    kind: MemoryKind
+    content: str
+    message_ids: tuple[str, ...]
+    occurred_at: datetime
+    importance: float
+    vehemence: float
+
+
+@dataclass(frozen=True)
+class TaskCard:
+    """Result-only card of a sub-agent session (seed 004)."""
+
+    goal: str
+    boundary: tuple[str, ...]
+    acceptance: tuple[str, ...]
+    actions: tuple[str, ...]
+    artifacts: tuple[str, ...]
+    status: Literal["done", "blocked", "in_progress", "failed"]
+    next: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """Everything derived from one session state."""
+
+    episode: EpisodeDraft
+    memories: tuple[MemoryDraft, ...]
+    task_card: TaskCard | None = None
+    tokens: dict[str, int] = field(default_factory=dict)
+
+
+class Extractor(Protocol):
+    """Turns one session state into an extraction; must be deterministic for a given input."""
+
+    @property
+    def name(self) -> str: ...
+
+    def extract(self, state: SessionState) -> Extraction: ...
