@@ -1,0 +1,146 @@
+"""Thin Prefect tasks over the plain functions: transactions, retries on I/O, logging."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import fsspec
+from prefect import get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from storage import runs
+from storage.config import Settings
+from storage.engine import Store, open_store
+from storage.meta import check_compatible
+from storage.migrate import require_current
+from storage.processed import Candidate
+from tasks.embedding import Embedder, make_embedder
+from tasks.extraction.factory import make_extractor
+from tasks.memory_files import open_memory_root
+from tasks.outbox import FlushOutcome, flush_blocks
+from tasks.report import SyncReport
+from tasks.sync import BatchOutcome, SyncContext, SyncPlan, plan_sync, process_batch
+from tasks.transcripts import IngestReport, JsonlTranscripts, ingest
+
+_IO_RETRY: dict[str, Any] = {"retries": 2, "retry_delay_seconds": [2, 10]}
+
+
+def _io_error(_task: Any, _run: Any, state: Any) -> bool:
+    """Retry only what an I/O hiccup can explain; a bug fails at once."""
+    try:
+        state.result()
+    except (DBAPIError, OSError, TimeoutError):
+        return True
+    except Exception:  # noqa: BLE001 - any other failure is not worth retrying
+        return False
+    return False
+
+
+def connect(settings: Settings) -> tuple[Store, Embedder]:
+    """Open the store, check its schema and that the embedder fits it."""
+    store = open_store(settings)
+    require_current(store.engine, settings)
+    embedder = make_embedder(settings.embedding)
+    with Session(store.engine) as session:
+        check_compatible(session, settings, embedder.dim)
+    return store, embedder
+
+
+@task(name="open-store", cache_policy=NO_CACHE, **_IO_RETRY, retry_condition_fn=_io_error)
+def connect_task(settings: Settings) -> tuple[Store, Embedder]:
+    return connect(settings)
+
+
+@task(name="start-run", cache_policy=NO_CACHE)
+def start_run(store: Store, flow: str, as_of: datetime, parameters: dict[str, Any]) -> Any:
+    from prefect.runtime import flow_run
+
+    with Session(store.engine) as session, session.begin():
+        return runs.start_run(session, flow, as_of, parameters, flow_run.get_id())
+
+
+@task(name="finish-run", cache_policy=NO_CACHE)
+def finish_run(store: Store, run_id: Any, report: SyncReport) -> None:
+    with Session(store.engine) as session, session.begin():
+        runs.finish_run(session, run_id, "completed", report.as_dict())
+
+
+@task(name="ingest-transcripts", cache_policy=NO_CACHE, **_IO_RETRY, retry_condition_fn=_io_error)
+def ingest_task(store: Store, url: str, dry_run: bool) -> IngestReport:
+    """Load JSONL transcripts into the raw tables (dry run: parse and report only)."""
+    logger = get_run_logger()
+    fs, root = fsspec.core.url_to_fs(url, **store.settings.storage_options)
+    report = ingest(store.engine, JsonlTranscripts(fs, root), dry_run=dry_run)
+    for problem in report.problems:
+        logger.warning("bad input: %s", problem)
+    logger.info("transcripts: %d files, %d problems", report.files, len(report.problems))
+    return report
+
+
+@task(name="plan-sync", cache_policy=NO_CACHE, **_IO_RETRY, retry_condition_fn=_io_error)
+def plan_task(
+    store: Store,
+    as_of: datetime,
+    window_hours: float,
+    min_user_messages: int,
+    namespace: str | None,
+) -> SyncPlan:
+    with Session(store.engine) as session:
+        plan = plan_sync(session, as_of, window_hours, min_user_messages, namespace)
+    get_run_logger().info(
+        "%d sessions in the window: %d to write, %d unchanged, %d processed later, "
+        "%d with < %d user messages",
+        plan.seen,
+        len(plan.to_process),
+        len(plan.unchanged),
+        len(plan.later_state),
+        len(plan.skipped_few_user_messages),
+        min_user_messages,
+    )
+    return plan
+
+
+@task(name="process-batch", cache_policy=NO_CACHE, **_IO_RETRY, retry_condition_fn=_io_error)
+def process_batch_task(store: Store, ctx: SyncContext, batch: Sequence[Candidate]) -> BatchOutcome:
+    """One batch in one transaction: all of it is written, or none of it."""
+    with Session(store.engine) as session, session.begin():
+        return process_batch(session, ctx, batch)
+
+
+@task(name="write-memory-files", cache_policy=NO_CACHE, **_IO_RETRY, retry_condition_fn=_io_error)
+def write_files_task(store: Store, namespace: str | None) -> FlushOutcome:
+    """Append pending blocks to the memory files, exactly once each."""
+    outcome = flush_blocks(store.engine, open_memory_root(store.settings), namespace)
+    if outcome.files:
+        get_run_logger().info(
+            "%d blocks appended to %d files", outcome.blocks_appended, len(outcome.files)
+        )
+    return outcome
+
+
+@task(name="publish-report", cache_policy=NO_CACHE)
+def publish_report(report: SyncReport) -> None:
+    create_markdown_artifact(
+        key="memory-sync-daily-report",
+        markdown=report.markdown(),
+        description=f"memory-sync-daily as of {report.as_of}",
+    )
+
+
+def build_context(
+    settings: Settings, embedder: Embedder, as_of: datetime, run_id: Any, dry_run: bool
+) -> SyncContext:
+    """The per-run context every batch shares."""
+    return SyncContext(
+        extractor=make_extractor(settings),
+        embedder=embedder,
+        as_of=as_of,
+        tz=settings.tz,
+        run_id=run_id,
+        dry_run=dry_run,
+    )

@@ -1,0 +1,289 @@
+"""The per-session step of the sync: plan, derive memories, write them, queue file blocks.
+
+Everything one batch writes (memories, episodes, file blocks, fingerprints) commits in one
+transaction, so an interruption leaves either the whole batch or none of it; the file
+blocks reach the files afterwards through the outbox (``storage.blocks``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from storage import blocks, episodes, memories, processed
+from storage import sessions as raw
+from storage.processed import Candidate
+from storage.records import SessionState
+from tasks.embedding import Embedder
+from tasks.extraction import Extraction, Extractor
+from tasks.memory_files import daily_log_path, task_cards_path
+from tasks.render import block_key, render_daily_block, render_task_card, task_card_text
+
+
+@dataclass(frozen=True)
+class SyncPlan:
+    """Which sessions in the window need work, and why the others do not."""
+
+    as_of: datetime
+    window_start: datetime
+    seen: int
+    to_process: tuple[Candidate, ...]
+    skipped_few_user_messages: tuple[str, ...]
+    unchanged: tuple[str, ...]
+    later_state: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SyncContext:
+    """What every batch of one run needs."""
+
+    extractor: Extractor
+    embedder: Embedder
+    as_of: datetime
+    tz: Any
+    run_id: uuid.UUID | None
+    dry_run: bool = False
+
+
+@dataclass
+class BatchOutcome:
+    """Counts of one batch (or, merged, of a whole run)."""
+
+    sessions: int = 0
+    memories_added: int = 0
+    memories_removed: int = 0
+    memories_kept: int = 0
+    episodes: int = 0
+    task_cards: int = 0
+    blocks_queued: int = 0
+
+    def merge(self, other: BatchOutcome) -> None:
+        for name, value in other.__dict__.items():
+            setattr(self, name, getattr(self, name) + value)
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    """One memory derived from a session state, before it has an id or a vector."""
+
+    kind: str
+    content: str
+    message_ids: tuple[str, ...]
+    occurred_at: datetime
+    importance: float
+    vehemence: float
+
+    @property
+    def key(self) -> str:
+        raw_key = "\x1f".join((self.kind, self.content, ",".join(self.message_ids)))
+        return hashlib.sha256(raw_key.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Derived:
+    """A session state, what the extractor made of it, and its memory rows (episode first)."""
+
+    state: SessionState
+    extraction: Extraction
+    rows: list[MemoryRow] = field(default_factory=list)
+
+
+def plan_sync(
+    session: Session,
+    as_of: datetime,
+    window_hours: float,
+    min_user_messages: int,
+    namespace: str | None,
+) -> SyncPlan:
+    """Sessions with activity in (as_of - window, as_of], sorted into work and skips."""
+    start = as_of - timedelta(hours=window_hours)
+    candidates = processed.find_candidates(session, start, as_of, namespace)
+    few = tuple(c.session_id for c in candidates if c.user_messages < min_user_messages)
+    rest = [c for c in candidates if c.user_messages >= min_user_messages]
+    unchanged = tuple(c.session_id for c in rest if c.fingerprint == c.processed_fingerprint)
+    # Back-filling an earlier day must not roll a session back to an older state.
+    later = tuple(
+        c.session_id
+        for c in rest
+        if c.fingerprint != c.processed_fingerprint
+        and c.processed_as_of is not None
+        and c.processed_as_of > as_of
+    )
+    work = tuple(
+        c for c in rest if c.fingerprint != c.processed_fingerprint and c.session_id not in later
+    )
+    return SyncPlan(as_of, start, len(candidates), work, few, unchanged, later)
+
+
+def load_states(
+    session: Session, candidates: Sequence[Candidate], as_of: datetime
+) -> list[SessionState]:
+    """The state of each candidate session as of ``as_of``."""
+    ids = [c.session_id for c in candidates]
+    records = raw.load_sessions(session, ids)
+    messages = raw.load_messages(session, ids, as_of)
+    return [
+        SessionState(
+            session=records[c.session_id],
+            messages=tuple(messages[c.session_id]),
+            fingerprint=c.fingerprint,
+        )
+        for c in candidates
+    ]
+
+
+def derive(state: SessionState, extraction: Extraction) -> Derived:
+    """The memory rows of one state: its episode, task card (sub-agents) and memories."""
+    episode = extraction.episode
+    ids = tuple(m.id for m in state.messages)
+    last = state.messages[-1].timestamp
+    rows = [MemoryRow("episode", episode.summary, ids, last, episode.importance, episode.vehemence)]
+    if extraction.task_card is not None:
+        text = task_card_text(extraction.task_card)
+        rows.append(MemoryRow("task_card", text, ids, last, episode.importance, episode.vehemence))
+    rows += [
+        MemoryRow(m.kind, m.content, m.message_ids, m.occurred_at, m.importance, m.vehemence)
+        for m in extraction.memories
+    ]
+    unique = list({row.key: row for row in reversed(rows)}.values())[::-1]  # first wins
+    return Derived(state, extraction, unique)
+
+
+def process_batch(
+    session: Session, ctx: SyncContext, candidates: Sequence[Candidate]
+) -> BatchOutcome:
+    """Extract, embed and write one batch in the caller's transaction."""
+    states = load_states(session, candidates, ctx.as_of)
+    derived = [derive(state, ctx.extractor.extract(state)) for state in states]
+    existing = memories.existing_keys(session, [c.session_id for c in candidates])
+    wanted = {(d.state.session.id, r.kind, r.key): r for d in derived for r in d.rows}
+    stale = [mid for key, mid in existing.items() if key not in wanted]
+    new_keys = [key for key in wanted if key not in existing]
+    outcome = BatchOutcome(
+        sessions=len(derived),
+        memories_added=len(new_keys),
+        memories_removed=len(stale),
+        memories_kept=len(wanted) - len(new_keys),
+        episodes=len(derived),
+        task_cards=sum(d.extraction.task_card is not None for d in derived),
+        blocks_queued=len(derived),
+    )
+    if ctx.dry_run:
+        return outcome
+    memories.delete_memories(session, stale)
+    new_ids = _insert(session, ctx, derived, new_keys, wanted)
+    ids = {key: mid for key, mid in existing.items() if key in wanted} | new_ids
+    episodes.upsert_episodes(session, [_episode_row(d, ids, ctx) for d in derived])
+    blocks.add_blocks(session, [_block_row(d, ids, ctx) for d in derived])
+    processed.mark_processed(session, [_processed_row(d, ctx) for d in derived])
+    return outcome
+
+
+def _insert(
+    session: Session,
+    ctx: SyncContext,
+    derived: Sequence[Derived],
+    new_keys: Sequence[tuple[str, str, str]],
+    wanted: dict[tuple[str, str, str], MemoryRow],
+) -> dict[tuple[str, str, str], int]:
+    namespaces = {d.state.session.id: d.state.session.namespace for d in derived}
+    vectors = ctx.embedder.embed([wanted[key].content for key in new_keys])
+    rows = [
+        memories.NewMemory(
+            namespace=namespaces[key[0]],
+            kind=row.kind,
+            content=row.content,
+            content_key=row.key,
+            embedding=vectors[i],
+            embedding_model=ctx.embedder.name,
+            importance=row.importance,
+            vehemence=row.vehemence,
+            session_id=key[0],
+            message_ids=row.message_ids,
+            run_id=ctx.run_id,
+            extractor=ctx.extractor.name,
+            occurred_at=row.occurred_at,
+            created_at=ctx.as_of,
+        )
+        for i, (key, row) in enumerate((key, wanted[key]) for key in new_keys)
+    ]
+    return dict(zip(new_keys, memories.insert_memories(session, rows), strict=True))
+
+
+def _memory_ids(d: Derived, ids: dict[tuple[str, str, str], int]) -> list[int]:
+    sid = d.state.session.id
+    return sorted(ids[(sid, r.kind, r.key)] for r in d.rows)
+
+
+def _episode_row(
+    d: Derived, ids: dict[tuple[str, str, str], int], ctx: SyncContext
+) -> dict[str, Any]:
+    ep, state = d.extraction.episode, d.state
+    return {
+        "namespace": state.session.namespace,
+        "session_id": state.session.id,
+        "memory_id": ids[(state.session.id, "episode", d.rows[0].key)],
+        "summary": ep.summary,
+        "topics": list(ep.topics),
+        "entities": list(ep.entities),
+        "user_state": dict(ep.user_state),
+        "outcomes": [o.__dict__ | {"message_ids": list(o.message_ids)} for o in ep.outcomes],
+        "open_threads": [
+            t.__dict__ | {"message_ids": list(t.message_ids)} for t in ep.open_threads
+        ],
+        "importance": ep.importance,
+        "vehemence": ep.vehemence,
+        "urgency": ep.urgency,
+        "sentiment": ep.sentiment,
+        "risk": ep.risk,
+        "message_count": len(state.messages),
+        "started_at": state.messages[0].timestamp,
+        "ended_at": state.messages[-1].timestamp,
+        "fingerprint": state.fingerprint,
+        "extractor": ctx.extractor.name,
+        "run_id": ctx.run_id,
+        "created_at": ctx.as_of,
+    }
+
+
+def _block_row(
+    d: Derived, ids: dict[tuple[str, str, str], int], ctx: SyncContext
+) -> dict[str, Any]:
+    state, day = d.state, ctx.as_of.astimezone(ctx.tz).date()
+    memory_ids = _memory_ids(d, ids)
+    card = d.extraction.task_card
+    if card is not None:
+        path = task_cards_path(state.session.namespace, day)
+        content = render_task_card(state, card, memory_ids, ctx.tz)
+        key = block_key(state, "task")
+    else:
+        path = daily_log_path(state.session.namespace, day)
+        content = render_daily_block(state, d.extraction.episode, memory_ids, ctx.tz)
+        key = block_key(state, "daily")
+    return {
+        "namespace": state.session.namespace,
+        "path": path,
+        "block_key": key,
+        "content": content,
+        "memory_ids": memory_ids,
+        "run_id": ctx.run_id,
+    }
+
+
+def _processed_row(d: Derived, ctx: SyncContext) -> dict[str, Any]:
+    state = d.state
+    return {
+        "session_id": state.session.id,
+        "namespace": state.session.namespace,
+        "fingerprint": state.fingerprint,
+        "message_count": len(state.messages),
+        "last_message_at": state.messages[-1].timestamp,
+        "processed_as_of": ctx.as_of,
+        "run_id": ctx.run_id,
+    }

@@ -1,0 +1,215 @@
+"""Session sources: JSONL transcripts (one file per session) and how they enter the store.
+
+Format, one JSON object per line (README, "Transcript format"):
+line 1: ``{"type": "session", "id", "namespace", "agent", "kind", "title"?}``;
+then:   ``{"type": "message", "id", "role", "speaker", "content", "timestamp"}``.
+
+Bad input never stops the load and is never dropped silently: each bad line is reported
+as a ``Problem`` with file and line number and the rest of the file is loaded. A file whose
+session line is bad, or that cannot be read, is reported once and skipped whole.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from fsspec import AbstractFileSystem
+from pydantic import ValidationError
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from storage.records import MessageRecord, SessionRecord
+from storage.sessions import record_messages, record_session
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One piece of bad input, and what was done about it."""
+
+    file: str
+    line: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        return f"{where}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """One session and its valid messages, with the file it came from."""
+
+    source: str
+    session: SessionRecord
+    messages: tuple[MessageRecord, ...]
+
+
+class SessionSource(Protocol):
+    """Anything that yields sessions with their messages, and problems with its input."""
+
+    def read(self) -> Iterator[Transcript | Problem]: ...
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "object"
+        if err["type"] == "missing":
+            parts.append(f"missing field {loc!r}")
+        else:
+            parts.append(f"{loc}: {err['msg']} (got {err.get('input')!r:.60})")
+    return "; ".join(parts)
+
+
+def _load_object(line: str, expected: str) -> dict[str, Any]:
+    obj = json.loads(line)
+    if not isinstance(obj, dict) or obj.get("type") != expected:
+        raise ValueError(f'expected a JSON object with "type": "{expected}"')
+    return {k: v for k, v in obj.items() if k != "type"}
+
+
+def _parse_header(name: str, lines: list[str]) -> tuple[SessionRecord | None, list[Problem]]:
+    try:
+        return SessionRecord.model_validate(_load_object(lines[0], "session")), []
+    except json.JSONDecodeError as exc:
+        reason = f"session line is not valid JSON ({exc.msg})"
+    except ValidationError as exc:
+        reason = f"bad session line: {_describe(exc)}"
+    except ValueError as exc:
+        reason = f"bad session line: {exc}"
+    dropped = sum(1 for line in lines[1:] if line.strip())
+    return None, [Problem(name, 1, f"{reason}; file skipped, {dropped} message lines not loaded")]
+
+
+def parse_transcript(name: str, text: str) -> tuple[Transcript | None, list[Problem]]:
+    """Parse one JSONL transcript; blank lines are ignored, every other bad line reported."""
+    lines = text.splitlines()
+    if not any(line.strip() for line in lines):
+        return None, [Problem(name, None, "empty file; skipped")]
+    session, problems = _parse_header(name, lines)
+    if session is None:
+        return None, problems
+    messages: dict[str, MessageRecord] = {}
+    first_line: dict[str, int] = {}
+    for lineno, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            message = MessageRecord.model_validate(_load_object(line, "message"))
+        except json.JSONDecodeError as exc:
+            problems.append(Problem(name, lineno, f"not valid JSON ({exc.msg}); line skipped"))
+            continue
+        except ValidationError as exc:
+            problems.append(Problem(name, lineno, f"{_describe(exc)}; line skipped"))
+            continue
+        except ValueError as exc:
+            problems.append(Problem(name, lineno, f"{exc}; line skipped"))
+            continue
+        if message.id in messages:
+            reason = f"duplicate message id {message.id!r} (first on line {first_line[message.id]})"
+            problems.append(Problem(name, lineno, f"{reason}; kept the first"))
+            continue
+        messages[message.id] = message
+        first_line[message.id] = lineno
+    return Transcript(name, session, tuple(messages.values())), problems
+
+
+class JsonlTranscripts:
+    """Every ``*.jsonl`` file under an fsspec path (a folder, local or ``s3://``, or one file)."""
+
+    def __init__(self, fs: AbstractFileSystem, root: str) -> None:
+        self.fs = fs
+        self.root = root.rstrip("/")
+
+    def files(self) -> list[str]:
+        if self.fs.isfile(self.root):
+            return [self.root]
+        if not self.fs.exists(self.root):
+            return []
+        return sorted(str(p) for p in self.fs.glob(f"{self.root}/**/*.jsonl"))
+
+    def read(self) -> Iterator[Transcript | Problem]:
+        for path in self.files():
+            try:
+                text = self.fs.cat_file(path).decode("utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                yield Problem(path, None, f"unreadable ({exc.__class__.__name__}: {exc}); skipped")
+                continue
+            transcript, problems = parse_transcript(path, text)
+            yield from problems
+            if transcript is not None:
+                yield transcript
+
+
+@dataclass
+class IngestReport:
+    """What a load did: files, sessions and messages stored, and every problem."""
+
+    files: int = 0
+    sessions: int = 0
+    messages: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "sessions": self.sessions,
+            "messages": self.messages,
+            "bad_input": len(self.problems),
+            "problems": [str(p) for p in self.problems],
+        }
+
+
+def ingest(
+    engine: Engine,
+    source: SessionSource,
+    *,
+    batch_size: int = 200,
+    dry_run: bool = False,
+    on_batch: Callable[[IngestReport], None] | None = None,
+) -> IngestReport:
+    """Load a source into the raw tables; loading the same input again changes nothing.
+
+    With ``dry_run`` the input is parsed, counted and checked, and nothing is stored.
+    """
+    report = IngestReport()
+    seen: dict[str, str] = {}
+    batch: list[Transcript] = []
+    for item in source.read():
+        if isinstance(item, Problem):
+            report.problems.append(item)
+            continue
+        report.files += 1
+        if item.session.id in seen:
+            reason = f"session id {item.session.id!r} already loaded from {seen[item.session.id]}"
+            report.problems.append(Problem(item.source, 1, f"{reason}; file skipped"))
+            continue
+        seen[item.session.id] = item.source
+        batch.append(item)
+        if len(batch) >= batch_size:
+            _store(None if dry_run else engine, batch, report, on_batch)
+            batch = []
+    _store(None if dry_run else engine, batch, report, on_batch)
+    return report
+
+
+def _store(
+    engine: Engine | None,
+    batch: list[Transcript],
+    report: IngestReport,
+    on_batch: Callable[[IngestReport], None] | None,
+) -> None:
+    if not batch:
+        return
+    if engine is not None:
+        with Session(engine) as session, session.begin():
+            for transcript in batch:
+                record_session(session, transcript.session)
+                record_messages(session, transcript.session.id, transcript.messages)
+    report.sessions += len(batch)
+    report.messages += sum(len(t.messages) for t in batch)
+    if on_batch is not None:
+        on_batch(report)
