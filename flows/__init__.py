@@ -1,0 +1,1 @@
+"""Prefect flows: one module per flow, each a recipe of task calls."""

@@ -1,0 +1,18 @@
+"""Helpers shared by every flow's parameters."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from storage.config import Settings
+
+NAMESPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+
+
+def resolve_as_of(as_of: datetime | None, settings: Settings) -> datetime:
+    """Now when unset; a naive time is read in the configured time zone."""
+    if as_of is None:
+        return datetime.now(UTC)
+    if as_of.tzinfo is None:
+        return as_of.replace(tzinfo=settings.tz)
+    return as_of
