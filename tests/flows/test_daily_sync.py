@@ -1,0 +1,98 @@
+"""End-to-end runs of memory-sync-daily through the Prefect engine."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+from sqlalchemy import text
+
+from flows.daily_sync import memory_sync_daily
+from storage.config import Settings
+from storage.engine import open_store
+
+AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)
+
+
+def transcript(path: Path, sid: str, namespace: str, kind: str = "direct", extra: str = "") -> None:
+    lines = [
+        {"type": "session", "id": sid, "namespace": namespace, "agent": "aria", "kind": kind},
+        {
+            "type": "message",
+            "id": "m1",
+            "role": "user",
+            "speaker": "Alice",
+            "content": "Can you help me plan the Lisbon trip in March?",
+            "timestamp": "2026-11-20T09:00:00Z",
+        },
+        {
+            "type": "message",
+            "id": "m2",
+            "role": "assistant",
+            "speaker": "aria",
+            "content": "Yes: TAP flies direct on Friday morning.",
+            "timestamp": "2026-11-20T09:01:00Z",
+        },
+        {
+            "type": "message",
+            "id": "m3",
+            "role": "user",
+            "speaker": "Alice",
+            "content": "Let's go with TAP. I prefer window seats.",
+            "timestamp": "2026-11-20T09:02:00Z",
+        },
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n" + extra)
+
+
+async def artifact_markdown(key: str) -> list[str]:
+    async with get_client() as client:
+        found = await client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key]))
+        )
+    return [str(a.data) for a in found]
+
+
+def test_flow_ingests_syncs_reports_and_is_idempotent(flow_env: Settings, tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox"
+    transcript(inbox / "a.jsonl", "s-alice", "alice")
+    transcript(inbox / "b.jsonl", "s-bob", "bob", kind="subagent", extra="not json\n")
+
+    first = memory_sync_daily(as_of=AS_OF, transcripts_url=str(inbox))
+    second = memory_sync_daily(as_of=AS_OF, transcripts_url=str(inbox))
+
+    assert first.written.sessions == 2 and first.blocks_appended == 2
+    assert first.ingest is not None and first.ingest["bad_input"] == 1
+    assert "b.jsonl:5: not valid JSON" in first.ingest["problems"][0]
+    assert sorted(first.files_touched) == [
+        "alice/memory/2026-11-20.md",
+        "bob/memory/tasks/2026-11-20.md",
+    ]
+    assert second.written.sessions == 0 and second.unchanged == 2 and second.blocks_appended == 0
+    store = open_store(flow_env)
+    with store.engine.connect() as conn:
+        statuses = conn.execute(
+            text("SELECT status, report->>'sessions_seen' FROM runs ORDER BY started_at")
+        ).all()
+    assert statuses == [("completed", "2"), ("completed", "2")]
+    import asyncio
+
+    reports = asyncio.run(artifact_markdown("memory-sync-daily-report"))
+    assert any("| sessions written | 2 |" in r for r in reports)
+
+
+def test_bad_parameters_fail_before_any_work(flow_env: Settings) -> None:
+    from prefect.exceptions import ParameterTypeError
+
+    with pytest.raises(ParameterTypeError):
+        memory_sync_daily(as_of=AS_OF, window_hours=0)
+    with pytest.raises(ParameterTypeError):
+        memory_sync_daily(as_of=AS_OF, namespace="../etc")
+    store = open_store(flow_env)
+    with store.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM runs")).scalar_one() == 0

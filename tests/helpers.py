@@ -1,0 +1,143 @@
+"""Test helpers: write raw sessions, run the sync steps as plain functions, read the store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from storage.engine import Store
+from storage.records import MessageRecord, SessionRecord
+from storage.sessions import record_messages, record_session
+from tasks.embedding import Embedder, HashingEmbedder
+from tasks.extraction.heuristic import HeuristicExtractor
+from tasks.memory_files import open_memory_root
+from tasks.outbox import FlushOutcome, flush_blocks
+from tasks.sync import BatchOutcome, SyncContext, SyncPlan, plan_sync, process_batch
+
+
+def add_session(
+    store: Store,
+    session_id: str,
+    namespace: str,
+    turns: Sequence[tuple[str, str, datetime]],
+    *,
+    kind: str = "direct",
+    agent: str = "aria",
+    title: str | None = None,
+    first_index: int = 0,
+) -> None:
+    """Record a session and its (role, content, time) turns as messages m<index>."""
+    speakers = {"user": "Alice", "assistant": agent, "tool": "bash", "system": "system"}
+    record = SessionRecord(id=session_id, namespace=namespace, agent=agent, kind=kind, title=title)  # type: ignore[arg-type]
+    messages = [
+        MessageRecord(
+            id=f"m{first_index + i}",
+            role=role,
+            speaker=speakers[role],
+            content=content,
+            timestamp=ts,
+        )  # type: ignore[arg-type]
+        for i, (role, content, ts) in enumerate(turns)
+    ]
+    with Session(store.engine) as session, session.begin():
+        record_session(session, record)
+        record_messages(session, session_id, messages)
+
+
+def chat(start: datetime, *texts: str, step_minutes: int = 2) -> list[tuple[str, str, datetime]]:
+    """Alternate user/assistant turns starting with the user."""
+    roles = ("user", "assistant")
+    return [
+        (roles[i % 2], body, start + timedelta(minutes=step_minutes * i))
+        for i, body in enumerate(texts)
+    ]
+
+
+@dataclass
+class SyncResult:
+    plan: SyncPlan
+    written: BatchOutcome
+    flushed: FlushOutcome
+
+
+def run_sync(
+    store: Store,
+    as_of: datetime,
+    *,
+    window_hours: float = 26,
+    min_user_messages: int = 2,
+    namespace: str | None = None,
+    embedder: Embedder | None = None,
+    batch_size: int = 500,
+    flush: bool = True,
+    dry_run: bool = False,
+) -> SyncResult:
+    """The flow's recipe as plain function calls (no Prefect)."""
+    ctx = SyncContext(
+        extractor=HeuristicExtractor(),
+        embedder=embedder or HashingEmbedder(store.settings.embedding.dim),
+        as_of=as_of,
+        tz=store.settings.tz,
+        run_id=None,
+        dry_run=dry_run,
+    )
+    with Session(store.engine) as session:
+        plan = plan_sync(session, as_of, window_hours, min_user_messages, namespace)
+    written = BatchOutcome()
+    work = plan.to_process
+    for i in range(0, len(work), batch_size):
+        with Session(store.engine) as session, session.begin():
+            written.merge(process_batch(session, ctx, work[i : i + batch_size]))
+    flushed = (
+        flush_blocks(store.engine, open_memory_root(store.settings)) if flush else FlushOutcome()
+    )
+    return SyncResult(plan, written, flushed)
+
+
+TABLES = (
+    "chat_sessions",
+    "chat_messages",
+    "memories",
+    "episodes",
+    "processed_sessions",
+    "memory_file_blocks",
+)
+
+
+def counts(store: Store) -> dict[str, int]:
+    """Row count of every table the sync touches."""
+    with store.engine.connect() as conn:
+        return {t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one() for t in TABLES}
+
+
+def snapshot(store: Store) -> dict[str, Any]:
+    """Content of the store that must not depend on how many runs produced it (ids excluded)."""
+    queries = {
+        "memories": "SELECT namespace, kind, content, session_id, message_ids, occurred_at "
+        "FROM memories ORDER BY 1, 4, 2, 3",
+        "episodes": "SELECT session_id, summary, fingerprint, topics FROM episodes ORDER BY 1",
+        "processed": "SELECT session_id, fingerprint FROM processed_sessions ORDER BY 1",
+        "blocks": "SELECT path, block_key, written_at IS NOT NULL FROM memory_file_blocks "
+        "ORDER BY 2",
+    }
+    with store.engine.connect() as conn:
+        return {k: [tuple(r) for r in conn.execute(text(q))] for k, q in queries.items()}
+
+
+def files(root: Path, *, drop_ids: bool = False) -> dict[str, str]:
+    """Every memory file under root; optionally with the memory-id lists blanked out."""
+    import re
+
+    out = {}
+    for path in sorted(root.rglob("*.md")):
+        body = path.read_text("utf-8")
+        if drop_ids:
+            body = re.sub(r"memories=[0-9,]*", "memories=…", body)
+        out[str(path.relative_to(root))] = body
+    return out

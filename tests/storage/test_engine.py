@@ -1,0 +1,135 @@
+"""Connecting: the embedded server's life cycle, URLs, pgvector and schema checks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from storage.config import Settings
+from storage.engine import check_pgvector, open_store, resolve_url
+from storage.errors import ConfigurationError, StorageError
+from storage.migrate import require_current, upgrade
+
+HOLD_STORE = """
+import sys, time
+from storage.config import Settings
+from storage.engine import open_store
+store = open_store(Settings(data_dir=sys.argv[1]))
+with store.engine.connect() as conn:
+    conn.exec_driver_sql("SELECT 1")
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def postmaster_running(pgdata: Path) -> bool:
+    pid_file = pgdata / "postmaster.pid"
+    if not pid_file.exists():
+        return False
+    pid = int(pid_file.read_text().splitlines()[0])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
+def test_embedded_server_starts_is_reused_and_stops_on_signal(tmp_path: Path, how: int) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    env.pop("ARCHIVIST_DATABASE_URL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD_STORE, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    pgdata = tmp_path / "pgdata"
+    assert postmaster_running(pgdata)
+
+    proc.send_signal(how)
+    proc.wait(timeout=30)
+
+    deadline = time.monotonic() + 20
+    while postmaster_running(pgdata) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not postmaster_running(pgdata), "the embedded server outlived its last holder"
+    again = subprocess.run(
+        [sys.executable, "-c", HOLD_STORE.replace("time.sleep(120)", ""), str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert again.stdout.strip() == "ready"  # the same data directory starts again
+
+
+def test_a_server_without_pgvector_fails_with_what_to_install(fresh_db: str) -> None:
+    # Shadow the catalogue view, so this real server looks like one without pgvector.
+    admin = create_engine(fresh_db)
+    with admin.begin() as conn:
+        conn.execute(text("CREATE SCHEMA nopgv"))
+        conn.execute(
+            text(
+                "CREATE VIEW nopgv.pg_available_extensions AS SELECT * "
+                "FROM pg_catalog.pg_available_extensions WHERE name <> 'vector'"
+            )
+        )
+    admin.dispose()
+    url = fresh_db + "&options=-csearch_path%3Dnopgv,pg_catalog,public"
+    engine = create_engine(url)
+
+    with pytest.raises(ConfigurationError, match="no pgvector extension; install pgvector"):
+        check_pgvector(engine)
+    engine.dispose()
+
+
+def test_bad_database_urls_are_configuration_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="driver 'mysql'"):
+        resolve_url(Settings(database_url="mysql://u@h/db", data_dir=tmp_path))
+    assert resolve_url(Settings(database_url="postgresql://u@h/db", data_dir=tmp_path)).startswith(
+        "postgresql+psycopg://"
+    )
+
+
+def test_unreachable_server_is_a_storage_error(tmp_path: Path) -> None:
+    settings = Settings(database_url="postgresql://u@127.0.0.1:1/db", data_dir=tmp_path)
+    with pytest.raises(StorageError, match="cannot connect"):
+        open_store(settings)
+
+
+def test_schema_is_required_and_upgrade_is_idempotent(pg_url: str, tmp_path: Path) -> None:
+    from tests.conftest import _admin, database_url
+
+    _admin(pg_url, "DROP DATABASE IF EXISTS empty_db")
+    _admin(pg_url, "CREATE DATABASE empty_db")
+    url = database_url(pg_url, "empty_db")
+    settings = Settings(database_url=url, data_dir=tmp_path, embedding={"dim": 64})
+    store = open_store(settings)
+
+    with pytest.raises(StorageError, match="archivist db upgrade"):
+        require_current(store.engine, settings)
+    assert upgrade(store.engine, settings) == (None, "0001")
+    assert upgrade(store.engine, settings) == ("0001", "0001")
+    require_current(store.engine, settings)
+    with store.engine.connect() as conn:
+        dim = conn.execute(
+            text(
+                "SELECT atttypmod FROM pg_attribute "
+                "WHERE attrelid = 'memories'::regclass AND attname = 'embedding'"
+            )
+        ).scalar_one()
+        fact = conn.execute(
+            text("SELECT value FROM archivist_meta WHERE key = 'embedding_dim'")
+        ).scalar_one()
+    assert (dim, fact) == (64, "64")
+    store.engine.dispose()
+    _admin(pg_url, "DROP DATABASE empty_db WITH (FORCE)")
