@@ -1,7 +1,8 @@
 """Word lists behind the heuristic extractor; all entries are lower-case tokens.
 
-Tokens are what `heuristic._TOKEN` yields: word characters with inner apostrophes kept
-("don't"), so multi-word cues live in the phrase regexes of `heuristic`, not here.
+Tokens are what `text.TOKEN` yields: word characters with inner apostrophes kept
+("don't"), so multi-word cues live in the phrase regexes of `episode`, `heuristic` and
+`task_card`, not here.
 """
 
 from __future__ import annotations
