@@ -10,10 +10,12 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+from pgvector.psycopg import register_vector
 from pgvector.sqlalchemy import Vector
+from psycopg import Connection
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -28,8 +30,8 @@ from sqlalchemy import (
     UniqueConstraint,
     delete,
     func,
-    insert,
     select,
+    text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, TSVECTOR, UUID
 from sqlalchemy.orm import Mapped, Session, mapped_column
@@ -112,15 +114,66 @@ def delete_memories(session: Session, ids: Iterable[int]) -> int:
     return int(getattr(result, "rowcount", 0))
 
 
+_COPY_COLUMNS = (
+    ("id", "int8"),
+    ("namespace", "text"),
+    ("kind", "text"),
+    ("content", "text"),
+    ("content_key", "text"),
+    ("embedding", "vector"),
+    ("embedding_model", "text"),
+    ("importance", "float8"),
+    ("vehemence", "float8"),
+    ("session_id", "text"),
+    ("message_ids", "text[]"),
+    ("run_id", "uuid"),
+    ("extractor", "text"),
+    ("occurred_at", "timestamptz"),
+    ("created_at", "timestamptz"),
+)
+_NEXT_IDS = text(
+    "SELECT nextval(pg_get_serial_sequence('memories', 'id')) FROM generate_series(1, :n)"
+)
+
+
 def insert_memories(session: Session, rows: Sequence[NewMemory]) -> list[int]:
-    """Insert memories and return their ids, in order."""
+    """Insert memories with binary COPY and return their ids, in order.
+
+    Ids come from the table's identity sequence first, so COPY (about 30x faster than
+    row-by-row inserts with vectors) can still tell the caller which id each row got.
+    """
     if not rows:
         return []
-    values = [row.__dict__ | {"message_ids": list(row.message_ids)} for row in rows]
-    result = session.execute(
-        insert(Memory).returning(Memory.id, sort_by_parameter_order=True), values
+    ids = list(session.execute(_NEXT_IDS, {"n": len(rows)}).scalars())
+    conn = cast(Connection[Any], session.connection().connection.driver_connection)
+    register_vector(conn)  # binary dumpers for vector; loaders still give what SQLAlchemy expects
+    names = ", ".join(name for name, _ in _COPY_COLUMNS)
+    with conn.cursor() as cursor:
+        with cursor.copy(f"COPY memories ({names}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types([kind for _, kind in _COPY_COLUMNS])
+            for mid, row in zip(ids, rows, strict=True):
+                copy.write_row(_copy_row(mid, row))
+    return ids
+
+
+def _copy_row(mid: int, row: NewMemory) -> tuple[object, ...]:
+    return (
+        mid,
+        row.namespace,
+        row.kind,
+        row.content,
+        row.content_key,
+        row.embedding,
+        row.embedding_model,
+        row.importance,
+        row.vehemence,
+        row.session_id,
+        list(row.message_ids),
+        row.run_id,
+        row.extractor,
+        row.occurred_at,
+        row.created_at,
     )
-    return list(result.scalars())
 
 
 def ids_by_session(session: Session, session_ids: Sequence[str]) -> dict[str, list[int]]:
