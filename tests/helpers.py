@@ -34,7 +34,7 @@ def add_session(
 ) -> None:
     """Record a session and its (role, content, time) turns as messages m<index>."""
     speakers = {"user": "Alice", "assistant": agent, "tool": "bash", "system": "system"}
-    record = SessionRecord(id=session_id, namespace=namespace, agent=agent, kind=kind, title=title)  # type: ignore[arg-type]
+    record = SessionRecord(id=session_id, namespace=namespace, agent=agent, kind=kind, title=title)
     messages = [
         MessageRecord(
             id=f"m{first_index + i}",
@@ -42,7 +42,7 @@ def add_session(
             speaker=speakers[role],
             content=content,
             timestamp=ts,
-        )  # type: ignore[arg-type]
+        )
         for i, (role, content, ts) in enumerate(turns)
     ]
     with Session(store.engine) as session, session.begin():

@@ -76,9 +76,12 @@ def test_flow_ingests_syncs_reports_and_is_idempotent(flow_env: Settings, tmp_pa
     assert second.written.sessions == 0 and second.unchanged == 2 and second.blocks_appended == 0
     store = open_store(flow_env)
     with store.engine.connect() as conn:
-        statuses = conn.execute(
-            text("SELECT status, report->>'sessions_seen' FROM runs ORDER BY started_at")
-        ).all()
+        statuses = [
+            tuple(r)
+            for r in conn.execute(
+                text("SELECT status, report->>'sessions_seen' FROM runs ORDER BY started_at")
+            )
+        ]
     assert statuses == [("completed", "2"), ("completed", "2")]
     import asyncio
 

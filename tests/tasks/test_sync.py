@@ -293,9 +293,10 @@ def test_namespace_parameter_and_isolation(store: Store) -> None:
                 "WHERE m.namespace <> s.namespace"
             )
         ).scalar_one()
-        per_ns = dict(
-            conn.execute(text("SELECT namespace, count(*) FROM memories GROUP BY 1")).all()
-        )
+        per_ns = {
+            ns: n
+            for ns, n in conn.execute(text("SELECT namespace, count(*) FROM memories GROUP BY 1"))
+        }
     assert crossed == 0 and set(per_ns) == {"alice", "bob"}
     assert "billing" not in (memory_root(store) / "alice/memory/2026-11-20.md").read_text()
 

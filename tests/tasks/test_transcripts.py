@@ -12,6 +12,7 @@ from sqlalchemy import text
 from storage.engine import Store
 from tasks.transcripts import JsonlTranscripts, ingest, parse_transcript
 
+MESSAGES = "SELECT session_id, id, content FROM chat_messages ORDER BY 1, 2"
 HEADER = {"type": "session", "id": "s1", "namespace": "alice", "agent": "aria", "kind": "direct"}
 
 
@@ -98,14 +99,10 @@ def test_ingest_twice_gives_the_same_rows_and_reports_unreadable_files(
 
     first = ingest(store.engine, JsonlTranscripts(fs, str(root)))
     with store.engine.connect() as conn:
-        rows_1 = conn.execute(
-            text("SELECT session_id, id, content FROM chat_messages ORDER BY 1, 2")
-        ).all()
+        rows_1 = [tuple(r) for r in conn.execute(text(MESSAGES))]
     second = ingest(store.engine, JsonlTranscripts(fs, str(root)))
     with store.engine.connect() as conn:
-        rows_2 = conn.execute(
-            text("SELECT session_id, id, content FROM chat_messages ORDER BY 1, 2")
-        ).all()
+        rows_2 = [tuple(r) for r in conn.execute(text(MESSAGES))]
 
     assert (
         rows_1
