@@ -62,7 +62,11 @@ def ingest(url: str) -> None:
 
 
 @main.command()
-@click.option("--as-of", type=click.DateTime(), help="Run as if it were this time (default now).")
+@click.option(
+    "--as-of",
+    type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]),
+    help="Run as if it were this time (default now); without an offset, in ARCHIVIST_TIMEZONE.",
+)
 @click.option("--namespace", help="Only this namespace.")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
 @click.option("--window-hours", type=float, default=None, help="Look-back window (default 26).")

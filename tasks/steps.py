@@ -10,6 +10,7 @@ import fsspec
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -36,7 +37,7 @@ def _io_error(_task: Any, _run: Any, state: Any) -> bool:
         state.result()
     except (DBAPIError, OSError, TimeoutError):
         return True
-    except Exception:  # noqa: BLE001 - any other failure is not worth retrying
+    except Exception:  # a bug or bad data: retrying cannot help, so fail now
         return False
     return False
 
@@ -58,8 +59,6 @@ def connect_task(settings: Settings) -> tuple[Store, Embedder]:
 
 @task(name="start-run", cache_policy=NO_CACHE)
 def start_run(store: Store, flow: str, as_of: datetime, parameters: dict[str, Any]) -> Any:
-    from prefect.runtime import flow_run
-
     with Session(store.engine) as session, session.begin():
         return runs.start_run(session, flow, as_of, parameters, flow_run.get_id())
 

@@ -11,7 +11,7 @@ import hashlib
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -46,7 +46,7 @@ class SyncContext:
     extractor: Extractor
     embedder: Embedder
     as_of: datetime
-    tz: Any
+    tz: tzinfo
     run_id: uuid.UUID | None
     dry_run: bool = False
 

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from storage.errors import InputError
 from storage.records import MessageRecord, SessionRecord
 from storage.sessions import record_messages, record_session
 
@@ -125,10 +126,11 @@ class JsonlTranscripts:
         self.root = root.rstrip("/")
 
     def files(self) -> list[str]:
+        """The transcript files, sorted; a missing root is an error, not an empty source."""
         if self.fs.isfile(self.root):
             return [self.root]
-        if not self.fs.exists(self.root):
-            return []
+        if not self.fs.isdir(self.root):
+            raise InputError(f"transcripts path {self.root!r} does not exist or is not a folder")
         return sorted(str(p) for p in self.fs.glob(f"{self.root}/**/*.jsonl"))
 
     def read(self) -> Iterator[Transcript | Problem]:

@@ -392,3 +392,59 @@ def test_embedder_of_another_dimension_is_refused(store: Store) -> None:
         pytest.raises(ConfigurationError, match="384-dimensional"),
     ):
         check_compatible(session, store.settings, HashingEmbedder(128).dim)
+
+
+KILLABLE_SYNC = """
+import sys
+from datetime import datetime
+from storage.config import Settings
+from storage.engine import open_store
+from tests.helpers import run_sync
+
+url, root, as_of = sys.argv[1:4]
+store = open_store(Settings(database_url=url, memory_root=root, data_dir=root))
+run_sync(store, datetime.fromisoformat(as_of), batch_size=1)
+"""
+
+
+def test_a_killed_sync_process_recovers_to_the_clean_result(
+    new_store: Callable[[str], Store],
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    clean, killed = new_store("clean"), new_store("killed")
+    for s in (clean, killed):
+        for i in range(40):
+            add_session(
+                s,
+                f"s{i:02}",
+                f"ns{i % 3}",
+                chat(
+                    MORNING + timedelta(minutes=i),
+                    f"Plan {i}: what about the budget?",
+                    "Let's see.",
+                    f"Decision {i}: go with option {i}.",
+                ),
+            )
+    run_sync(clean, AS_OF)
+    url = killed.engine.url.render_as_string(hide_password=False)
+    root = killed.settings.memory_root_url
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLABLE_SYNC, url, root, AS_OF.isoformat()], env=env
+    )
+    deadline = time.monotonic() + 60
+    while counts(killed)["processed_sessions"] < 10 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert 10 <= counts(killed)["processed_sessions"] < 80, "the kill did not land midway"
+
+    run_sync(killed, AS_OF)
+
+    assert snapshot(killed) == snapshot(clean)
+    assert files(memory_root(killed), drop_ids=True) == files(memory_root(clean), drop_ids=True)

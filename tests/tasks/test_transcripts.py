@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 
 import fsspec
+import pytest
 import s3fs
 from sqlalchemy import text
 
 from storage.engine import Store
+from storage.errors import InputError
 from tasks.transcripts import JsonlTranscripts, ingest, parse_transcript
 
 MESSAGES = "SELECT session_id, id, content FROM chat_messages ORDER BY 1, 2"
@@ -133,3 +135,9 @@ def test_ingest_from_s3(store: Store, s3_options: dict[str, object], s3_bucket: 
             conn.execute(text("SELECT content FROM chat_messages WHERE id = 'm2'")).scalar_one()
             == "from s3"
         )
+
+
+def test_a_missing_transcripts_folder_is_an_error(tmp_path: Path) -> None:
+    source = JsonlTranscripts(fsspec.filesystem("file"), str(tmp_path / "typo"))
+    with pytest.raises(InputError, match="does not exist"):
+        list(source.read())
