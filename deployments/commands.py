@@ -115,4 +115,4 @@ def run_demo(settings: Settings, days: int, echo: Echo, now: datetime | None = N
     for folder in sorted(memory.fs.ls(memory.root, detail=False)):
         count = len(memory.fs.glob(f"{folder}/memory/**/*.md"))
         echo(f"  {folder.rsplit('/', 1)[-1]}: {count} files")
-    echo("search them, or run `archivist sync` again: an unchanged day writes nothing.")
+    echo("run `archivist demo` or `archivist sync` again: an unchanged day writes nothing.")
