@@ -61,10 +61,13 @@ def ingest(url: str) -> None:
     ingest_transcripts(_settings(), url, click.echo)
 
 
+_AS_OF_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
+
+
 @main.command()
 @click.option(
     "--as-of",
-    type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]),
+    type=click.DateTime(_AS_OF_FORMATS),
     help="Run as if it were this time (default now); without an offset, in ARCHIVIST_TIMEZONE.",
 )
 @click.option("--namespace", help="Only this namespace.")
@@ -103,3 +106,78 @@ def demo(days: int) -> None:
     from deployments.commands import run_demo
 
     run_demo(_settings(), days, click.echo)
+
+
+_TIME_RANGES = ["today", "week", "month", "recent", "all"]
+
+
+@main.command()
+@click.argument("namespace")
+@click.argument("query")
+@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option("--time-range", type=click.Choice(_TIME_RANGES), default=None)
+@click.option("--kind", "kinds", multiple=True, help="Only these kinds (repeatable).")
+@click.option("--preset", type=click.Choice(["archivist", "librarian"]), default=None)
+@click.option("--weights", help="Custom weights, e.g. semantic=0.7,recency=0.3.")
+@click.option("--as-of", type=click.DateTime(_AS_OF_FORMATS), default=None)
+@click.option("--explain", is_flag=True, help="Show each factor of each score.")
+@click.option("--no-record", is_flag=True, help="Do not count this search as an access.")
+def search(
+    namespace: str,
+    query: str,
+    limit: int,
+    time_range: str | None,
+    kinds: tuple[str, ...],
+    preset: str | None,
+    weights: str | None,
+    as_of: datetime | None,
+    explain: bool,
+    no_record: bool,
+) -> None:
+    """Search NAMESPACE's memories for QUERY."""
+    from deployments.retrieval_commands import render_hits, run_search
+
+    settings = _settings()
+    hits = run_search(
+        settings,
+        namespace,
+        query,
+        limit=limit,
+        time_range=time_range,  # type: ignore[arg-type]
+        kinds=kinds or None,
+        preset=preset,
+        weights=weights,
+        as_of=_localize(as_of, settings),
+        record_access=not no_record,
+    )
+    render_hits(hits, explain, click.echo)
+
+
+@main.command()
+@click.argument("namespace")
+@click.argument("message", required=False)
+def prime(namespace: str, message: str | None) -> None:
+    """Print what the assistant should remember when NAMESPACE starts a conversation."""
+    from deployments.retrieval_commands import run_prime
+
+    run_prime(_settings(), namespace, message, click.echo)
+
+
+@main.command()
+@click.option(
+    "--min-rows",
+    type=click.IntRange(100),
+    default=None,
+    help="Namespace size that gets the HNSW index (default from settings).",
+)
+def index(min_rows: int | None) -> None:
+    """Move large namespaces' memories into the HNSW index (fast search at scale)."""
+    from deployments.retrieval_commands import run_index
+
+    run_index(_settings(), min_rows, click.echo)
+
+
+def _localize(moment: datetime | None, settings: Settings) -> datetime | None:
+    if moment is None or moment.tzinfo is not None:
+        return moment
+    return moment.replace(tzinfo=settings.tz)

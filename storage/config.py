@@ -11,8 +11,13 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 
 def _default_data_dir() -> Path:
@@ -23,8 +28,55 @@ def _default_data_dir() -> Path:
 class EmbeddingSettings(BaseModel):
     """Which embedder turns text into vectors, and the vector size the schema stores."""
 
-    provider: Literal["hashing"] = "hashing"
+    # Validation errors would otherwise echo the raw input, API key included.
+    model_config = ConfigDict(hide_input_in_errors=True)
+
+    provider: Literal["hashing", "openai"] = "hashing"
     dim: int = Field(384, ge=8, le=4096)
+    base_url: str | None = Field(
+        None, description="OpenAI-compatible API root, e.g. http://localhost:11434/v1"
+    )
+    model: str | None = Field(None, description="model name sent to the /embeddings endpoint")
+    api_key: SecretStr | None = None
+    batch_size: int = Field(64, ge=1, le=2048)
+    timeout_seconds: float = Field(30.0, gt=0)
+    max_retries: int = Field(3, ge=0, le=10)
+    cache: bool = Field(True, description="keep vectors in the embedding_cache table")
+
+    @model_validator(mode="after")
+    def _openai_needs_endpoint(self) -> EmbeddingSettings:
+        if self.provider == "openai":
+            missing = [
+                f"ARCHIVIST_EMBEDDING__{field.upper()}"
+                for field in ("base_url", "model")
+                if not getattr(self, field)
+            ]
+            if missing:
+                raise ValueError(f"the openai embedding provider needs {' and '.join(missing)}")
+        return self
+
+
+class RetrievalSettings(BaseModel):
+    """How search ranks and how much it fetches; weights may come from the policy file."""
+
+    preset: Literal["archivist", "librarian"] = "archivist"
+    weights: dict[str, float] | None = Field(
+        None, description="custom factor weights, replacing the preset's"
+    )
+    half_life_days: float = Field(30.0, gt=0)
+    overfetch: int = Field(3, ge=1, le=20)
+    dense_share: float = Field(
+        0.5, ge=0, le=1, description="share of dense cosine in the fused relevance (rest BM25)"
+    )
+    ann_min_namespace_rows: int = Field(
+        10_000, ge=100, description="namespaces this large get the HNSW index"
+    )
+    ef_search: int = Field(100, ge=10, le=1000)
+    max_limit: int = Field(100, ge=1, le=1000)
+    prime_episodes: int = Field(3, ge=0, le=50)
+    prime_min_salience: float = Field(0.3, ge=0, le=1)
+    prime_threads: int = Field(5, ge=0, le=50)
+    prime_facts: int = Field(10, ge=0, le=100)
 
 
 class SyncSettings(BaseModel):
@@ -57,6 +109,25 @@ class Settings(BaseSettings):
     extractor: Literal["heuristic"] = "heuristic"
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     sync: SyncSettings = Field(default_factory=SyncSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments, then environment, then the TOML policy file in ARCHIVIST_POLICY_FILE."""
+        sources = [init_settings, env_settings, dotenv_settings, file_secret_settings]
+        policy = os.environ.get("ARCHIVIST_POLICY_FILE")
+        if policy:
+            if not Path(policy).is_file():
+                raise ValueError(f"ARCHIVIST_POLICY_FILE {policy!r} is not a readable file")
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=policy))
+        return tuple(sources)
 
     @field_validator("timezone")
     @classmethod

@@ -98,7 +98,15 @@ def get_engine(url: str) -> Engine:
     with _lock:
         engine = _engines.get(url)
         if engine is None:
-            engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+            # No server-side prepared statements: a cached generic plan would ignore the
+            # per-query planner settings and the namespace size that pick the search plan.
+            engine = create_engine(
+                url,
+                pool_pre_ping=True,
+                pool_size=5,
+                max_overflow=5,
+                connect_args={"prepare_threshold": None},
+            )
             _engines[url] = engine
         return engine
 

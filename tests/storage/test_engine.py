@@ -15,7 +15,7 @@ from sqlalchemy import create_engine, text
 from storage.config import Settings
 from storage.engine import check_pgvector, open_store, resolve_url
 from storage.errors import ConfigurationError, StorageError
-from storage.migrate import require_current, upgrade
+from storage.migrate import head_revision, require_current, upgrade
 
 HOLD_STORE = """
 import sys, time
@@ -117,8 +117,9 @@ def test_schema_is_required_and_upgrade_is_idempotent(pg_url: str, tmp_path: Pat
 
     with pytest.raises(StorageError, match="archivist db upgrade"):
         require_current(store.engine, settings)
-    assert upgrade(store.engine, settings) == (None, "0001")
-    assert upgrade(store.engine, settings) == ("0001", "0001")
+    head = head_revision(settings)
+    assert upgrade(store.engine, settings) == (None, head)
+    assert upgrade(store.engine, settings) == (head, head)
     require_current(store.engine, settings)
     with store.engine.connect() as conn:
         dim = conn.execute(

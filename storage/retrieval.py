@@ -1,0 +1,398 @@
+"""Retrieval for assistants: composite-scored hybrid search and conversation priming.
+
+Imports no Prefect, so an assistant can ``from storage.retrieval import Retriever`` alone.
+
+    retriever = Retriever.from_settings(Settings())
+    hits = retriever.search("alice", "when is the dentist?", limit=5)
+    print(retriever.prime("alice", "Hi! About the trip...").formatted)
+
+Search is scoped to one namespace. Candidates are the dense top ``limit x overfetch``
+(pgvector cosine; HNSW with iterative scans over large namespaces' indexed rows, an exact
+scan of everything else) united with the lexical top (BM25 over PostgreSQL lexemes).
+Each hit's score is a weighted sum of named factors (``storage.scoring``), all shown in
+``Hit.factors``. Bad input raises ``RetrievalError``; an unknown namespace gives ``[]``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+
+from storage import scoring
+from storage.config import RetrievalSettings, Settings
+from storage.errors import ConfigurationError, RetrievalError
+from storage.retrieval_sql import (
+    ANN_NEIGHBOURS,
+    CANDIDATES,
+    EXPLAIN_ANN,
+    EXPLAIN_CANDIDATES,
+    LEXICAL_STATS,
+    PLANNER,
+    RECORD_ACCESS,
+)
+from storage.retrieval_types import Hit, Priming, TimeRange
+from tasks.embedding.types import Embedder
+
+__all__ = ["Hit", "Priming", "RetrievalError", "Retriever", "TimeRange"]
+
+KINDS = ("episode", "task_card", "turn", "fact", "preference", "decision", "note", "goal")
+_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_BM25_K1, _BM25_B, _DF_CAP, _MAX_QUERY_CHARS = 1.2, 0.75, 2000, 10_000
+
+
+class Retriever:
+    """Search and priming over one store; thread-safe (each call uses its own connection)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        embedder: Embedder,
+        settings: RetrievalSettings | None = None,
+        tz: tzinfo = UTC,
+        text_search_config: str = "english",
+    ) -> None:
+        self.engine = engine
+        self.embedder = embedder
+        self.settings = settings or RetrievalSettings()
+        self.tz = tz
+        self.text_search_config = text_search_config
+        self.weights = scoring.resolve_weights(self.settings.preset, self.settings.weights)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Retriever:
+        """Open the configured store and embedder, checking that both fit the schema."""
+        from sqlalchemy.orm import Session
+
+        from storage.engine import open_store
+        from storage.meta import check_compatible, read_facts
+        from storage.migrate import require_current
+        from tasks.embedding import make_embedder
+
+        store = open_store(settings)
+        require_current(store.engine, settings)
+        embedder = make_embedder(settings.embedding)
+        with Session(store.engine) as session:
+            check_compatible(session, settings, embedder.dim)
+            config = read_facts(session).get("text_search_config", "english")
+        return cls(store.engine, embedder, settings.retrieval, settings.tz, config)
+
+    def search(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        limit: int = 10,
+        time_range: TimeRange | None = None,
+        kinds: Sequence[str] | None = None,
+        as_of: datetime | None = None,
+        weights: Mapping[str, float] | None = None,
+        record_access: bool = True,
+        include_archived: bool = False,
+    ) -> list[Hit]:
+        """The ``limit`` best memories of ``namespace`` for ``query``, best first."""
+        self._check(namespace, query, limit, kinds)
+        now = _aware(as_of) if as_of is not None else datetime.now(UTC)
+        start, end = resolve_time_range(time_range, now, self.tz)
+        used = self.weights if weights is None else _weights(weights)
+        vector = self.embedder.embed([query])[0]
+        try:
+            with self.engine.begin() as conn:
+                hits = self._search(
+                    conn,
+                    namespace,
+                    query,
+                    vector,
+                    limit,
+                    start,
+                    end,
+                    kinds,
+                    now,
+                    used,
+                    include_archived,
+                )
+                if record_access and hits:
+                    self._record(conn, hits, query, now)
+        except DBAPIError as exc:
+            raise RetrievalError(f"search in namespace {namespace!r} failed: {exc.orig}") from exc
+        return hits
+
+    def prime(
+        self,
+        namespace: str,
+        initial_message: str | None = None,
+        *,
+        as_of: datetime | None = None,
+        record_access: bool = True,
+    ) -> Priming:
+        """What to remember when a conversation starts (seed 003), with readable text."""
+        from storage.priming import build_priming
+
+        if not _NAMESPACE.match(namespace):
+            raise RetrievalError(f"bad namespace {namespace!r}")
+        now = _aware(as_of) if as_of is not None else datetime.now(UTC)
+        try:
+            return build_priming(self, namespace, initial_message, now, record_access)
+        except DBAPIError as exc:
+            raise RetrievalError(f"priming namespace {namespace!r} failed: {exc.orig}") from exc
+
+    def search_in(
+        self,
+        conn: Connection,
+        namespace: str,
+        query: str,
+        limit: int,
+        kinds: Sequence[str] | None,
+        now: datetime,
+    ) -> list[Hit]:
+        """Search inside the caller's transaction (priming uses it); records no access."""
+        self._check(namespace, query, limit, kinds)
+        vector = self.embedder.embed([query])[0]
+        return self._search(
+            conn, namespace, query, vector, limit, None, None, kinds, now, self.weights, False
+        )
+
+    def _check(self, namespace: str, query: str, limit: int, kinds: Sequence[str] | None) -> None:
+        if not _NAMESPACE.match(namespace):
+            raise RetrievalError(f"bad namespace {namespace!r}: letters, digits, '.', '_', '-'")
+        if not query or not query.strip():
+            raise RetrievalError("empty query: say what to search for")
+        if len(query) > _MAX_QUERY_CHARS:
+            raise RetrievalError(f"query of {len(query)} characters; at most {_MAX_QUERY_CHARS}")
+        if not 1 <= limit <= self.settings.max_limit:
+            raise RetrievalError(f"limit {limit} out of range 1..{self.settings.max_limit}")
+        unknown = sorted(set(kinds or ()) - set(KINDS))
+        if unknown:
+            raise RetrievalError(f"unknown kind(s) {unknown}; known: {list(KINDS)}")
+
+    def _search(
+        self,
+        conn: Connection,
+        namespace: str,
+        query: str,
+        vector: np.ndarray,
+        limit: int,
+        start: datetime | None,
+        end: datetime | None,
+        kinds: Sequence[str] | None,
+        now: datetime,
+        weights: Mapping[str, float],
+        include_archived: bool,
+    ) -> list[Hit]:
+        prepared = self._params(
+            conn, namespace, query, vector, limit, start, end, kinds, include_archived
+        )
+        if prepared is None:
+            return []
+        params, n_indexed = prepared
+        params |= self._neighbours(conn, params, n_indexed)
+        self._plan(conn, force_index=False, exact=False)
+        rows = conn.execute(CANDIDATES, params).all()
+        return self._rank(rows, now, weights)[:limit]
+
+    def _plan(self, conn: Connection, *, force_index: bool, exact: bool) -> None:
+        conn.execute(
+            PLANNER,
+            {
+                "ef_search": str(self.settings.ef_search),
+                "other": "off" if force_index else "on",
+                "indexscan": "off" if exact else "on",
+            },
+        )
+
+    def _neighbours(
+        self, conn: Connection, params: dict[str, Any], n_indexed: int
+    ) -> dict[str, list[Any]]:
+        """HNSW neighbours among indexed rows; exact when filters starved the index."""
+        if n_indexed == 0:  # a walk of the index would look for rows it cannot hold
+            return {"ann_ids": [], "ann_dists": []}
+        self._plan(conn, force_index=True, exact=False)
+        rows = conn.execute(ANN_NEIGHBOURS, params).all()
+        if len(rows) < min(params["n"], n_indexed):
+            self._plan(conn, force_index=False, exact=True)
+            rows = conn.execute(ANN_NEIGHBOURS, params).all()
+        return {"ann_ids": [r.id for r in rows], "ann_dists": [float(r.dist) for r in rows]}
+
+    def explain_plan(
+        self, namespace: str, query: str, *, limit: int = 10, kinds: Sequence[str] | None = None
+    ) -> str:
+        """PostgreSQL's plan for this search (which index serves which namespace)."""
+        self._check(namespace, query, limit, kinds)
+        vector = self.embedder.embed([query])[0]
+        with self.engine.connect() as conn:
+            prepared = self._params(conn, namespace, query, vector, limit, None, None, kinds, False)
+            if prepared is None:
+                return "empty namespace: no plan"
+            params, n_indexed = prepared
+            lines: list[str] = []
+            if n_indexed:
+                self._plan(conn, force_index=True, exact=False)
+                lines += conn.execute(EXPLAIN_ANN, params).scalars().all()
+            params |= {"ann_ids": [], "ann_dists": []}
+            self._plan(conn, force_index=False, exact=False)
+            lines += conn.execute(EXPLAIN_CANDIDATES, params).scalars().all()
+            conn.rollback()
+        return "\n".join(lines)
+
+    def _params(
+        self,
+        conn: Connection,
+        namespace: str,
+        query: str,
+        vector: np.ndarray,
+        limit: int,
+        start: datetime | None,
+        end: datetime | None,
+        kinds: Sequence[str] | None,
+        include_archived: bool,
+    ) -> tuple[dict[str, Any], int] | None:
+        n_docs, avg_len, n_indexed, terms = self._lexical_stats(conn, namespace, query)
+        if n_docs == 0:
+            return None
+        n = limit * self.settings.overfetch
+        tiers = ["fresh", "compressed", "archived"] if include_archived else ["fresh", "compressed"]
+        params = {
+            "namespace": namespace,
+            "qvec": _vector_literal(vector),
+            "n": n,
+            "n_lexical": max(n, 50),
+            "tiers": tiers,
+            "kinds": list(kinds) if kinds else None,
+            "start": start,
+            "end": end,
+            "k1": _BM25_K1,
+            "b": _BM25_B,
+            "avg_len": avg_len,
+            **_lexical_params(terms, n_docs),
+        }
+        return params, n_indexed
+
+    def _lexical_stats(
+        self, conn: Connection, namespace: str, query: str
+    ) -> tuple[int, float, int, list[tuple[str, int]]]:
+        rows = conn.execute(
+            LEXICAL_STATS,
+            {
+                "cfg": self.text_search_config,
+                "query": query,
+                "namespace": namespace,
+                "df_cap": _DF_CAP,
+            },
+        ).all()
+        n_docs, avg_len, n_indexed = int(rows[0].n_docs), float(rows[0].avg_len), rows[0].n_indexed
+        terms = [(r.lexeme, int(r.df)) for r in rows if r.lexeme is not None]
+        return n_docs, avg_len, int(n_indexed), terms
+
+    def _rank(self, rows: Sequence[Any], now: datetime, weights: Mapping[str, float]) -> list[Hit]:
+        dense = scoring.min_max([float(r.cosine) for r in rows])
+        lexical = scoring.min_max([float(r.bm25) for r in rows])
+        share = self.settings.dense_share
+        hits = [
+            self.hit(r, d, lx, share * d + (1 - share) * lx, now, weights)
+            for r, d, lx in zip(rows, dense, lexical, strict=True)
+        ]
+        hits.sort(key=lambda h: (-h.score, -h.occurred_at.timestamp(), h.memory_id))
+        return hits
+
+    def hit(
+        self,
+        row: Any,
+        dense: float,
+        lexical: float,
+        relevance: float,
+        now: datetime,
+        weights: Mapping[str, float],
+    ) -> Hit:
+        """A hit from a candidate row and its normalised relevance parts, scored as of now."""
+        half_life = self.settings.half_life_days
+        age = (now - row.occurred_at).total_seconds() / 86400
+        touched = row.last_accessed_at or row.occurred_at
+        factors = {
+            "semantic": relevance,
+            "dense": dense,
+            "lexical": lexical,
+            "recency": scoring.recency(age, half_life),
+            "importance": scoring.importance(row.importance),
+            "frequency": scoring.frequency(row.access_count),
+            "vehemence": float(row.vehemence),
+            "salience": scoring.salience(
+                row.access_count, (now - touched).total_seconds() / 86400, half_life
+            ),
+            "cosine": float(row.cosine),
+            "bm25": float(row.bm25),
+        }
+        return Hit(
+            memory_id=row.id,
+            namespace=row.namespace,
+            kind=row.kind,
+            content=row.content,
+            score=scoring.composite(factors, weights),
+            factors=factors,
+            weights=dict(weights),
+            occurred_at=row.occurred_at,
+            created_at=row.created_at,
+            session_id=row.session_id,
+            message_ids=tuple(row.message_ids),
+            tier=row.tier,
+        )
+
+    def _record(self, conn: Connection, hits: Sequence[Hit], query: str, at: datetime) -> None:
+        ids = [h.memory_id for h in hits]
+        conn.execute(RECORD_ACCESS, {"ids": ids, "context": f"search: {query[:500]}", "at": at})
+
+
+def _weights(weights: Mapping[str, float]) -> dict[str, float]:
+    try:
+        return scoring.resolve_weights("custom", weights)
+    except ConfigurationError as exc:
+        raise RetrievalError(str(exc)) from exc
+
+
+def _aware(moment: datetime) -> datetime:
+    if moment.tzinfo is None:
+        raise RetrievalError(f"as_of {moment.isoformat()} has no time zone")
+    return moment
+
+
+def _vector_literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
+
+
+def _lexical_params(terms: Sequence[tuple[str, int]], n_docs: int) -> dict[str, Any]:
+    """BM25 idf per lexeme, and an OR query of the lexemes worth matching on."""
+    idf = {t: math.log(1 + (n_docs - df + 0.5) / (df + 0.5)) for t, df in terms if df > 0}
+    useful = [t for t, df in terms if 0 < df <= max(_DF_CAP - 1, n_docs // 2)] or list(idf)
+    tsquery = " | ".join("'" + t.replace("'", "''") + "'" for t in sorted(useful)) or None
+    return {"lexemes": list(idf), "idfs": list(idf.values()), "tsquery": tsquery}
+
+
+def resolve_time_range(
+    time_range: TimeRange | None, now: datetime, tz: tzinfo
+) -> tuple[datetime | None, datetime | None]:
+    """[start, end) of a named range in the configured zone, or of an explicit pair."""
+    if time_range is None or time_range == "all":
+        return None, None
+    if isinstance(time_range, tuple):
+        start, end = time_range
+        if start.tzinfo is None or end.tzinfo is None:
+            raise RetrievalError("time_range needs time zones on both ends")
+        if start > end:
+            raise RetrievalError(f"reversed time range: {start.isoformat()} > {end.isoformat()}")
+        return start, end
+    local = now.astimezone(tz)
+    midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
+    starts = {
+        "today": midnight,
+        "week": midnight - timedelta(days=local.weekday()),
+        "month": midnight.replace(day=1),
+        "recent": now - timedelta(days=30),
+    }
+    if time_range not in starts:
+        raise RetrievalError(f"unknown time range {time_range!r}; use {[*starts, 'all']}")
+    return starts[time_range], now + timedelta(microseconds=1)

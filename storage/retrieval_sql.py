@@ -1,0 +1,148 @@
+"""The statements behind retrieval, each kept whole and named (see ``storage.retrieval``)."""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+
+# Planner settings for the rest of the transaction. The HNSW neighbours are fetched with
+# sequential scans, bitmap scans and sorts off, so the index is the only way to answer;
+# the exact re-run (when filters starved the index) turns plain index scans off instead.
+# Iterative scans keep a filtered top-k complete in the common case.
+PLANNER = text(
+    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+    "set_config('hnsw.ef_search', :ef_search, true), "
+    "set_config('enable_seqscan', :other, true), "
+    "set_config('enable_bitmapscan', :other, true), "
+    "set_config('enable_sort', :other, true), "
+    "set_config('enable_indexscan', :indexscan, true)"
+)
+
+# Dense neighbours among the HNSW-indexed rows of the namespace.
+ANN_NEIGHBOURS = text(
+    """
+    SELECT id, embedding <=> CAST(:qvec AS vector) AS dist FROM memories
+    WHERE namespace = :namespace AND ann_indexed
+      AND tier = ANY(CAST(:tiers AS text[]))
+      AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(CAST(:kinds AS text[])))
+      AND (CAST(:start AS timestamptz) IS NULL OR occurred_at >= :start)
+      AND (CAST(:end AS timestamptz) IS NULL OR occurred_at < :end)
+    ORDER BY embedding <=> CAST(:qvec AS vector) LIMIT :n
+    """
+)
+
+# The query's lexemes with their document frequency in the namespace (capped: a term in
+# more than :df_cap memories is common whatever its exact count), and the namespace's size
+# and mean lexical length for BM25.
+LEXICAL_STATS = text(
+    """
+    WITH terms AS (
+        SELECT DISTINCT unnest(tsvector_to_array(to_tsvector(CAST(:cfg AS regconfig), :query)))
+            AS lexeme
+    ), stats AS (
+        SELECT count(*) AS n_docs,
+               coalesce(avg(lex_len), 0) AS avg_len,
+               count(*) FILTER (WHERE ann_indexed) AS n_indexed
+        FROM memories WHERE namespace = :namespace
+    )
+    SELECT s.n_docs, s.avg_len, s.n_indexed, t.lexeme,
+           (SELECT count(*) FROM (
+                SELECT 1 FROM memories m
+                WHERE m.namespace = :namespace
+                  AND m.tsv @@ CAST(quote_literal(t.lexeme) AS tsquery)
+                LIMIT :df_cap) c) AS df
+    FROM stats s LEFT JOIN terms t ON true
+    """
+)
+
+# The scopes repeat the same filters so that each keeps its own index.
+# Candidates (dense top-n: the HNSW neighbours passed in, and the other rows exactly; lexical
+# over an OR query of the useful lexemes), then every factor's raw input for each of them.
+# BM25 is computed over PostgreSQL's own lexemes: tf from the positions in the memory's
+# tsvector, idf passed in from LEXICAL_STATS, length from lex_len.
+CANDIDATES = text(
+    """
+    WITH dense_ann AS (
+        SELECT * FROM unnest(CAST(:ann_ids AS bigint[]), CAST(:ann_dists AS float8[]))
+            AS a(id, dist)
+    ), dense_exact AS (
+        SELECT id, embedding <=> CAST(:qvec AS vector) AS dist FROM memories
+        WHERE namespace = :namespace AND NOT ann_indexed
+          AND tier = ANY(CAST(:tiers AS text[]))
+          AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(CAST(:kinds AS text[])))
+          AND (CAST(:start AS timestamptz) IS NULL OR occurred_at >= :start)
+          AND (CAST(:end AS timestamptz) IS NULL OR occurred_at < :end)
+        ORDER BY 2 LIMIT :n
+    ), dense AS (
+        SELECT id FROM (SELECT * FROM dense_ann UNION ALL SELECT * FROM dense_exact) d
+        ORDER BY dist LIMIT :n
+    ), lexical AS (
+        SELECT id FROM memories
+        WHERE namespace = :namespace AND CAST(:tsquery AS text) IS NOT NULL
+          AND tsv @@ CAST(:tsquery AS tsquery)
+          AND tier = ANY(CAST(:tiers AS text[]))
+          AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(CAST(:kinds AS text[])))
+          AND (CAST(:start AS timestamptz) IS NULL OR occurred_at >= :start)
+          AND (CAST(:end AS timestamptz) IS NULL OR occurred_at < :end)
+        ORDER BY ts_rank(tsv, CAST(:tsquery AS tsquery), 1) DESC, id DESC LIMIT :n_lexical
+    ), candidates AS (SELECT id FROM dense UNION SELECT id FROM lexical)
+    SELECT m.id, m.namespace, m.kind, m.content, m.importance, m.vehemence, m.access_count,
+           m.last_accessed_at, m.occurred_at, m.created_at, m.session_id, m.message_ids, m.tier,
+           1 - (m.embedding <=> CAST(:qvec AS vector)) AS cosine,
+           coalesce((
+               SELECT sum(t.idf * (cardinality(u.positions) * (:k1 + 1))
+                          / (cardinality(u.positions)
+                             + :k1 * (1 - :b + :b * m.lex_len / greatest(:avg_len, 1))))
+               FROM unnest(m.tsv) u
+               JOIN unnest(CAST(:lexemes AS text[]), CAST(:idfs AS float8[])) AS t(lexeme, idf)
+                 ON t.lexeme = u.lexeme), 0) AS bm25
+    FROM candidates c JOIN memories m ON m.id = c.id
+    """
+)
+
+EXPLAIN_ANN = text("EXPLAIN (COSTS OFF) " + ANN_NEIGHBOURS.text)
+EXPLAIN_CANDIDATES = text("EXPLAIN (COSTS OFF) " + CANDIDATES.text)
+
+# One round trip for all returned hits: counters on the rows, one access-log row each.
+RECORD_ACCESS = text(
+    """
+    WITH touched AS (
+        UPDATE memories
+        SET access_count = access_count + 1, last_accessed_at = :at
+        WHERE id = ANY(CAST(:ids AS bigint[]))
+        RETURNING id, namespace
+    )
+    INSERT INTO memory_access_log (memory_id, namespace, context, accessed_at)
+    SELECT id, namespace, :context, :at FROM touched
+    """
+)
+
+# Priming: the namespace's latest episodes with the access history of their memory row.
+RECENT_EPISODES = text(
+    """
+    SELECT e.session_id, e.summary, e.topics, e.entities, e.open_threads, e.ended_at,
+           e.memory_id, coalesce(m.access_count, 0) AS access_count, m.last_accessed_at
+    FROM episodes e LEFT JOIN memories m ON m.id = e.memory_id
+    WHERE e.namespace = :namespace AND e.ended_at <= :now
+    ORDER BY e.ended_at DESC, e.session_id
+    LIMIT :scan
+    """
+)
+
+# Priming without a first message: the most important facts, with what scoring needs.
+TOP_FACTS = text(
+    """
+    SELECT id, namespace, kind, content, importance, vehemence, access_count,
+           last_accessed_at, occurred_at, created_at, session_id, message_ids, tier,
+           0.0 AS cosine, 0.0 AS bm25
+    FROM memories
+    WHERE namespace = :namespace AND kind = ANY(CAST(:kinds AS text[]))
+      AND tier <> 'archived' AND occurred_at <= :now
+    ORDER BY importance DESC, occurred_at DESC, id
+    LIMIT :scan
+    """
+)
+
+EPISODE_ENTITIES = text(
+    "SELECT session_id, entities FROM episodes "
+    "WHERE namespace = :namespace AND session_id = ANY(CAST(:sessions AS text[]))"
+)

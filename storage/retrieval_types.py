@@ -1,0 +1,81 @@
+"""The values retrieval returns: hits with their factor breakdown, and a priming."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+TimeRangeName = Literal["today", "week", "month", "recent", "all"]
+TimeRange = TimeRangeName | tuple[datetime, datetime]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved memory, its score, why it scored so, and where it came from."""
+
+    memory_id: int
+    namespace: str
+    kind: str
+    content: str
+    score: float
+    factors: dict[str, float]
+    weights: dict[str, float]
+    occurred_at: datetime
+    created_at: datetime
+    session_id: str | None
+    message_ids: tuple[str, ...]
+    tier: str
+
+    def explain(self) -> str:
+        """``score = sum(weight x factor)`` spelt out, plus the unweighted parts."""
+        used = [f"{w:g}*{n}({self.factors[n]:.3f})" for n, w in self.weights.items() if w]
+        rest = [f"{n}={v:.3f}" for n, v in self.factors.items() if not self.weights.get(n)]
+        return (
+            f"{self.score:.3f} = " + " + ".join(used) + (f"  [{', '.join(rest)}]" if rest else "")
+        )
+
+
+@dataclass(frozen=True)
+class PrimedEpisode:
+    """A recent conversation worth recalling."""
+
+    session_id: str
+    summary: str
+    topics: tuple[str, ...]
+    ended_at: datetime
+    salience: float
+
+
+@dataclass(frozen=True)
+class PrimedThread:
+    """Something left open in an earlier conversation."""
+
+    session_id: str
+    topic: str
+    status: str
+    context: str
+    since: datetime
+
+
+@dataclass(frozen=True)
+class Priming:
+    """What to remember at the start of a conversation, and the same as readable text."""
+
+    namespace: str
+    episodes: tuple[PrimedEpisode, ...]
+    open_threads: tuple[PrimedThread, ...]
+    facts: tuple[Hit, ...]
+    entities: tuple[str, ...]
+    formatted: str
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "episodes": [e.__dict__ for e in self.episodes],
+            "open_threads": [t.__dict__ for t in self.open_threads],
+            "facts": [{"memory_id": h.memory_id, "content": h.content} for h in self.facts],
+            "entities": list(self.entities),
+            "formatted": self.formatted,
+        }

@@ -1,0 +1,112 @@
+"""Pure ranking math: the factors of a memory's score and how they combine (DESIGN.md).
+
+- recency    = 0.5 ** (age_days / half_life_days). The seeds write exp(-days/30) and call it
+  a 30-day half-life; that curve halves every 20.8 days. This is the true half-life.
+- frequency  = min(1, ln(1 + access_count) / ln(100))
+- salience   = max(0.01, (1 + 0.1 * access_count) * 0.5 ** (days_since_last_access / 30))
+- vehemence  = 0.5 * urgency + 0.3 * |sentiment| + 0.2 * risk
+- relevance  = dense_share * cosine' + (1 - dense_share) * bm25', each min-max normalised
+  over the query's candidates, so the presets' "semantic" weight applies to fused relevance
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from storage.errors import ConfigurationError
+
+FACTORS = (
+    "semantic",
+    "dense",
+    "lexical",
+    "recency",
+    "importance",
+    "frequency",
+    "vehemence",
+    "salience",
+)
+PRESETS: dict[str, dict[str, float]] = {
+    "archivist": {"semantic": 0.6, "recency": 0.2, "importance": 0.2},
+    "librarian": {"semantic": 0.40, "recency": 0.25, "frequency": 0.20, "vehemence": 0.15},
+}
+DEFAULT_IMPORTANCE = 0.5
+SALIENCE_FLOOR = 0.01
+
+
+def recency(age_days: float, half_life_days: float = 30.0) -> float:
+    """1 for a memory from now, 0.5 after one half-life; future times count as now."""
+    return math.pow(0.5, max(0.0, age_days) / half_life_days)
+
+
+def frequency(access_count: int) -> float:
+    """Saturating use count: 1 at 99 accesses and above."""
+    return min(1.0, math.log1p(max(0, access_count)) / math.log(100))
+
+
+def salience(access_count: int, days_since_access: float, half_life_days: float = 30.0) -> float:
+    """Seed 003's decay: base 1 plus 0.1 per access, halving per half-life, never below 0.01."""
+    boosted = 1.0 + 0.1 * max(0, access_count)
+    return max(
+        SALIENCE_FLOOR, boosted * math.pow(0.5, max(0.0, days_since_access) / half_life_days)
+    )
+
+
+def vehemence(urgency: float, sentiment: float, risk: float) -> float:
+    """Seed 002's emotional weight, in [0, 1]."""
+    return min(1.0, max(0.0, 0.5 * urgency + 0.3 * abs(sentiment) + 0.2 * risk))
+
+
+def importance(value: float | None) -> float:
+    """Importance in [0, 1]; unknown is 0.5."""
+    return DEFAULT_IMPORTANCE if value is None else min(1.0, max(0.0, value))
+
+
+def min_max(values: Sequence[float]) -> list[float]:
+    """Scale to [0, 1] over this query's candidates; all-equal positive values become 1."""
+    if not values:
+        return []
+    low, high = min(values), max(values)
+    if high - low < 1e-12:
+        return [1.0 if high > 0 else 0.0 for _ in values]
+    return [(v - low) / (high - low) for v in values]
+
+
+def fuse(cosines: Sequence[float], bm25: Sequence[float], dense_share: float) -> list[float]:
+    """Fused relevance of each candidate: weighted sum of normalised dense and lexical."""
+    dense, lexical = min_max(cosines), min_max(bm25)
+    return [dense_share * d + (1 - dense_share) * lx for d, lx in zip(dense, lexical, strict=True)]
+
+
+def resolve_weights(preset: str, custom: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Custom weights if given, else the preset's; unknown names or bad values are errors."""
+    if custom is None:
+        if preset not in PRESETS:
+            raise ConfigurationError(f"unknown preset {preset!r}; use one of {sorted(PRESETS)}")
+        custom = PRESETS[preset]
+    unknown = sorted(set(custom) - set(FACTORS))
+    if unknown:
+        raise ConfigurationError(f"unknown weight(s) {unknown}; factors are {list(FACTORS)}")
+    bad = {k: v for k, v in custom.items() if not (isinstance(v, int | float) and 0 <= v <= 10)}
+    if bad or not any(custom.values()):
+        raise ConfigurationError(f"weights must be numbers in [0, 10], not all 0: {dict(custom)}")
+    return {name: float(custom.get(name, 0.0)) for name in FACTORS}
+
+
+def parse_weights(text: str) -> dict[str, float]:
+    """Parse ``semantic=0.6,recency=0.4`` (for the CLI); errors name the bad part."""
+    out: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        try:
+            out[name.strip()] = float(value) if sep else math.nan
+        except ValueError:
+            out[name.strip()] = math.nan
+        if math.isnan(out[name.strip()]):
+            raise ConfigurationError(f"cannot parse weight {part!r}; write name=number")
+    return out
+
+
+def composite(factors: Mapping[str, float], weights: Mapping[str, float]) -> float:
+    """Weighted sum of the named factors."""
+    return sum(weights.get(name, 0.0) * factors.get(name, 0.0) for name in FACTORS)

@@ -1,0 +1,39 @@
+"""Move large namespaces' memories into the HNSW index, in small committed batches."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from storage.ann import flag_batch, large_namespaces
+
+
+def refresh_ann_index(
+    engine: Engine,
+    min_rows: int,
+    *,
+    batch: int = 1000,
+    on_progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, int]:
+    """Flag every unindexed row of namespaces with ``min_rows`` or more; rows flagged per one.
+
+    Each batch commits on its own, so an interruption keeps the work done, and searches
+    stay correct throughout (unflagged rows are scanned exactly).
+    """
+    with Session(engine) as session:
+        targets = large_namespaces(session, min_rows)
+    flagged: dict[str, int] = {}
+    for namespace, pending in targets.items():
+        done = 0
+        while True:
+            with Session(engine) as session, session.begin():
+                moved = flag_batch(session, namespace, batch)
+            if moved == 0:
+                break
+            done += moved
+            if on_progress is not None:
+                on_progress(namespace, done, pending)
+        flagged[namespace] = done
+    return flagged

@@ -1,0 +1,57 @@
+"""Put memories straight into the store, with the fields a ranking test controls."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from storage.engine import Store
+from storage.memories import NewMemory, insert_memories
+from tasks.embedding import HashingEmbedder
+
+
+def put(
+    store: Store,
+    namespace: str,
+    contents: Sequence[str],
+    occurred_at: datetime,
+    *,
+    kind: str = "fact",
+    importance: float = 0.5,
+    vehemence: float = 0.0,
+    access_count: int = 0,
+) -> list[int]:
+    """Insert memories (no session) and return their ids."""
+    embedder = HashingEmbedder(store.settings.embedding.dim)
+    vectors = embedder.embed(list(contents))
+    rows = [
+        NewMemory(
+            namespace=namespace,
+            kind=kind,
+            content=content,
+            content_key=hashlib.sha256(f"{namespace}{i}{content}".encode()).hexdigest(),
+            embedding=vectors[i],
+            embedding_model=embedder.name,
+            importance=importance,
+            vehemence=vehemence,
+            session_id=None,
+            message_ids=(f"m{i}",),
+            run_id=None,
+            extractor="test",
+            occurred_at=occurred_at,
+            created_at=occurred_at,
+        )
+        for i, content in enumerate(contents)
+    ]
+    with Session(store.engine) as session, session.begin():
+        ids = insert_memories(session, rows)
+        if access_count:
+            session.execute(
+                text("UPDATE memories SET access_count = :n WHERE id = ANY(:ids)"),
+                {"n": access_count, "ids": ids},
+            )
+    return ids

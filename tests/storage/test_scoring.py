@@ -1,0 +1,74 @@
+"""The ranking math, on its edge cases."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from storage import scoring
+from storage.errors import ConfigurationError
+
+
+def test_recency_is_a_true_half_life() -> None:
+    assert scoring.recency(0) == 1.0
+    assert scoring.recency(30) == pytest.approx(0.5)
+    assert scoring.recency(60) == pytest.approx(0.25)
+    assert scoring.recency(-5) == 1.0  # a clock a bit ahead is "now", not "better than now"
+    assert scoring.recency(30) != pytest.approx(math.exp(-30 / 30))  # the seeds' curve differs
+
+
+def test_salience_decays_boosts_and_never_vanishes() -> None:
+    assert scoring.salience(0, 0) == 1.0
+    assert scoring.salience(0, 30) == pytest.approx(0.5)
+    assert scoring.salience(5, 0) == pytest.approx(1.5)  # +0.1 per access
+    assert scoring.salience(0, 10_000) == 0.01  # the floor
+
+
+def test_frequency_saturates_at_one() -> None:
+    assert scoring.frequency(0) == 0.0
+    assert scoring.frequency(99) == pytest.approx(1.0)
+    assert scoring.frequency(10_000) == 1.0
+    assert 0 < scoring.frequency(3) < scoring.frequency(10) < 1
+
+
+def test_importance_defaults_and_vehemence_formula() -> None:
+    assert scoring.importance(None) == 0.5
+    assert scoring.importance(1.7) == 1.0
+    assert scoring.vehemence(1.0, -1.0, 1.0) == pytest.approx(1.0)
+    assert scoring.vehemence(0.4, -0.5, 0.5) == pytest.approx(0.2 + 0.15 + 0.1)
+
+
+def test_min_max_and_fusion() -> None:
+    assert scoring.min_max([]) == []
+    assert scoring.min_max([2.0, 2.0]) == [1.0, 1.0]
+    assert scoring.min_max([0.0, 0.0]) == [0.0, 0.0]
+    assert scoring.min_max([1.0, 3.0, 2.0]) == [0.0, 1.0, 0.5]
+    assert scoring.fuse([0.1, 0.9], [4.0, 0.0], 0.5) == [0.5, 0.5]
+
+
+def test_presets_and_custom_weights() -> None:
+    archivist = scoring.resolve_weights("archivist")
+    assert (archivist["semantic"], archivist["recency"], archivist["importance"]) == (0.6, 0.2, 0.2)
+    librarian = scoring.resolve_weights("librarian")
+    assert sum(librarian.values()) == pytest.approx(1.0) and librarian["vehemence"] == 0.15
+    custom = scoring.resolve_weights("archivist", {"semantic": 0.7, "lexical": 0.3})
+    assert custom["recency"] == 0.0 and custom["lexical"] == 0.3
+    for bad in ({"typo": 1.0}, {"semantic": -1.0}, {"semantic": 0.0}):
+        with pytest.raises(ConfigurationError):
+            scoring.resolve_weights("archivist", bad)
+    with pytest.raises(ConfigurationError, match="unknown preset"):
+        scoring.resolve_weights("nope")
+
+
+def test_parse_weights() -> None:
+    assert scoring.parse_weights("semantic=0.7, recency=0.3") == {"semantic": 0.7, "recency": 0.3}
+    for bad in ("semantic", "semantic=abc", "semantic=nan"):
+        with pytest.raises(ConfigurationError, match="cannot parse"):
+            scoring.parse_weights(bad)
+
+
+def test_composite_is_the_weighted_sum() -> None:
+    factors = {"semantic": 0.5, "recency": 1.0, "importance": 0.25, "frequency": 0.9}
+    weights = scoring.resolve_weights("archivist")
+    assert scoring.composite(factors, weights) == pytest.approx(0.6 * 0.5 + 0.2 * 1.0 + 0.2 * 0.25)
