@@ -8,6 +8,7 @@ from datetime import datetime
 import click
 from pydantic import ValidationError
 
+from deployments.eval_command import eval_command
 from storage.config import Settings
 from storage.errors import ArchivistError
 
@@ -181,3 +182,6 @@ def _localize(moment: datetime | None, settings: Settings) -> datetime | None:
     if moment is None or moment.tzinfo is not None:
         return moment
     return moment.replace(tzinfo=settings.tz)
+
+
+main.add_command(eval_command)
