@@ -44,7 +44,7 @@ def seed(store: Store) -> None:
 
 
 def make(store: Store, **settings: object) -> Retriever:
-    return Retriever(store.engine, HashingEmbedder(384), RetrievalSettings(**settings))  # type: ignore[arg-type]
+    return Retriever(store.engine, HashingEmbedder(384), RetrievalSettings(**settings))
 
 
 def test_priming_has_recent_salient_episodes_threads_facts_and_text(store: Store) -> None:

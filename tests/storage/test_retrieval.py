@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import event, text
@@ -26,7 +27,7 @@ def retriever(store: Store, **settings: object) -> Retriever:
         store.engine,
         HashingEmbedder(384),
         RetrievalSettings(**settings),
-        store.settings.tz,  # type: ignore[arg-type]
+        store.settings.tz,
     )
 
 
@@ -80,13 +81,13 @@ def test_time_ranges_and_kinds(store: Store) -> None:
     put(store, "a", ["flight turn note"], NOW - timedelta(hours=1), kind="turn")
     r = retriever(store)
 
-    def places(time_range: object = None, kinds: list[str] | None = None) -> set[str]:
+    def places(time_range: Any = None, kinds: list[str] | None = None) -> set[str]:
         hits = r.search(
             "a",
             "flight booked",
             time_range=time_range,
             kinds=kinds,
-            as_of=NOW,  # type: ignore[arg-type]
+            as_of=NOW,
             record_access=False,
         )
         return {h.content.split()[3] for h in hits if h.kind == "fact"} | {
@@ -166,7 +167,7 @@ def test_access_is_recorded_in_one_statement(store: Store) -> None:
     writes = [s for s in statements if "UPDATE memories" in s or "memory_access_log" in s]
     assert len(writes) == 1
     with store.engine.connect() as conn:
-        counts = dict(conn.execute(text("SELECT id, access_count FROM memories")).all())  # type: ignore[arg-type]
+        counts = {i: n for i, n in conn.execute(text("SELECT id, access_count FROM memories"))}
         log = conn.execute(
             text("SELECT memory_id, context, accessed_at FROM memory_access_log")
         ).all()
