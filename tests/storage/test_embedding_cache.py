@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from storage import embedding_cache
 from storage.config import EmbeddingSettings
 from storage.engine import Store
-from tasks.embedding import CachedEmbedder, HashingEmbedder, make_embedder
+from tasks.embedding import CachedEmbedder, HashingEmbedder, OpenAIEmbedder, make_embedder
 
 
 class CountingEmbedder:
@@ -131,13 +131,18 @@ def test_text_hash_is_sha256_of_utf8() -> None:
     )
 
 
-def test_make_embedder_caches_only_with_an_engine(store: Store) -> None:
-    settings = EmbeddingSettings(dim=16)
+def test_make_embedder_caches_remote_models_by_default(store: Store) -> None:
+    local = EmbeddingSettings(dim=16)
+    remote = EmbeddingSettings(dim=16, provider="openai", base_url="http://x/v1", model="m")
 
-    assert isinstance(make_embedder(settings), HashingEmbedder)
-    assert isinstance(make_embedder(settings, store.engine), CachedEmbedder)
-    off = settings.model_copy(update={"cache": False})
-    assert isinstance(make_embedder(off, store.engine), HashingEmbedder)
+    assert isinstance(make_embedder(local), HashingEmbedder)
+    assert isinstance(make_embedder(local, store.engine), HashingEmbedder)  # auto: not local
+    assert isinstance(make_embedder(remote, store.engine), CachedEmbedder)  # auto: remote
+    assert isinstance(make_embedder(remote), OpenAIEmbedder)  # no engine, no cache
+    forced = local.model_copy(update={"cache": "on"})
+    assert isinstance(make_embedder(forced, store.engine), CachedEmbedder)
+    off = remote.model_copy(update={"cache": "off"})
+    assert isinstance(make_embedder(off, store.engine), OpenAIEmbedder)
 
 
 def test_openai_settings_need_base_url_and_model() -> None:
