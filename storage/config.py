@@ -19,6 +19,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from storage.errors import ConfigurationError
+
 
 def _default_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -41,7 +43,10 @@ class EmbeddingSettings(BaseModel):
     batch_size: int = Field(64, ge=1, le=2048)
     timeout_seconds: float = Field(30.0, gt=0)
     max_retries: int = Field(3, ge=0, le=10)
-    cache: bool = Field(True, description="keep vectors in the embedding_cache table")
+    cache: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="keep vectors in the embedding_cache table; auto: for remote models only",
+    )
 
     @model_validator(mode="after")
     def _openai_needs_endpoint(self) -> EmbeddingSettings:
@@ -69,9 +74,12 @@ class RetrievalSettings(BaseModel):
         0.5, ge=0, le=1, description="share of dense cosine in the fused relevance (rest BM25)"
     )
     ann_min_namespace_rows: int = Field(
-        10_000, ge=100, description="namespaces this large get the HNSW index"
+        2_000, ge=100, description="namespaces this large get the HNSW index"
     )
     ef_search: int = Field(100, ge=10, le=1000)
+    stats_ttl_seconds: float = Field(
+        300.0, ge=0, description="how long BM25 statistics are reused in-process (0: never)"
+    )
     max_limit: int = Field(100, ge=1, le=1000)
     prime_episodes: int = Field(3, ge=0, le=50)
     prime_min_salience: float = Field(0.3, ge=0, le=1)
@@ -90,8 +98,12 @@ class SyncSettings(BaseModel):
 class Settings(BaseSettings):
     """Everything configurable about Archivist, validated at start-up."""
 
+    # hide_input_in_errors: a bad value must not echo a key or a password into a log.
     model_config = SettingsConfigDict(
-        env_prefix="ARCHIVIST_", env_nested_delimiter="__", extra="ignore"
+        env_prefix="ARCHIVIST_",
+        env_nested_delimiter="__",
+        extra="ignore",
+        hide_input_in_errors=True,
     )
 
     database_url: SecretStr | None = Field(
@@ -125,7 +137,7 @@ class Settings(BaseSettings):
         policy = os.environ.get("ARCHIVIST_POLICY_FILE")
         if policy:
             if not Path(policy).is_file():
-                raise ValueError(f"ARCHIVIST_POLICY_FILE {policy!r} is not a readable file")
+                raise ConfigurationError(f"ARCHIVIST_POLICY_FILE {policy!r} is not a readable file")
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=policy))
         return tuple(sources)
 

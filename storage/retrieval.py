@@ -28,14 +28,16 @@ from sqlalchemy.exc import DBAPIError
 from storage import scoring
 from storage.config import RetrievalSettings, Settings
 from storage.errors import ConfigurationError, RetrievalError
+from storage.lexical_stats import StatsCache
 from storage.retrieval_sql import (
     ANN_NEIGHBOURS,
     CANDIDATES,
     EXPLAIN_ANN,
     EXPLAIN_CANDIDATES,
-    LEXICAL_STATS,
     PLANNER,
+    QUERY_TERMS,
     RECORD_ACCESS,
+    TERM_STATS,
 )
 from storage.retrieval_types import Hit, Priming, TimeRange
 from tasks.embedding.types import Embedder
@@ -44,7 +46,7 @@ __all__ = ["Hit", "Priming", "RetrievalError", "Retriever", "TimeRange"]
 
 KINDS = ("episode", "task_card", "turn", "fact", "preference", "decision", "note", "goal")
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-_BM25_K1, _BM25_B, _DF_CAP, _MAX_QUERY_CHARS = 1.2, 0.75, 2000, 10_000
+_BM25_K1, _BM25_B, _DF_CAP, _MAX_QUERY_CHARS = 1.2, 0.75, 1000, 10_000
 
 
 class Retriever:
@@ -64,6 +66,7 @@ class Retriever:
         self.tz = tz
         self.text_search_config = text_search_config
         self.weights = scoring.resolve_weights(self.settings.preset, self.settings.weights)
+        self.stats = StatsCache(self.settings.stats_ttl_seconds)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Retriever:
@@ -77,7 +80,7 @@ class Retriever:
 
         store = open_store(settings)
         require_current(store.engine, settings)
-        embedder = make_embedder(settings.embedding)
+        embedder = make_embedder(settings.embedding, store.engine)
         with Session(store.engine) as session:
             check_compatible(session, settings, embedder.dim)
             config = read_facts(session).get("text_search_config", "english")
@@ -276,18 +279,29 @@ class Retriever:
     def _lexical_stats(
         self, conn: Connection, namespace: str, query: str
     ) -> tuple[int, float, int, list[tuple[str, int]]]:
-        rows = conn.execute(
-            LEXICAL_STATS,
-            {
-                "cfg": self.text_search_config,
-                "query": query,
+        """Size, mean length, has-index flag and (lexeme, df) pairs; cached where harmless."""
+        row = conn.execute(
+            QUERY_TERMS, {"cfg": self.text_search_config, "query": query, "namespace": namespace}
+        ).one()
+        lexemes = list(dict.fromkeys(row.lexemes))
+        size = self.stats.size(namespace)
+        known = self.stats.df(namespace, lexemes)
+        missing = [lexeme for lexeme in lexemes if lexeme not in known]
+        if size is None or missing:
+            params = {
                 "namespace": namespace,
+                "with_size": size is None,
+                "lexemes": missing,
                 "df_cap": _DF_CAP,
-            },
-        ).all()
-        n_docs, avg_len, n_indexed = int(rows[0].n_docs), float(rows[0].avg_len), rows[0].n_indexed
-        terms = [(r.lexeme, int(r.df)) for r in rows if r.lexeme is not None]
-        return n_docs, avg_len, int(n_indexed), terms
+            }
+            rows = conn.execute(TERM_STATS, params).all()
+            if size is None:
+                size = (int(rows[0].n_docs), float(rows[0].avg_len))
+                self.stats.put_size(namespace, *size)
+            fetched = {r.lexeme: int(r.df) for r in rows if r.lexeme is not None}
+            self.stats.put_df(namespace, fetched)
+            known |= fetched
+        return size[0], size[1], int(row.has_ann), [(t, known.get(t, 0)) for t in lexemes]
 
     def _rank(self, rows: Sequence[Any], now: datetime, weights: Mapping[str, float]) -> list[Hit]:
         dense = scoring.min_max([float(r.cosine) for r in rows])

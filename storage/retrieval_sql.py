@@ -30,27 +30,34 @@ ANN_NEIGHBOURS = text(
     """
 )
 
-# The query's lexemes with their document frequency in the namespace (capped: a term in
-# more than :df_cap memories is common whatever its exact count), and the namespace's size
-# and mean lexical length for BM25.
-LEXICAL_STATS = text(
+# The query's lexemes, and whether the namespace has rows in the HNSW index (never cached:
+# a stale "no" would hide those rows from the dense candidates).
+QUERY_TERMS = text(
     """
-    WITH terms AS (
-        SELECT DISTINCT unnest(tsvector_to_array(to_tsvector(CAST(:cfg AS regconfig), :query)))
-            AS lexeme
-    ), stats AS (
-        SELECT count(*) AS n_docs,
-               coalesce(avg(lex_len), 0) AS avg_len,
-               count(*) FILTER (WHERE ann_indexed) AS n_indexed
-        FROM memories WHERE namespace = :namespace
-    )
-    SELECT s.n_docs, s.avg_len, s.n_indexed, t.lexeme,
+    SELECT tsvector_to_array(to_tsvector(CAST(:cfg AS regconfig), :query)) AS lexemes,
+           EXISTS (SELECT 1 FROM memories WHERE namespace = :namespace AND ann_indexed)
+               AS has_ann
+    """
+)
+
+# BM25 statistics of a namespace: its size and mean lexical length (when asked), and the
+# document frequency of the given lexemes, capped: a term in more than :df_cap memories
+# is common whatever its exact count.
+TERM_STATS = text(
+    """
+    SELECT CASE WHEN :with_size THEN (
+               SELECT count(*) FROM memories WHERE namespace = :namespace) END AS n_docs,
+           CASE WHEN :with_size THEN (
+               SELECT coalesce(avg(lex_len), 0) FROM memories WHERE namespace = :namespace)
+           END AS avg_len,
+           t.lexeme,
            (SELECT count(*) FROM (
                 SELECT 1 FROM memories m
                 WHERE m.namespace = :namespace
                   AND m.tsv @@ CAST(quote_literal(t.lexeme) AS tsquery)
                 LIMIT :df_cap) c) AS df
-    FROM stats s LEFT JOIN terms t ON true
+    FROM (SELECT NULL::text AS lexeme UNION ALL
+          SELECT unnest(CAST(:lexemes AS text[]))) t
     """
 )
 
@@ -58,7 +65,7 @@ LEXICAL_STATS = text(
 # Candidates (dense top-n: the HNSW neighbours passed in, and the other rows exactly; lexical
 # over an OR query of the useful lexemes), then every factor's raw input for each of them.
 # BM25 is computed over PostgreSQL's own lexemes: tf from the positions in the memory's
-# tsvector, idf passed in from LEXICAL_STATS, length from lex_len.
+# tsvector, idf passed in (TERM_STATS), length from lex_len.
 CANDIDATES = text(
     """
     WITH dense_ann AS (

@@ -46,7 +46,7 @@ def connect(settings: Settings) -> tuple[Store, Embedder]:
     """Open the store, check its schema and that the embedder fits it."""
     store = open_store(settings)
     require_current(store.engine, settings)
-    embedder = make_embedder(settings.embedding)
+    embedder = make_embedder(settings.embedding, store.engine)
     with Session(store.engine) as session:
         check_compatible(session, settings, embedder.dim)
     return store, embedder

@@ -1,0 +1,61 @@
+"""A small in-process cache of BM25 statistics per namespace.
+
+Counting a term's documents costs milliseconds in a large namespace, and the counts only
+normalise scores, so they are kept for a while. Zero counts are never kept: a new
+namespace or a new word must be found at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+
+
+class StatsCache:
+    """Namespace sizes and term document frequencies, each valid for ``ttl`` seconds."""
+
+    def __init__(
+        self, ttl: float, max_entries: int = 200_000, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._sizes: dict[str, tuple[float, int, float]] = {}
+        self._df: OrderedDict[tuple[str, str], tuple[float, int]] = OrderedDict()
+
+    def size(self, namespace: str) -> tuple[int, float] | None:
+        """(documents, mean lexical length) of the namespace, if known and fresh."""
+        entry = self._sizes.get(namespace)
+        if entry is None or entry[0] < self.clock():
+            return None
+        return entry[1], entry[2]
+
+    def put_size(self, namespace: str, n_docs: int, avg_len: float) -> None:
+        if self.ttl > 0 and n_docs > 0:
+            with self._lock:
+                self._sizes[namespace] = (self.clock() + self.ttl, n_docs, avg_len)
+
+    def df(self, namespace: str, lexemes: Iterable[str]) -> dict[str, int]:
+        """The fresh known document frequencies among ``lexemes``."""
+        now, out = self.clock(), {}
+        with self._lock:
+            for lexeme in lexemes:
+                entry = self._df.get((namespace, lexeme))
+                if entry is not None and entry[0] >= now:
+                    out[lexeme] = entry[1]
+        return out
+
+    def put_df(self, namespace: str, counts: dict[str, int]) -> None:
+        if self.ttl <= 0:
+            return
+        expires = self.clock() + self.ttl
+        with self._lock:
+            for lexeme, count in counts.items():
+                if count > 0:
+                    self._df[(namespace, lexeme)] = (expires, count)
+                    self._df.move_to_end((namespace, lexeme))
+            while len(self._df) > self.max_entries:
+                self._df.popitem(last=False)
