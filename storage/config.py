@@ -87,6 +87,56 @@ class RetrievalSettings(BaseModel):
     prime_facts: int = Field(10, ge=0, le=100)
 
 
+class ExtractorSettings(BaseModel):
+    """Which extractor turns a session state into an episode and memories (seed 001)."""
+
+    model_config = ConfigDict(hide_input_in_errors=True)
+
+    mode: Literal["heuristic", "llm", "command", "none"] = "heuristic"
+    base_url: str | None = Field(None, description="OpenAI-compatible API root, for llm")
+    model: str | None = Field(None, description="chat model name, for llm")
+    api_key: SecretStr | None = None
+    timeout_seconds: float = Field(60.0, gt=0)
+    max_retries: int = Field(2, ge=0, le=10)
+    max_input_chars: int = Field(
+        60_000, ge=1000, description="longer sessions are cut from the start for llm/command"
+    )
+    command: list[str] | None = Field(
+        None, description="program and arguments, for command mode (JSON list)"
+    )
+
+    @model_validator(mode="after")
+    def _mode_needs_its_settings(self) -> ExtractorSettings:
+        if self.mode == "llm" and not (self.base_url and self.model):
+            raise ValueError(
+                "the llm extractor needs ARCHIVIST_EXTRACTOR__BASE_URL and "
+                "ARCHIVIST_EXTRACTOR__MODEL"
+            )
+        if self.mode == "command" and not self.command:
+            raise ValueError("the command extractor needs ARCHIVIST_EXTRACTOR__COMMAND")
+        return self
+
+
+class QueueSettings(BaseModel):
+    """The durable write queue (seed 000), every threshold configurable."""
+
+    claim_batch: int = Field(20, ge=1, le=1000)
+    max_attempts: int = Field(3, ge=1, le=50)
+    backoff_base_seconds: float = Field(2.0, gt=0, description="retry n waits base * 2**(n-1)")
+    backoff_max_seconds: float = Field(300.0, gt=0)
+    stuck_after_seconds: float = Field(600.0, gt=0, description="processing longer is reclaimed")
+    purge_completed_after_hours: float = Field(24.0, gt=0)
+    poll_seconds: float = Field(0.2, gt=0, description="continuous worker's idle poll")
+
+
+class SummariesSettings(BaseModel):
+    """Near-real-time session summaries: idle sessions get their memory within minutes."""
+
+    idle_minutes: float = Field(30.0, gt=0)
+    window_hours: float = Field(26.0, gt=0, description="how far back idle sessions are sought")
+    min_user_messages: int = Field(1, ge=0, description="short sessions are kept by default")
+
+
 class SyncSettings(BaseModel):
     """Defaults of the daily sync; flow parameters override them per run."""
 
@@ -118,7 +168,9 @@ class Settings(BaseSettings):
     )
     timezone: str = "UTC"
     text_search_config: str = Field("english", pattern=r"^[a-z_]+$")
-    extractor: Literal["heuristic"] = "heuristic"
+    extractor: ExtractorSettings = Field(default_factory=ExtractorSettings)
+    queue: QueueSettings = Field(default_factory=QueueSettings)
+    summaries: SummariesSettings = Field(default_factory=SummariesSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     sync: SyncSettings = Field(default_factory=SyncSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)

@@ -195,7 +195,9 @@ class Retriever:
             return []
         params, n_indexed = prepared
         params |= self._neighbours(conn, params, n_indexed)
-        self._plan(conn, force_index=False, exact=False)
+        # Bitmap scans only: the planner otherwise walks a whole large namespace through a
+        # btree to test tsv @@ q row by row (45 ms at 18k rows, against 5 via GIN).
+        self._plan(conn, force_index=False, exact=True)
         rows = conn.execute(CANDIDATES, params).all()
         return self._rank(rows, now, weights)[:limit]
 
@@ -238,7 +240,7 @@ class Retriever:
                 self._plan(conn, force_index=True, exact=False)
                 lines += conn.execute(EXPLAIN_ANN, params).scalars().all()
             params |= {"ann_ids": [], "ann_dists": []}
-            self._plan(conn, force_index=False, exact=False)
+            self._plan(conn, force_index=False, exact=True)
             lines += conn.execute(EXPLAIN_CANDIDATES, params).scalars().all()
             conn.rollback()
         return "\n".join(lines)

@@ -6,7 +6,8 @@ from sqlalchemy import text
 
 # Planner settings for the rest of the transaction. The HNSW neighbours are fetched with
 # sequential scans, bitmap scans and sorts off, so the index is the only way to answer;
-# the exact re-run (when filters starved the index) turns plain index scans off instead.
+# the exact re-run (when filters starved the index) and the candidates statement turn
+# plain index scans off instead, which leaves bitmap scans (GIN, in heap order).
 # Iterative scans keep a filtered top-k complete in the common case.
 PLANNER = text(
     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from storage.ann import flag_batch, large_namespaces
@@ -36,4 +36,8 @@ def refresh_ann_index(
             if on_progress is not None:
                 on_progress(namespace, done, pending)
         flagged[namespace] = done
+    if any(flagged.values()):
+        # Every flagged row left a dead version behind; clear them and refresh statistics.
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("VACUUM (ANALYZE) memories"))
     return flagged

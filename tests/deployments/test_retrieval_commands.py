@@ -1,0 +1,78 @@
+"""search, prime and index as a user runs them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from click.testing import CliRunner
+
+from deployments.cli import main
+from storage.config import Settings
+from storage.engine import open_store
+from tests.storage.memory_factory import put
+
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    assert settings.database_url is not None
+    monkeypatch.setenv("ARCHIVIST_DATABASE_URL", settings.database_url.get_secret_value())
+    monkeypatch.setenv("ARCHIVIST_DATA_DIR", str(settings.data_dir))
+    return settings
+
+
+def test_search_prints_a_table_and_the_breakdown(env: Settings) -> None:
+    store = open_store(env)
+    put(store, "alice", ["Dentist appointment moved to Tuesday 9am", "Buy oat milk"], NOW)
+
+    result = CliRunner().invoke(
+        main,
+        [
+            "search",
+            "alice",
+            "dentist appointment",
+            "--explain",
+            "--limit",
+            "1",
+            "--as-of",
+            "2026-11-20T12:00:00",
+        ],
+    )
+
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].split() == ["#", "score", "kind", "when", "memory"]
+    assert "Dentist appointment moved to Tuesday 9am" in lines[1]
+    assert "0.6*semantic(" in result.output and "0.2*recency(" in result.output
+    assert "Buy oat milk" not in result.output
+
+
+def test_search_errors_are_one_line(env: Settings) -> None:
+    runner = CliRunner()
+    empty = runner.invoke(main, ["search", "alice", "  "])
+    weights = runner.invoke(main, ["search", "alice", "x", "--weights", "semantic=lots"])
+    assert empty.exit_code == 1 and "Error: empty query" in empty.output
+    assert weights.exit_code == 1 and "cannot parse weight 'semantic=lots'" in weights.output
+
+
+def test_prime_and_index(env: Settings) -> None:
+    store = open_store(env)
+    put(
+        store,
+        "alice",
+        [f"I prefer window seat number {i}" for i in range(120)],
+        NOW,
+        kind="preference",
+        importance=0.9,
+    )
+    runner = CliRunner()
+
+    primed = runner.invoke(main, ["prime", "alice", "booking a flight"])
+    indexed = runner.invoke(main, ["index", "--min-rows", "100"])
+
+    assert primed.exit_code == 0 and "Things I know:" in primed.output
+    assert "window seat" in primed.output
+    assert indexed.exit_code == 0, indexed.output
+    assert "120 rows indexed in 1 namespaces of >= 100 rows" in indexed.output
