@@ -15,6 +15,7 @@ from tasks.transcripts import IngestReport
 class SyncReport:
     """What one sync run saw, skipped, wrote and touched."""
 
+    flow: str
     as_of: str
     window_start: str
     namespace: str | None
@@ -23,6 +24,7 @@ class SyncReport:
     skipped_few_user_messages: int
     unchanged: int
     later_state: int
+    still_active: int
     written: BatchOutcome
     blocks_appended: int
     blocks_recovered: int
@@ -46,6 +48,7 @@ class SyncReport:
             ("skipped: fewer user messages than the minimum", self.skipped_few_user_messages),
             ("unchanged (same fingerprint)", self.unchanged),
             ("already processed at a later time", self.later_state),
+            ("still active (not idle long enough)", self.still_active),
             ("sessions written", w.sessions),
             (
                 "memories added / removed / kept",
@@ -61,7 +64,7 @@ class SyncReport:
             ("bad input lines or files", bad),
             ("seconds", f"{self.seconds:.2f}"),
         ]
-        lines = ["# memory-sync-daily report", "", "| item | value |", "| --- | --- |"]
+        lines = [f"# {self.flow} report", "", "| item | value |", "| --- | --- |"]
         lines += [f"| {k} | {v} |" for k, v in rows]
         if self.files_touched:
             lines += ["", "## Files touched", ""] + [f"- `{p}`" for p in self.files_touched]
@@ -71,6 +74,7 @@ class SyncReport:
 
 
 def build_report(
+    flow: str,
     plan: SyncPlan,
     namespace: str | None,
     dry_run: bool,
@@ -84,6 +88,7 @@ def build_report(
     """Assemble the report of one run."""
     files = sorted(set(recovered.files) | set(flushed.files))
     return SyncReport(
+        flow=flow,
         as_of=plan.as_of.isoformat(),
         window_start=plan.window_start.isoformat(),
         namespace=namespace,
@@ -92,6 +97,7 @@ def build_report(
         skipped_few_user_messages=len(plan.skipped_few_user_messages),
         unchanged=len(plan.unchanged),
         later_state=len(plan.later_state),
+        still_active=len(plan.still_active),
         written=written,
         blocks_appended=recovered.blocks_appended + flushed.blocks_appended,
         blocks_recovered=recovered.blocks_appended,

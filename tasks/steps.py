@@ -88,16 +88,18 @@ def plan_task(
     window_hours: float,
     min_user_messages: int,
     namespace: str | None,
+    idle_minutes: float | None = None,
 ) -> SyncPlan:
     with Session(store.engine) as session:
-        plan = plan_sync(session, as_of, window_hours, min_user_messages, namespace)
+        plan = plan_sync(session, as_of, window_hours, min_user_messages, namespace, idle_minutes)
     get_run_logger().info(
         "%d sessions in the window: %d to write, %d unchanged, %d processed later, "
-        "%d with < %d user messages",
+        "%d still active, %d with < %d user messages",
         plan.seen,
         len(plan.to_process),
         len(plan.unchanged),
         len(plan.later_state),
+        len(plan.still_active),
         len(plan.skipped_few_user_messages),
         min_user_messages,
     )
@@ -125,9 +127,9 @@ def write_files_task(store: Store, namespace: str | None) -> FlushOutcome:
 @task(name="publish-report", cache_policy=NO_CACHE)
 def publish_report(report: SyncReport) -> None:
     create_markdown_artifact(
-        key="memory-sync-daily-report",
+        key=f"{report.flow}-report",
         markdown=report.markdown(),
-        description=f"memory-sync-daily as of {report.as_of}",
+        description=f"{report.flow} as of {report.as_of}",
     )
 
 

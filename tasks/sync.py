@@ -37,6 +37,7 @@ class SyncPlan:
     skipped_few_user_messages: tuple[str, ...]
     unchanged: tuple[str, ...]
     later_state: tuple[str, ...]
+    still_active: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,10 +101,18 @@ def plan_sync(
     window_hours: float,
     min_user_messages: int,
     namespace: str | None,
+    idle_minutes: float | None = None,
 ) -> SyncPlan:
-    """Sessions with activity in (as_of - window, as_of], sorted into work and skips."""
+    """Sessions with activity in (as_of - window, as_of], sorted into work and skips.
+
+    With ``idle_minutes``, sessions with a message in the last ``idle_minutes`` are left
+    for a later run (session summaries wait until a conversation has gone quiet).
+    """
     start = as_of - timedelta(hours=window_hours)
-    candidates = processed.find_candidates(session, start, as_of, namespace)
+    found = processed.find_candidates(session, start, as_of, namespace)
+    quiet_since = as_of - timedelta(minutes=idle_minutes) if idle_minutes else as_of
+    active = tuple(c.session_id for c in found if c.last_message_at > quiet_since)
+    candidates = [c for c in found if c.last_message_at <= quiet_since]
     few = tuple(c.session_id for c in candidates if c.user_messages < min_user_messages)
     rest = [c for c in candidates if c.user_messages >= min_user_messages]
     unchanged = tuple(c.session_id for c in rest if c.fingerprint == c.processed_fingerprint)
@@ -118,7 +127,7 @@ def plan_sync(
     work = tuple(
         c for c in rest if c.fingerprint != c.processed_fingerprint and c.session_id not in later
     )
-    return SyncPlan(as_of, start, len(candidates), work, few, unchanged, later)
+    return SyncPlan(as_of, start, len(found), work, few, unchanged, later, active)
 
 
 def load_states(

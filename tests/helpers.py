@@ -77,6 +77,7 @@ def run_sync(
     batch_size: int = 500,
     flush: bool = True,
     dry_run: bool = False,
+    idle_minutes: float | None = None,
 ) -> SyncResult:
     """The flow's recipe as plain function calls (no Prefect)."""
     ctx = SyncContext(
@@ -88,7 +89,7 @@ def run_sync(
         dry_run=dry_run,
     )
     with Session(store.engine) as session:
-        plan = plan_sync(session, as_of, window_hours, min_user_messages, namespace)
+        plan = plan_sync(session, as_of, window_hours, min_user_messages, namespace, idle_minutes)
     written = BatchOutcome()
     work = plan.to_process
     for i in range(0, len(work), batch_size):

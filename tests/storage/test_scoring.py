@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
 from storage import scoring
+from storage.config import Settings
 from storage.errors import ConfigurationError
 
 
@@ -72,3 +74,19 @@ def test_composite_is_the_weighted_sum() -> None:
     factors = {"semantic": 0.5, "recency": 1.0, "importance": 0.25, "frequency": 0.9}
     weights = scoring.resolve_weights("archivist")
     assert scoring.composite(factors, weights) == pytest.approx(0.6 * 0.5 + 0.2 * 1.0 + 0.2 * 0.25)
+
+
+def test_policy_file_sets_weights_and_a_missing_one_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        '[retrieval]\npreset = "librarian"\nweights = { semantic = 0.9, recency = 0.1 }\n'
+    )
+    monkeypatch.setenv("ARCHIVIST_POLICY_FILE", str(policy))
+    settings = Settings()
+    assert settings.retrieval.preset == "librarian"
+    assert scoring.resolve_weights("librarian", settings.retrieval.weights)["semantic"] == 0.9
+    monkeypatch.setenv("ARCHIVIST_POLICY_FILE", str(policy) + ".missing")
+    with pytest.raises(ConfigurationError, match="not a readable file"):
+        Settings()

@@ -1,0 +1,81 @@
+"""The recipe both session flows share: the daily sync and the near-real-time summaries.
+
+Both run the same per-session step over the same fingerprint state, so whichever flow
+reaches a session state first writes it, and the other finds it unchanged.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from prefect import get_run_logger
+
+from storage.config import Settings
+from tasks.outbox import FlushOutcome
+from tasks.report import SyncReport, build_report
+from tasks.steps import (
+    build_context,
+    connect_task,
+    finish_run,
+    ingest_task,
+    plan_task,
+    process_batch_task,
+    publish_report,
+    start_run,
+    write_files_task,
+)
+from tasks.sync import BatchOutcome
+
+
+def sync_sessions(
+    flow: str,
+    settings: Settings,
+    as_of: datetime,
+    *,
+    window_hours: float,
+    min_user_messages: int,
+    namespace: str | None,
+    dry_run: bool,
+    idle_minutes: float | None = None,
+    transcripts_url: str | None = None,
+) -> SyncReport:
+    """Load, plan, write each batch, deliver the file blocks, report."""
+    started = datetime.now(UTC)
+    store, embedder = connect_task(settings)
+    params = {
+        "window_hours": window_hours,
+        "min_user_messages": min_user_messages,
+        "namespace": namespace,
+        "dry_run": dry_run,
+        "idle_minutes": idle_minutes,
+        "transcripts_url": transcripts_url,
+    }
+    run_id = None if dry_run else start_run(store, flow, as_of, params)
+    recovered = FlushOutcome() if dry_run else write_files_task(store, None)
+    ingested = ingest_task(store, transcripts_url, dry_run) if transcripts_url else None
+    plan = plan_task(store, as_of, window_hours, min_user_messages, namespace, idle_minutes)
+    ctx = build_context(settings, embedder, as_of, run_id, dry_run)
+    written, size = BatchOutcome(), settings.sync.batch_size
+    batches = [plan.to_process[i : i + size] for i in range(0, len(plan.to_process), size)]
+    for number, batch in enumerate(batches, start=1):
+        written.merge(process_batch_task(store, ctx, batch))
+        get_run_logger().info(
+            "batch %d/%d: %d sessions written", number, len(batches), written.sessions
+        )
+    flushed = FlushOutcome() if dry_run else write_files_task(store, None)
+    report = build_report(
+        flow,
+        plan,
+        namespace,
+        dry_run,
+        written,
+        recovered,
+        flushed,
+        ingested,
+        started,
+        datetime.now(UTC),
+    )
+    if run_id is not None:
+        finish_run(store, run_id, report)
+    publish_report(report)
+    return report

@@ -1,0 +1,31 @@
+"""memory-session-summaries through the Prefect engine."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from flows.session_summaries import memory_session_summaries
+from storage.config import Settings
+from storage.engine import open_store
+from tests.flows.test_daily_sync import artifact_markdown
+from tests.helpers import add_session, chat
+
+
+def test_the_flow_summarises_idle_sessions_and_reports(flow_env: Settings) -> None:
+    noon = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+    store = open_store(flow_env)
+    add_session(
+        store,
+        "quiet",
+        "alice",
+        chat(noon - timedelta(hours=1), "Is the flat viewing at 5?", "Yes."),
+    )
+    add_session(store, "busy", "alice", chat(noon - timedelta(minutes=5), "Typing...", "ok"))
+
+    report = memory_session_summaries(as_of=noon)
+
+    assert (report.written.sessions, report.still_active) == (1, 1)
+    assert report.flow == "memory-session-summaries"
+    reports = asyncio.run(artifact_markdown("memory-session-summaries-report"))
+    assert any("| still active (not idle long enough) | 1 |" in r for r in reports)
