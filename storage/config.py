@@ -137,6 +137,30 @@ class SummariesSettings(BaseModel):
     min_user_messages: int = Field(1, ge=0, description="short sessions are kept by default")
 
 
+class TidySettings(BaseModel):
+    """The weekly tidy (seed 004): the long-term MEMORY.md and its hard caps."""
+
+    max_lines: int = Field(80, ge=5, le=10_000)
+    max_bytes: int = Field(5 * 1024, ge=256, le=10_000_000)
+    days: int = Field(7, ge=1, le=60, description="daily logs consolidated per run")
+
+
+class AgingSettings(BaseModel):
+    """Salience decay, compression, cold archive and (opt-in) deletion (seeds 001-003)."""
+
+    half_life_days: float = Field(30.0, gt=0)
+    salience_epsilon: float = Field(0.01, ge=0, description="smaller changes are not written")
+    decay_batch: int = Field(50_000, ge=100)
+    compress_after_days: float = Field(90.0, gt=0)
+    archive_after_days: float = Field(365.0, gt=0)
+    delete_after_days: float = Field(730.0, gt=0)
+    deletion_enabled: bool = False
+    archive_url: str | None = Field(
+        None, description="fsspec URL of the cold Parquet tier; default <data_dir>/archive"
+    )
+    archive_batch: int = Field(50_000, ge=100)
+
+
 class SyncSettings(BaseModel):
     """Defaults of the daily sync; flow parameters override them per run."""
 
@@ -171,6 +195,8 @@ class Settings(BaseSettings):
     extractor: ExtractorSettings = Field(default_factory=ExtractorSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
     summaries: SummariesSettings = Field(default_factory=SummariesSettings)
+    tidy: TidySettings = Field(default_factory=TidySettings)
+    aging: AgingSettings = Field(default_factory=AgingSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     sync: SyncSettings = Field(default_factory=SyncSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
@@ -209,6 +235,10 @@ class Settings(BaseSettings):
     @property
     def memory_root_url(self) -> str:
         return self.memory_root or str(self.data_dir / "memory")
+
+    @property
+    def archive_url(self) -> str:
+        return self.aging.archive_url or str(self.data_dir / "archive")
 
     @property
     def pgdata_dir(self) -> Path:
