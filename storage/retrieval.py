@@ -15,10 +15,9 @@ Each hit's score is a weighted sum of named factors (``storage.scoring``), all s
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta, tzinfo
+from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 import numpy as np
@@ -27,7 +26,7 @@ from sqlalchemy.exc import DBAPIError
 
 from storage import scoring
 from storage.config import RetrievalSettings, Settings
-from storage.errors import ConfigurationError, RetrievalError
+from storage.errors import RetrievalError
 from storage.lexical_stats import StatsCache
 from storage.retrieval_sql import (
     ANN_NEIGHBOURS,
@@ -40,13 +39,35 @@ from storage.retrieval_sql import (
     TERM_STATS,
 )
 from storage.retrieval_types import Hit, Priming, TimeRange
+from storage.search_inputs import (
+    DF_CAP,
+    NAMESPACE,
+    aware,
+    check_request,
+    custom_weights,
+    lexical_params,
+    resolve_time_range,
+    vector_literal,
+)
 from tasks.embedding.types import Embedder
 
 __all__ = ["Hit", "Priming", "RetrievalError", "Retriever", "TimeRange"]
 
-KINDS = ("episode", "task_card", "turn", "fact", "preference", "decision", "note", "goal")
-_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-_BM25_K1, _BM25_B, _DF_CAP, _MAX_QUERY_CHARS = 1.2, 0.75, 1000, 10_000
+_BM25_K1, _BM25_B = 1.2, 0.75
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One search, validated: what to look for, where, and how many."""
+
+    namespace: str
+    query: str
+    vector: np.ndarray
+    limit: int
+    start: datetime | None = None
+    end: datetime | None = None
+    kinds: Sequence[str] | None = None
+    include_archived: bool = False
 
 
 class Retriever:
@@ -100,26 +121,23 @@ class Retriever:
         include_archived: bool = False,
     ) -> list[Hit]:
         """The ``limit`` best memories of ``namespace`` for ``query``, best first."""
-        self._check(namespace, query, limit, kinds)
-        now = _aware(as_of) if as_of is not None else datetime.now(UTC)
+        check_request(namespace, query, limit, kinds, self.settings.max_limit)
+        now = aware(as_of) if as_of is not None else datetime.now(UTC)
         start, end = resolve_time_range(time_range, now, self.tz)
-        used = self.weights if weights is None else _weights(weights)
-        vector = self.embedder.embed([query])[0]
+        used = self.weights if weights is None else custom_weights(weights)
+        request = _Request(
+            namespace,
+            query,
+            self.embedder.embed([query])[0],
+            limit,
+            start,
+            end,
+            kinds,
+            include_archived,
+        )
         try:
             with self.engine.begin() as conn:
-                hits = self._search(
-                    conn,
-                    namespace,
-                    query,
-                    vector,
-                    limit,
-                    start,
-                    end,
-                    kinds,
-                    now,
-                    used,
-                    include_archived,
-                )
+                hits = self._search(conn, request, now, used)
                 if record_access and hits:
                     self._record(conn, hits, query, now)
         except DBAPIError as exc:
@@ -137,9 +155,9 @@ class Retriever:
         """What to remember when a conversation starts (seed 003), with readable text."""
         from storage.priming import build_priming
 
-        if not _NAMESPACE.match(namespace):
+        if not NAMESPACE.match(namespace):
             raise RetrievalError(f"bad namespace {namespace!r}")
-        now = _aware(as_of) if as_of is not None else datetime.now(UTC)
+        now = aware(as_of) if as_of is not None else datetime.now(UTC)
         try:
             return build_priming(self, namespace, initial_message, now, record_access)
         except DBAPIError as exc:
@@ -155,42 +173,14 @@ class Retriever:
         now: datetime,
     ) -> list[Hit]:
         """Search inside the caller's transaction (priming uses it); records no access."""
-        self._check(namespace, query, limit, kinds)
-        vector = self.embedder.embed([query])[0]
-        return self._search(
-            conn, namespace, query, vector, limit, None, None, kinds, now, self.weights, False
-        )
-
-    def _check(self, namespace: str, query: str, limit: int, kinds: Sequence[str] | None) -> None:
-        if not _NAMESPACE.match(namespace):
-            raise RetrievalError(f"bad namespace {namespace!r}: letters, digits, '.', '_', '-'")
-        if not query or not query.strip():
-            raise RetrievalError("empty query: say what to search for")
-        if len(query) > _MAX_QUERY_CHARS:
-            raise RetrievalError(f"query of {len(query)} characters; at most {_MAX_QUERY_CHARS}")
-        if not 1 <= limit <= self.settings.max_limit:
-            raise RetrievalError(f"limit {limit} out of range 1..{self.settings.max_limit}")
-        unknown = sorted(set(kinds or ()) - set(KINDS))
-        if unknown:
-            raise RetrievalError(f"unknown kind(s) {unknown}; known: {list(KINDS)}")
+        check_request(namespace, query, limit, kinds, self.settings.max_limit)
+        request = _Request(namespace, query, self.embedder.embed([query])[0], limit, kinds=kinds)
+        return self._search(conn, request, now, self.weights)
 
     def _search(
-        self,
-        conn: Connection,
-        namespace: str,
-        query: str,
-        vector: np.ndarray,
-        limit: int,
-        start: datetime | None,
-        end: datetime | None,
-        kinds: Sequence[str] | None,
-        now: datetime,
-        weights: Mapping[str, float],
-        include_archived: bool,
+        self, conn: Connection, request: _Request, now: datetime, weights: Mapping[str, float]
     ) -> list[Hit]:
-        prepared = self._params(
-            conn, namespace, query, vector, limit, start, end, kinds, include_archived
-        )
+        prepared = self._params(conn, request)
         if prepared is None:
             return []
         params, n_indexed = prepared
@@ -199,7 +189,7 @@ class Retriever:
         # btree to test tsv @@ q row by row (45 ms at 18k rows, against 5 via GIN).
         self._plan(conn, force_index=False, exact=True)
         rows = conn.execute(CANDIDATES, params).all()
-        return self._rank(rows, now, weights)[:limit]
+        return self._rank(rows, now, weights)[: request.limit]
 
     def _plan(self, conn: Connection, *, force_index: bool, exact: bool) -> None:
         conn.execute(
@@ -228,10 +218,10 @@ class Retriever:
         self, namespace: str, query: str, *, limit: int = 10, kinds: Sequence[str] | None = None
     ) -> str:
         """PostgreSQL's plan for this search (which index serves which namespace)."""
-        self._check(namespace, query, limit, kinds)
-        vector = self.embedder.embed([query])[0]
+        check_request(namespace, query, limit, kinds, self.settings.max_limit)
+        request = _Request(namespace, query, self.embedder.embed([query])[0], limit, kinds=kinds)
         with self.engine.connect() as conn:
-            prepared = self._params(conn, namespace, query, vector, limit, None, None, kinds, False)
+            prepared = self._params(conn, request)
             if prepared is None:
                 return "empty namespace: no plan"
             params, n_indexed = prepared
@@ -245,36 +235,27 @@ class Retriever:
             conn.rollback()
         return "\n".join(lines)
 
-    def _params(
-        self,
-        conn: Connection,
-        namespace: str,
-        query: str,
-        vector: np.ndarray,
-        limit: int,
-        start: datetime | None,
-        end: datetime | None,
-        kinds: Sequence[str] | None,
-        include_archived: bool,
-    ) -> tuple[dict[str, Any], int] | None:
-        n_docs, avg_len, n_indexed, terms = self._lexical_stats(conn, namespace, query)
+    def _params(self, conn: Connection, request: _Request) -> tuple[dict[str, Any], int] | None:
+        n_docs, avg_len, n_indexed, terms = self._lexical_stats(
+            conn, request.namespace, request.query
+        )
         if n_docs == 0:
             return None
-        n = limit * self.settings.overfetch
-        tiers = ["fresh", "compressed", "archived"] if include_archived else ["fresh", "compressed"]
+        n = request.limit * self.settings.overfetch
+        tiers = ["fresh", "compressed"] + (["archived"] if request.include_archived else [])
         params = {
-            "namespace": namespace,
-            "qvec": _vector_literal(vector),
+            "namespace": request.namespace,
+            "qvec": vector_literal(request.vector),
             "n": n,
             "n_lexical": max(n, 50),
             "tiers": tiers,
-            "kinds": list(kinds) if kinds else None,
-            "start": start,
-            "end": end,
+            "kinds": list(request.kinds) if request.kinds else None,
+            "start": request.start,
+            "end": request.end,
             "k1": _BM25_K1,
             "b": _BM25_B,
             "avg_len": avg_len,
-            **_lexical_params(terms, n_docs),
+            **lexical_params(terms, n_docs),
         }
         return params, n_indexed
 
@@ -294,7 +275,7 @@ class Retriever:
                 "namespace": namespace,
                 "with_size": size is None,
                 "lexemes": missing,
-                "df_cap": _DF_CAP,
+                "df_cap": DF_CAP,
             }
             rows = conn.execute(TERM_STATS, params).all()
             if size is None:
@@ -361,54 +342,3 @@ class Retriever:
     def _record(self, conn: Connection, hits: Sequence[Hit], query: str, at: datetime) -> None:
         ids = [h.memory_id for h in hits]
         conn.execute(RECORD_ACCESS, {"ids": ids, "context": f"search: {query[:500]}", "at": at})
-
-
-def _weights(weights: Mapping[str, float]) -> dict[str, float]:
-    try:
-        return scoring.resolve_weights("custom", weights)
-    except ConfigurationError as exc:
-        raise RetrievalError(str(exc)) from exc
-
-
-def _aware(moment: datetime) -> datetime:
-    if moment.tzinfo is None:
-        raise RetrievalError(f"as_of {moment.isoformat()} has no time zone")
-    return moment
-
-
-def _vector_literal(vector: np.ndarray) -> str:
-    return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
-
-
-def _lexical_params(terms: Sequence[tuple[str, int]], n_docs: int) -> dict[str, Any]:
-    """BM25 idf per lexeme, and an OR query of the lexemes worth matching on."""
-    idf = {t: math.log(1 + (n_docs - df + 0.5) / (df + 0.5)) for t, df in terms if df > 0}
-    useful = [t for t, df in terms if 0 < df <= max(_DF_CAP - 1, n_docs // 2)] or list(idf)
-    tsquery = " | ".join("'" + t.replace("'", "''") + "'" for t in sorted(useful)) or None
-    return {"lexemes": list(idf), "idfs": list(idf.values()), "tsquery": tsquery}
-
-
-def resolve_time_range(
-    time_range: TimeRange | None, now: datetime, tz: tzinfo
-) -> tuple[datetime | None, datetime | None]:
-    """[start, end) of a named range in the configured zone, or of an explicit pair."""
-    if time_range is None or time_range == "all":
-        return None, None
-    if isinstance(time_range, tuple):
-        start, end = time_range
-        if start.tzinfo is None or end.tzinfo is None:
-            raise RetrievalError("time_range needs time zones on both ends")
-        if start > end:
-            raise RetrievalError(f"reversed time range: {start.isoformat()} > {end.isoformat()}")
-        return start, end
-    local = now.astimezone(tz)
-    midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
-    starts = {
-        "today": midnight,
-        "week": midnight - timedelta(days=local.weekday()),
-        "month": midnight.replace(day=1),
-        "recent": now - timedelta(days=30),
-    }
-    if time_range not in starts:
-        raise RetrievalError(f"unknown time range {time_range!r}; use {[*starts, 'all']}")
-    return starts[time_range], now + timedelta(microseconds=1)
