@@ -57,6 +57,11 @@ class SyncReport:
             ("episodes", w.episodes),
             ("task cards", w.task_cards),
             (
+                "extractor: calls / fallbacks / tokens in / out",
+                f"{w.llm_calls} / {w.extractor_fallbacks} / {w.prompt_tokens} / "
+                f"{w.completion_tokens}",
+            ),
+            (
                 "blocks appended (of which from an earlier run)",
                 f"{self.blocks_appended} ({self.blocks_recovered})",
             ),

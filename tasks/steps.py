@@ -25,7 +25,15 @@ from tasks.extraction.factory import make_extractor
 from tasks.memory_files import open_memory_root
 from tasks.outbox import FlushOutcome, flush_blocks
 from tasks.report import SyncReport
-from tasks.sync import BatchOutcome, SyncContext, SyncPlan, plan_sync, process_batch
+from tasks.sync import (
+    BatchOutcome,
+    SyncContext,
+    SyncPlan,
+    derive_batch,
+    plan_sync,
+    read_batch,
+    write_batch,
+)
 from tasks.transcripts import IngestReport, JsonlTranscripts, ingest
 
 _IO_RETRY: dict[str, Any] = {"retries": 2, "retry_delay_seconds": [2, 10]}
@@ -108,9 +116,12 @@ def plan_task(
 
 @task(name="process-batch", cache_policy=NO_CACHE, **_IO_RETRY, retry_condition_fn=_io_error)
 def process_batch_task(store: Store, ctx: SyncContext, batch: Sequence[Candidate]) -> BatchOutcome:
-    """One batch in one transaction: all of it is written, or none of it."""
+    """Read, then extract and embed with no transaction open, then write all or nothing."""
+    with Session(store.engine) as session:
+        states, existing = read_batch(session, ctx, batch)
+    prepared = derive_batch(ctx, states, existing)
     with Session(store.engine) as session, session.begin():
-        return process_batch(session, ctx, batch)
+        return write_batch(session, ctx, prepared)
 
 
 @task(name="write-memory-files", cache_policy=NO_CACHE, **_IO_RETRY, retry_condition_fn=_io_error)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
+import numpy as np
 from sqlalchemy.orm import Session
 
 from storage import blocks, episodes, memories, processed
@@ -63,6 +64,10 @@ class BatchOutcome:
     episodes: int = 0
     task_cards: int = 0
     blocks_queued: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_calls: int = 0
+    extractor_fallbacks: int = 0
 
     def merge(self, other: BatchOutcome) -> None:
         for name, value in other.__dict__.items():
@@ -164,34 +169,82 @@ def derive(state: SessionState, extraction: Extraction) -> Derived:
     return Derived(state, extraction, unique)
 
 
-def process_batch(
+@dataclass
+class PreparedBatch:
+    """A batch extracted and embedded, ready to be written in one short transaction."""
+
+    derived: list[Derived]
+    vectors: dict[tuple[str, str, str], np.ndarray]
+
+
+def read_batch(
     session: Session, ctx: SyncContext, candidates: Sequence[Candidate]
-) -> BatchOutcome:
-    """Extract, embed and write one batch in the caller's transaction."""
+) -> tuple[list[SessionState], dict[tuple[str, str, str], int]]:
+    """The batch's session states and the memories they already have (reads only)."""
     states = load_states(session, candidates, ctx.as_of)
+    return states, memories.existing_keys(session, [c.session_id for c in candidates])
+
+
+def derive_batch(
+    ctx: SyncContext, states: Sequence[SessionState], existing: Mapping[tuple[str, str, str], int]
+) -> PreparedBatch:
+    """Extract every state and embed the memories not stored yet; touches no database.
+
+    Model calls (an LLM extractor, an HTTP embedder) happen here, outside any transaction.
+    """
     derived = [derive(state, ctx.extractor.extract(state)) for state in states]
-    existing = memories.existing_keys(session, [c.session_id for c in candidates])
-    wanted = {(d.state.session.id, r.kind, r.key): r for d in derived for r in d.rows}
+    wanted = _wanted(derived)
+    new_keys = [key for key in wanted if key not in existing]
+    vectors = ctx.embedder.embed([wanted[key].content for key in new_keys])
+    return PreparedBatch(derived, dict(zip(new_keys, vectors, strict=True)))
+
+
+def write_batch(session: Session, ctx: SyncContext, batch: PreparedBatch) -> BatchOutcome:
+    """Write a prepared batch in the caller's transaction, against the memories stored now."""
+    derived = batch.derived
+    existing = memories.existing_keys(session, [d.state.session.id for d in derived])
+    wanted = _wanted(derived)
     stale = [mid for key, mid in existing.items() if key not in wanted]
     new_keys = [key for key in wanted if key not in existing]
-    outcome = BatchOutcome(
-        sessions=len(derived),
-        memories_added=len(new_keys),
-        memories_removed=len(stale),
-        memories_kept=len(wanted) - len(new_keys),
-        episodes=len(derived),
-        task_cards=sum(d.extraction.task_card is not None for d in derived),
-        blocks_queued=len(derived),
-    )
+    outcome = _outcome(derived, len(wanted), len(new_keys), len(stale))
     if ctx.dry_run:
         return outcome
     memories.delete_memories(session, stale)
-    new_ids = _insert(session, ctx, derived, new_keys, wanted)
+    new_ids = _insert(session, ctx, derived, new_keys, wanted, batch.vectors)
     ids = {key: mid for key, mid in existing.items() if key in wanted} | new_ids
     episodes.upsert_episodes(session, [_episode_row(d, ids, ctx) for d in derived])
     blocks.add_blocks(session, [_block_row(d, ids, ctx) for d in derived])
     processed.mark_processed(session, [_processed_row(d, ctx) for d in derived])
     return outcome
+
+
+def process_batch(
+    session: Session, ctx: SyncContext, candidates: Sequence[Candidate]
+) -> BatchOutcome:
+    """Read, derive and write one batch with one session (the flow splits the three)."""
+    states, existing = read_batch(session, ctx, candidates)
+    return write_batch(session, ctx, derive_batch(ctx, states, existing))
+
+
+def _wanted(derived: Sequence[Derived]) -> dict[tuple[str, str, str], MemoryRow]:
+    return {(d.state.session.id, r.kind, r.key): r for d in derived for r in d.rows}
+
+
+def _outcome(derived: Sequence[Derived], wanted: int, added: int, removed: int) -> BatchOutcome:
+    tokens = [d.extraction.tokens for d in derived]
+    return BatchOutcome(
+        sessions=len(derived),
+        memories_added=added,
+        memories_removed=removed,
+        memories_kept=wanted - added,
+        episodes=len(derived),
+        task_cards=sum(d.extraction.task_card is not None for d in derived),
+        blocks_queued=len(derived),
+        prompt_tokens=sum(t.get("prompt", 0) for t in tokens),
+        completion_tokens=sum(t.get("completion", 0) for t in tokens),
+        llm_calls=sum(t.get("llm_calls", 0) for t in tokens),
+        extractor_fallbacks=sum(t.get("fallback", 0) for t in tokens),
+    )
 
 
 def _insert(
@@ -200,27 +253,31 @@ def _insert(
     derived: Sequence[Derived],
     new_keys: Sequence[tuple[str, str, str]],
     wanted: dict[tuple[str, str, str], MemoryRow],
+    vectors: Mapping[tuple[str, str, str], np.ndarray],
 ) -> dict[tuple[str, str, str], int]:
     namespaces = {d.state.session.id: d.state.session.namespace for d in derived}
-    vectors = ctx.embedder.embed([wanted[key].content for key in new_keys])
+    late = [key for key in new_keys if key not in vectors]  # removed by someone meanwhile
+    embedded = dict(vectors) | dict(
+        zip(late, ctx.embedder.embed([wanted[k].content for k in late]), strict=True)
+    )
     rows = [
         memories.NewMemory(
             namespace=namespaces[key[0]],
-            kind=row.kind,
-            content=row.content,
-            content_key=row.key,
-            embedding=vectors[i],
+            kind=wanted[key].kind,
+            content=wanted[key].content,
+            content_key=wanted[key].key,
+            embedding=embedded[key],
             embedding_model=ctx.embedder.name,
-            importance=row.importance,
-            vehemence=row.vehemence,
+            importance=wanted[key].importance,
+            vehemence=wanted[key].vehemence,
             session_id=key[0],
-            message_ids=row.message_ids,
+            message_ids=wanted[key].message_ids,
             run_id=ctx.run_id,
             extractor=ctx.extractor.name,
-            occurred_at=row.occurred_at,
+            occurred_at=wanted[key].occurred_at,
             created_at=ctx.as_of,
         )
-        for i, (key, row) in enumerate((key, wanted[key]) for key in new_keys)
+        for key in new_keys
     ]
     return dict(zip(new_keys, memories.insert_memories(session, rows), strict=True))
 

@@ -1,0 +1,236 @@
+"""Extractor for OpenAI-compatible ``/chat/completions`` endpoints (OpenAI, vLLM, Ollama, ...).
+
+One request per session state asks for one JSON object (``tasks.extraction.prompt``),
+validated by ``tasks.extraction.reply``. Timeouts, connection errors, 408, 429, 5xx and
+replies that are not valid JSON of that schema are retried with backoff (a Retry-After in
+seconds wins, capped); when the retries are used up the session gets the fallback
+extractor's result and ``tokens["fallback"] = 1``, so one bad session never stops a run.
+Settings that cannot work (bad key, wrong URL or model, a request the server refuses)
+raise ``ConfigurationError`` at once. No message ever contains the API key.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import httpx
+
+from storage.errors import ConfigurationError, DataQualityError
+from storage.records import SessionState
+from tasks.extraction.heuristic import HeuristicExtractor
+from tasks.extraction.prompt import SYSTEM_PROMPT, transcript
+from tasks.extraction.reply import Reply, parse_reply, to_extraction
+from tasks.extraction.types import Extraction, Extractor
+
+__all__ = ["LLMExtractor"]
+
+logger = logging.getLogger(__name__)
+
+_MAX_RETRY_AFTER = 30.0
+_RETRYABLE = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+
+# (what failed, the server's Retry-After) of an attempt worth repeating
+Failure = tuple[str, str | None]
+
+
+@dataclass
+class _Usage:
+    """Requests sent and tokens the server reported, over all attempts for one session."""
+
+    calls: int = 0
+    prompt: int = 0
+    completion: int = 0
+
+    def add(self, payload: object) -> None:
+        usage = payload.get("usage") if isinstance(payload, dict) else None
+        if isinstance(usage, dict):
+            self.prompt += _count(usage.get("prompt_tokens"))
+            self.completion += _count(usage.get("completion_tokens"))
+
+    def tokens(self, fallback: bool) -> dict[str, int]:
+        return {
+            "prompt": self.prompt,
+            "completion": self.completion,
+            "llm_calls": self.calls,
+            "fallback": int(fallback),
+        }
+
+
+class LLMExtractor:
+    """Asks a chat model for the episode and facts; falls back when the model fails."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        client: httpx.Client | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        max_input_chars: int = 60_000,
+        backoff_seconds: Sequence[float] = (1, 2, 4, 8),
+        sleep: Callable[[float], None] = time.sleep,
+        fallback: Extractor | None = None,
+    ) -> None:
+        if max_retries < 0 or not backoff_seconds or max_input_chars < 1:
+            raise ConfigurationError(
+                "LLMExtractor needs max_retries >= 0, max_input_chars >= 1 and a backoff sequence"
+            )
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._model = model
+        self._api_key = api_key
+        self._owns_client = client is None
+        self._client = client if client is not None else httpx.Client(timeout=timeout)
+        self._timeout = timeout
+        self._max_retries = max_retries
+        self._max_input_chars = max_input_chars
+        self._backoff = tuple(backoff_seconds)
+        self._sleep = sleep
+        self._fallback: Extractor = fallback if fallback is not None else HeuristicExtractor()
+
+    @property
+    def name(self) -> str:
+        """Identifier recorded with every memory this extractor writes."""
+        return f"llm:{self._model}"[:100]
+
+    def close(self) -> None:
+        """Close the HTTP client if this extractor created it."""
+        if self._owns_client:
+            self._client.close()
+
+    def extract(self, state: SessionState) -> Extraction:
+        """The model's episode and facts with the fallback's turns, or the fallback's result."""
+        base = self._fallback.extract(state)
+        usage = _Usage()
+        outcome = self._ask(state, usage)
+        if isinstance(outcome, Reply):
+            return replace(to_extraction(state, outcome, base), tokens=usage.tokens(False))
+        logger.warning(
+            "llm extractor %s failed on session %s (%s) after %d requests; using %s instead",
+            self._url,
+            state.session.id,
+            outcome,
+            usage.calls,
+            self._fallback.name,
+        )
+        return replace(base, tokens=usage.tokens(True))
+
+    def _ask(self, state: SessionState, usage: _Usage) -> Reply | str:
+        """The validated reply, or what went wrong on the last of ``max_retries + 1`` tries."""
+        body = self._body(state)
+        attempts, failure = self._max_retries + 1, ""
+        for attempt in range(1, attempts + 1):
+            outcome = self._attempt(body, usage)
+            if isinstance(outcome, Reply):
+                return outcome
+            failure, retry_after = outcome
+            if attempt < attempts:
+                self._sleep(self._delay(attempt, retry_after))
+        return failure
+
+    def _body(self, state: SessionState) -> dict[str, Any]:
+        return {
+            "model": self._model,
+            "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": transcript(state, self._max_input_chars)},
+            ],
+            "temperature": 0,
+            "response_format": {"type": "json_object"},
+        }
+
+    def _attempt(self, body: dict[str, Any], usage: _Usage) -> Reply | Failure:
+        """One request: the validated reply, or why it is worth another try."""
+        response = self._send(body, usage)
+        if not isinstance(response, httpx.Response):
+            return response
+        try:
+            payload = response.json()
+        except ValueError:
+            return "the body is not JSON", None
+        usage.add(payload)
+        try:
+            return parse_reply(_content(payload))
+        except DataQualityError as exc:
+            return str(exc), None
+
+    def _send(self, body: dict[str, Any], usage: _Usage) -> httpx.Response | Failure:
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        usage.calls += 1
+        try:
+            response = self._client.post(
+                self._url, json=body, headers=headers, timeout=self._timeout
+            )
+        except httpx.UnsupportedProtocol as exc:
+            raise ConfigurationError(
+                f"llm endpoint {self._url} is not an http(s) URL; "
+                "check ARCHIVIST_EXTRACTOR__BASE_URL"
+            ) from exc
+        except _RETRYABLE as exc:
+            return type(exc).__name__, None
+        if response.status_code in (408, 429) or response.status_code >= 500:
+            return f"HTTP {response.status_code}", response.headers.get("Retry-After")
+        try:
+            response.raise_for_status()
+        except httpx.HTTPStatusError as exc:
+            raise ConfigurationError(self._rejection(response)) from exc
+        return response
+
+    def _delay(self, attempt: int, retry_after: str | None) -> float:
+        server_says = _retry_after_seconds(retry_after)
+        if server_says is not None:
+            return server_says
+        return float(self._backoff[min(attempt - 1, len(self._backoff) - 1)])
+
+    def _rejection(self, response: httpx.Response) -> str:
+        status = response.status_code
+        if status in (401, 403):
+            hint = "check ARCHIVIST_EXTRACTOR__API_KEY"
+        elif status == 404:
+            hint = "check ARCHIVIST_EXTRACTOR__BASE_URL (usually ends in /v1) and __MODEL"
+        else:
+            hint = (
+                f"check model {self._model!r} accepts response_format json_object and "
+                "inputs of ARCHIVIST_EXTRACTOR__MAX_INPUT_CHARS characters"
+            )
+        text = response.text[:200].strip()
+        if self._api_key:
+            text = text.replace(self._api_key, "***")
+        return (
+            f"llm endpoint {self._url} refused the request (HTTP {status}: "
+            f"{text or 'empty body'}); {hint}"
+        )
+
+
+def _content(payload: object) -> str:
+    """The first choice's message text of a chat-completions reply."""
+    try:
+        content = payload["choices"][0]["message"]["content"]  # type: ignore[index]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise DataQualityError("the reply has no choices[0].message.content") from exc
+    if not isinstance(content, str):
+        raise DataQualityError("choices[0].message.content is not text")
+    return content
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _retry_after_seconds(value: str | None) -> float | None:
+    """Retry-After in seconds, capped; an HTTP date or garbage falls back to backoff."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    if not math.isfinite(seconds):
+        return None
+    return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
