@@ -146,7 +146,8 @@ def insert_memories(session: Session, rows: Sequence[NewMemory]) -> list[int]:
         return []
     ids = list(session.execute(_NEXT_IDS, {"n": len(rows)}).scalars())
     conn = cast(Connection[Any], session.connection().connection.driver_connection)
-    register_vector(conn)  # binary dumpers for vector; loaders still give what SQLAlchemy expects
+    if conn.adapters.types.get("vector") is None:  # once per connection: 4 catalog queries
+        register_vector(conn)
     names = ", ".join(name for name, _ in _COPY_COLUMNS)
     with conn.cursor() as cursor:
         with cursor.copy(f"COPY memories ({names}) FROM STDIN (FORMAT BINARY)") as copy:

@@ -1,0 +1,60 @@
+"""``memory-queue-drain``: execute queued memory writes, reclaim stuck ones, purge old ones."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from prefect import flow
+from pydantic import Field
+
+from flows.common import resolve_as_of
+from storage.config import Settings
+from tasks.queue_ops import default_worker_name
+from tasks.queue_steps import (
+    QueueRunReport,
+    drain_task,
+    finish_task,
+    publish_task,
+    purge_task,
+    stats_task,
+)
+from tasks.steps import connect_task, start_run
+
+FLOW_NAME = "memory-queue-drain"
+
+
+@flow(name=FLOW_NAME, description="Execute due queue items; reclaim stuck, purge completed.")
+def memory_queue_drain(
+    as_of: Annotated[
+        datetime | None, Field(description="Run as if it were this time; default the DB clock")
+    ] = None,
+    max_batches: Annotated[
+        int, Field(ge=1, le=100_000, description="Stop after this many claimed batches")
+    ] = 50,
+    worker: Annotated[
+        str | None, Field(min_length=1, max_length=100, description="Name on claimed items")
+    ] = None,
+) -> QueueRunReport:
+    """One drain pass (seed 000): batches of due items, each executed exactly once."""
+    started = datetime.now(UTC)
+    settings = Settings()
+    now = None if as_of is None else resolve_as_of(as_of, settings)
+    name = worker or default_worker_name()
+    store, embedder = connect_task(settings)
+    params = {"max_batches": max_batches, "worker": name}
+    run_id = start_run(store, FLOW_NAME, now or started, params)
+    drained = drain_task(store, embedder, name, now, max_batches)
+    purged = purge_task(store, now)
+    stats = stats_task(store, now)
+    report = QueueRunReport(
+        as_of=(now or started).isoformat(),
+        worker=name,
+        drained=drained,
+        purged=purged,
+        stats=stats,
+        seconds=(datetime.now(UTC) - started).total_seconds(),
+    )
+    finish_task(store, run_id, report)
+    publish_task(report)
+    return report

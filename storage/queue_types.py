@@ -1,0 +1,186 @@
+"""What the queue carries: payloads, validated when enqueued (never stored to fail later), and
+the records the queue functions return.
+
+Unknown fields are errors, as in transcripts, so a typo is refused instead of ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any, Literal, get_args
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from storage.errors import InputError
+from storage.records import MessageRecord, SessionRecord
+
+Op = Literal["ADD_MEMORY", "RECORD_MESSAGE", "SAVE_PREFERENCE", "UPDATE_GOAL", "FORGET_MEMORY"]
+OPS: tuple[Op, ...] = get_args(Op)
+MemoryKind = Literal["note", "fact", "preference", "goal", "decision"]
+
+NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
+
+
+class MemoryText(_Payload):
+    """A memory written from text: its kind comes from the operation (``memory_kind``)."""
+
+    content: str = Field(min_length=1, max_length=20_000)
+    importance: float | None = Field(None, ge=0, le=1)
+    occurred_at: AwareDatetime | None = None
+    session_id: str | None = Field(None, pattern=r"^[^\s/\\]{1,200}$")
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content is blank")
+        return value
+
+    @property
+    def memory_kind(self) -> str:
+        raise NotImplementedError
+
+
+class AddMemory(MemoryText):
+    """ADD_MEMORY: a note, fact, preference, goal or decision."""
+
+    kind: MemoryKind = "note"
+
+    @property
+    def memory_kind(self) -> str:
+        return self.kind
+
+
+class SavePreference(MemoryText):
+    """SAVE_PREFERENCE: a memory of kind ``preference``."""
+
+    @property
+    def memory_kind(self) -> str:
+        return "preference"
+
+
+class UpdateGoal(MemoryText):
+    """UPDATE_GOAL: a memory of kind ``goal`` (earlier goals are kept; ranking prefers newer)."""
+
+    @property
+    def memory_kind(self) -> str:
+        return "goal"
+
+
+class RecordMessage(_Payload):
+    """RECORD_MESSAGE: a message appended to a session (recorded or updated on the way)."""
+
+    session: SessionRecord
+    message: MessageRecord
+
+
+class ForgetMemory(_Payload):
+    """FORGET_MEMORY: delete one memory of the item's namespace."""
+
+    memory_id: int = Field(ge=1)
+
+
+Payload = AddMemory | SavePreference | UpdateGoal | RecordMessage | ForgetMemory
+
+MODELS: dict[str, type[Payload]] = {
+    "ADD_MEMORY": AddMemory,
+    "SAVE_PREFERENCE": SavePreference,
+    "UPDATE_GOAL": UpdateGoal,
+    "RECORD_MESSAGE": RecordMessage,
+    "FORGET_MEMORY": ForgetMemory,
+}
+
+
+def validate_payload(namespace: str, op: str, payload: object) -> Payload:
+    """The payload parsed for ``op``; anything wrong raises ``InputError`` naming the field."""
+    if not isinstance(namespace, str) or not NAMESPACE.fullmatch(namespace):
+        raise InputError(
+            f"namespace {namespace!r} is not valid: use 1-100 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    model = MODELS.get(op)
+    if model is None:
+        raise InputError(f"unknown op {op!r}; use one of {', '.join(OPS)}")
+    if not isinstance(payload, Mapping):
+        raise InputError(f"{op} payload must be a JSON object, not {type(payload).__name__}")
+    try:
+        parsed = model.model_validate(payload)
+    except ValidationError as exc:
+        raise InputError(f"{op} payload refused: {describe(exc)}") from exc
+    if isinstance(parsed, RecordMessage) and parsed.session.namespace != namespace:
+        raise InputError(
+            f"{op} payload refused: session.namespace {parsed.session.namespace!r} is not "
+            f"the item's namespace {namespace!r}"
+        )
+    return parsed
+
+
+def parse_stored(op: str, payload: Mapping[str, object]) -> Payload:
+    """Re-read a payload that was validated at enqueue time."""
+    return MODELS[op].model_validate(payload)
+
+
+def describe(exc: ValidationError) -> str:
+    """Each problem as ``field.path: message``, without echoing the input."""
+    return "; ".join(
+        f"{'.'.join(str(part) for part in error['loc']) or 'payload'}: {error['msg']}"
+        for error in exc.errors()
+    )
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    """A claimed item: what to do, and the claim (worker, attempt) that may complete it."""
+
+    id: int
+    namespace: str
+    op: Op
+    payload: dict[str, Any]
+    attempts: int
+    max_attempts: int
+    claimed_by: str
+    claimed_at: datetime
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Reclaimed:
+    """Items taken back from drainers that stopped answering."""
+
+    requeued: int
+    dead: int
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """Health of the queue at one moment."""
+
+    pending: int
+    ready: int
+    processing: int
+    stuck: int
+    completed: int
+    dead: int
+    oldest_pending_seconds: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DeadItem:
+    """An item that used up its attempts, with the error of the last one."""
+
+    id: int
+    namespace: str
+    op: str
+    attempts: int
+    last_error: str | None
+    updated_at: datetime

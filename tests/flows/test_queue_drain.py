@@ -1,0 +1,45 @@
+"""memory-queue-drain end to end through the Prefect engine."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from flows.queue_drain import memory_queue_drain
+from storage import queue
+from storage.config import Settings
+from storage.engine import open_store
+from tasks.queue_steps import ARTIFACT_KEY
+from tests.flows.test_daily_sync import artifact_markdown
+
+T = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+def test_flow_drains_reclaims_purges_and_publishes_its_report(flow_env: Settings) -> None:
+    store = open_store(flow_env)
+    with Session(store.engine) as session, session.begin():
+        done = queue.enqueue(session, "alice", "ADD_MEMORY", {"content": "done long ago"}, now=T)
+        queue.complete(session, [(i, {}) for i in queue.claim(session, "w", 1, T)], T)
+        queue.enqueue(session, "alice", "ADD_MEMORY", {"content": "stuck"}, now=T)
+        queue.claim(session, "crashed", 1, T)
+        for n in range(45):
+            queue.enqueue(session, "alice", "SAVE_PREFERENCE", {"content": f"likes {n}"}, now=T)
+        queue.enqueue(session, "bob", "ADD_MEMORY", {"content": "x", "session_id": "nope"}, now=T)
+
+    report = memory_queue_drain(as_of=T + timedelta(hours=25), worker="flow-test")
+
+    d = report.drained
+    assert (d.reclaimed, d.claimed, d.completed, d.retried, report.purged) == (1, 47, 46, 1, 1)
+    assert (report.stats.pending, report.stats.completed, report.stats.dead) == (1, 46, 0)
+    with store.engine.connect() as conn:
+        kinds = dict(
+            conn.execute(text("SELECT kind, count(*) FROM memories GROUP BY kind")).tuples().all()
+        )
+        left = conn.execute(text("SELECT id FROM memory_write_queue")).scalars().all()
+    assert kinds == {"preference": 45, "note": 1} and done not in left
+    markdown = asyncio.run(artifact_markdown(ARTIFACT_KEY))
+    assert any("| claimed / completed | 47 / 46 |" in m for m in markdown)
+    assert any("session 'nope' is not recorded in namespace 'bob'" in m for m in markdown)
