@@ -14,7 +14,17 @@ from storage import scoring
 from storage.errors import ConfigurationError, RetrievalError
 from storage.retrieval_types import TimeRange
 
-KINDS = ("episode", "task_card", "turn", "fact", "preference", "decision", "note", "goal")
+KINDS = (
+    "episode",
+    "task_card",
+    "turn",
+    "fact",
+    "preference",
+    "decision",
+    "note",
+    "goal",
+    "long_term",
+)
 NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 MAX_QUERY_CHARS = 10_000
 DF_CAP = 1000

@@ -1,0 +1,25 @@
+"""``archivist tidy``: one run of memory-weekly-tidy, its report printed."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import click
+
+_AS_OF_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
+
+
+@click.command("tidy")
+@click.option(
+    "--as-of",
+    type=click.DateTime(_AS_OF_FORMATS),
+    help="Run as if it were this time (default now); without an offset, in ARCHIVIST_TIMEZONE.",
+)
+@click.option("--namespace", help="Only this namespace.")
+@click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
+def tidy_command(as_of: datetime | None, namespace: str | None, dry_run: bool) -> None:
+    """Run memory-weekly-tidy once: MEMORY.md, the weekly summary, logs to the archive."""
+    from flows.weekly_tidy import memory_weekly_tidy
+
+    report = memory_weekly_tidy(as_of=as_of, namespace=namespace, dry_run=dry_run)
+    click.echo(report.markdown())

@@ -1,0 +1,49 @@
+"""``memory-weekly-tidy``: the week into MEMORY.md, a weekly summary and the archive."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from prefect import flow
+from pydantic import Field
+
+from flows.common import NAMESPACE_PATTERN, resolve_as_of
+from storage.config import Settings
+from tasks.steps import connect_task
+from tasks.tidy import make_context
+from tasks.tidy_report import TidyReport, build_report
+from tasks.tidy_steps import (
+    finish_tidy_run,
+    namespaces_task,
+    publish_tidy_report,
+    start_tidy_run,
+    tidy_namespace_task,
+)
+
+FLOW_NAME = "memory-weekly-tidy"
+
+
+@flow(name=FLOW_NAME, description="Capped MEMORY.md, weekly summary, daily logs archived.")
+def memory_weekly_tidy(
+    as_of: Annotated[
+        datetime | None, Field(description="Run as if it were this time; default now")
+    ] = None,
+    namespace: Annotated[
+        str | None, Field(pattern=NAMESPACE_PATTERN, description="Only this namespace")
+    ] = None,
+    dry_run: Annotated[bool, Field(description="Report what would change, write nothing")] = False,
+) -> TidyReport:
+    """Weekly tidy (seed 004): re-running the same week changes nothing."""
+    settings = Settings()
+    started, moment = datetime.now(UTC), resolve_as_of(as_of, settings)
+    store, embedder = connect_task(settings)
+    params = {"namespace": namespace, "dry_run": dry_run}
+    run_id = None if dry_run else start_tidy_run(store, FLOW_NAME, moment, params)
+    ctx = make_context(settings, embedder, moment, run_id, dry_run)
+    outcomes = [tidy_namespace_task(store, ctx, ns) for ns in namespaces_task(store, namespace)]
+    report = build_report(FLOW_NAME, ctx, namespace, outcomes, started, datetime.now(UTC))
+    if run_id is not None:
+        finish_tidy_run(store, run_id, report)
+    publish_tidy_report(report)
+    return report
