@@ -1,0 +1,67 @@
+"""``memory-aging``: decay, compress, archive and (only when enabled) delete, nightly."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from prefect import flow
+from pydantic import Field
+
+from flows.common import NAMESPACE_PATTERN, resolve_as_of
+from storage.aging import DecayParams
+from storage.config import Settings
+from tasks.aging import AgingReport, cutoffs, timed
+from tasks.aging_steps import (
+    archive_task,
+    compress_task,
+    decay_task,
+    delete_task,
+    finish_aging_run,
+    publish_aging_report,
+)
+from tasks.cold_store import open_cold_store
+from tasks.notify import notify_flow_failure
+from tasks.steps import connect_task, start_run
+
+FLOW_NAME = "memory-aging"
+
+
+@flow(
+    name=FLOW_NAME,
+    description="Salience decay, compression, cold archive, opt-in deletion.",
+    on_failure=[notify_flow_failure],
+    on_crashed=[notify_flow_failure],
+)
+def memory_aging(
+    as_of: Annotated[
+        datetime | None, Field(description="Age as if it were this time; default now")
+    ] = None,
+    namespace: Annotated[
+        str | None, Field(pattern=NAMESPACE_PATTERN, description="Only this namespace")
+    ] = None,
+    dry_run: Annotated[bool, Field(description="Report what would change, write nothing")] = False,
+) -> AgingReport:
+    """Seeds 001-003: memories fade, old sessions shrink to their summary, old rows go cold."""
+    settings = Settings()
+    moment = resolve_as_of(as_of, settings)
+    store, embedder = connect_task(settings)
+    cold, policy, when = open_cold_store(settings), settings.aging, cutoffs(moment, settings.aging)
+    params = {"namespace": namespace, "dry_run": dry_run}
+    run_id = None if dry_run else start_run(store, FLOW_NAME, moment, params)
+    report = AgingReport(moment.isoformat(), namespace, dry_run)
+    decay_params = DecayParams(
+        moment, policy.half_life_days, policy.salience_epsilon, namespace, dry_run
+    )
+    with timed(report, "decay"):
+        report.decay = decay_task(store, decay_params)
+    with timed(report, "compression"):
+        report.compression = compress_task(store, cold, embedder, when.compress, namespace, dry_run)
+    with timed(report, "archival"):
+        report.archival = archive_task(store, cold, when.archive, namespace, dry_run)
+    with timed(report, "deletion"):
+        report.deletion = delete_task(store, cold, when.delete, namespace, dry_run)
+    if run_id is not None:
+        finish_aging_run(store, run_id, report)
+    publish_aging_report(report)
+    return report

@@ -1,0 +1,51 @@
+"""``memory-forget``: erase a namespace everywhere (optionally exporting it first)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from pydantic import Field
+
+from flows.common import NAMESPACE_PATTERN
+from storage.config import Settings
+from storage.engine import Store
+from tasks.cold_store import open_cold_store
+from tasks.memory_files import open_memory_root
+from tasks.notify import notify_flow_failure
+from tasks.privacy import ForgetOutcome, forget
+from tasks.steps import connect_task
+
+
+@task(name="forget-namespace", cache_policy=NO_CACHE)
+def forget_task(store: Store, namespace: str, actor: str, export_to: str | None) -> ForgetOutcome:
+    settings = store.settings
+    return forget(
+        store.engine,
+        open_cold_store(settings),
+        open_memory_root(settings),
+        namespace,
+        actor=actor,
+        export_to=export_to,
+        export_options=settings.storage_options,
+    )
+
+
+@flow(
+    name="memory-forget",
+    description="Erase everything of one namespace; audit it.",
+    on_failure=[notify_flow_failure],
+    on_crashed=[notify_flow_failure],
+)
+def memory_forget(
+    namespace: Annotated[str, Field(pattern=NAMESPACE_PATTERN)],
+    confirm: Annotated[bool, Field(description="Must be true: erasure cannot be undone")] = False,
+    export_to: Annotated[str | None, Field(description="fsspec URL for an export first")] = None,
+    actor: Annotated[str, Field(max_length=200)] = "memory-forget",
+) -> ForgetOutcome:
+    """Seed 002's user data deletion, with the export and the content-free audit row."""
+    if not confirm:
+        raise ValueError(f"refusing to forget {namespace!r} without confirm=True")
+    store, _ = connect_task(Settings())
+    return forget_task(store, namespace, actor, export_to)

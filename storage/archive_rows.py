@@ -1,0 +1,144 @@
+"""Memories as Arrow tables: one big binary SELECT out of ``memories``, one COPY back in.
+
+The archive keeps every column a memory needs to come back unchanged (its id, vector as
+``list<float32>``, counters, tier and provenance); the generated columns (``tsv``,
+``lex_len``) are recomputed by PostgreSQL on restore.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, cast
+
+import numpy as np
+import pyarrow as pa
+from pgvector.psycopg import register_vector
+from psycopg import Connection
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+_TS = pa.timestamp("us", tz="UTC")
+MEMORY_SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("namespace", pa.string()),
+        ("kind", pa.string()),
+        ("content", pa.string()),
+        ("content_key", pa.string()),
+        ("embedding", pa.list_(pa.float32())),
+        ("embedding_model", pa.string()),
+        ("importance", pa.float64()),
+        ("vehemence", pa.float64()),
+        ("salience", pa.float64()),
+        ("access_count", pa.int32()),
+        ("last_accessed_at", _TS),
+        ("tier", pa.string()),
+        ("pinned", pa.bool_()),
+        ("session_id", pa.string()),
+        ("message_ids", pa.list_(pa.string())),
+        ("run_id", pa.string()),
+        ("extractor", pa.string()),
+        ("occurred_at", _TS),
+        ("created_at", _TS),
+    ]
+)
+_NAMES = tuple(MEMORY_SCHEMA.names)
+_TS_COLUMNS = ("last_accessed_at", "occurred_at", "created_at")
+
+# One namespace's memories in a time span, in id order (unpinned unless asked); vectors as
+# their binary send format and times as epoch microseconds, so conversion to Arrow is a few
+# array operations, not a row loop.
+_FETCH = """
+    SELECT id, namespace, kind, content, content_key, vector_send(embedding) AS embedding,
+           embedding_model, importance, vehemence, salience, access_count,
+           (extract(epoch FROM last_accessed_at) * 1000000)::int8 AS last_accessed_at,
+           tier, pinned, session_id, message_ids, run_id::text AS run_id, extractor,
+           (extract(epoch FROM occurred_at) * 1000000)::int8 AS occurred_at,
+           (extract(epoch FROM created_at) * 1000000)::int8 AS created_at
+    FROM memories
+    WHERE namespace = %(namespace)s AND occurred_at >= %(start)s AND occurred_at < %(end)s
+      AND (%(with_pinned)s OR NOT pinned) AND id > %(after)s
+    ORDER BY id LIMIT %(limit)s
+"""
+_COPY_TYPES = (
+    "int8 text text text text vector text float8 float8 float8 int4 timestamptz text bool "
+    "text text[] uuid text timestamptz timestamptz"
+).split()
+LIVE_SESSIONS = text("SELECT id FROM chat_sessions WHERE id = ANY(CAST(:ids AS text[]))")
+
+
+def _driver(session: Session) -> Connection[Any]:
+    conn = cast(Connection[Any], session.connection().connection.driver_connection)
+    register_vector(conn)
+    return conn
+
+
+def fetch_memories(
+    session: Session,
+    namespace: str,
+    span: tuple[datetime, datetime],
+    after: int,
+    limit: int,
+    *,
+    with_pinned: bool = False,
+) -> pa.Table:
+    """The next ``limit`` memories of a namespace that happened in [start, end), after id
+    ``after`` (unpinned unless asked), as one Arrow table."""
+    params = {
+        "namespace": namespace,
+        "start": span[0],
+        "end": span[1],
+        "after": after,
+        "limit": limit,
+        "with_pinned": with_pinned,
+    }
+    with _driver(session).cursor(binary=True) as cursor:
+        cursor.execute(_FETCH, params)
+        rows = cursor.fetchall()
+    return to_table(rows)
+
+
+def to_table(rows: list[tuple[Any, ...]]) -> pa.Table:
+    """Column-wise conversion of fetched rows (vectors stacked into one float32 buffer)."""
+    if not rows:
+        return MEMORY_SCHEMA.empty_table()
+    columns = dict(zip(_NAMES, zip(*rows, strict=True), strict=True))
+    arrays = []
+    for name in _NAMES:
+        field = MEMORY_SCHEMA.field(name)
+        if name == "embedding":
+            arrays.append(_vectors(columns[name]))
+        elif name in _TS_COLUMNS:
+            arrays.append(pa.array(columns[name], type=pa.int64()).cast(_TS))
+        else:
+            arrays.append(pa.array(columns[name], type=field.type))
+    return pa.Table.from_arrays(arrays, schema=MEMORY_SCHEMA)
+
+
+def _vectors(values: tuple[Any, ...]) -> pa.Array:
+    """``vector_send`` bytes (int16 dim, int16 unused, big-endian float4s) to list<float32>."""
+    raw = np.frombuffer(b"".join(values), dtype=np.uint8).reshape(len(values), -1)
+    matrix = raw[:, 4:].copy().view(">f4").astype(np.float32)
+    offsets = pa.array(np.arange(0, matrix.size + 1, matrix.shape[1], dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, pa.array(matrix.reshape(-1)))
+
+
+def insert_rows(session: Session, table: pa.Table) -> int:
+    """Put archived rows back into ``memories`` with their original ids (binary COPY).
+
+    A row whose session has since been purged comes back without a session.
+    """
+    if table.num_rows == 0:
+        return 0
+    sessions = [s for s in table.column("session_id").to_pylist() if s is not None]
+    live = set(session.execute(LIVE_SESSIONS, {"ids": sessions}).scalars())
+    conn = _driver(session)
+    with conn.cursor() as cursor:
+        with cursor.copy(f"COPY memories ({', '.join(_NAMES)}) FROM STDIN (FORMAT BINARY)") as cp:
+            cp.set_types(_COPY_TYPES)
+            for row in table.to_pylist():
+                row["embedding"] = np.asarray(row["embedding"], dtype=np.float32)
+                if row["session_id"] not in live:
+                    row["session_id"] = None
+                cp.write_row([row[name] for name in _NAMES])
+    return int(table.num_rows)

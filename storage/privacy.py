@@ -1,0 +1,120 @@
+"""Erasure statements: a whole namespace (forget), one session (purge), pin and unpin.
+
+Each statement is whole and named; the caller runs them in one transaction and reports
+each one's row count. Tables that later migrations add (the write queue, the long-term
+entries) are erased when present. ``REMAINING`` then asks the catalogue for every table
+with a ``namespace`` column and counts what is left, so a table added later that
+``forget`` does not know yet fails the erasure instead of silently keeping data. The
+``audit_log`` row that records the erasure is the one deliberate exception.
+The ``embedding_cache`` (keyed by text hash and model, no namespace) and ``runs`` (no
+namespace) are left alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+FORGET = {
+    "memory_access_log": text("DELETE FROM memory_access_log WHERE namespace = :namespace"),
+    "episodes": text("DELETE FROM episodes WHERE namespace = :namespace"),
+    "processed_sessions": text("DELETE FROM processed_sessions WHERE namespace = :namespace"),
+    "memories": text("DELETE FROM memories WHERE namespace = :namespace"),
+    "chat_messages": text(
+        "DELETE FROM chat_messages c USING chat_sessions s "
+        "WHERE c.session_id = s.id AND s.namespace = :namespace"
+    ),
+    "chat_sessions": text("DELETE FROM chat_sessions WHERE namespace = :namespace"),
+    "memory_file_blocks": text("DELETE FROM memory_file_blocks WHERE namespace = :namespace"),
+    "archived_memories": text("DELETE FROM archived_memories WHERE namespace = :namespace"),
+    "archive_manifest": text("DELETE FROM archive_manifest WHERE namespace = :namespace"),
+}
+FORGET_IF_PRESENT = {
+    "memory_write_queue": text("DELETE FROM memory_write_queue WHERE namespace = :namespace"),
+    "long_term_entries": text("DELETE FROM long_term_entries WHERE namespace = :namespace"),
+}
+TABLE_EXISTS = text("SELECT to_regclass(:name) IS NOT NULL")
+
+REMAINING = text(
+    "SELECT table_name, n FROM archivist_namespace_rows(:namespace) "
+    "WHERE table_name <> 'audit_log' AND n > 0"
+)
+
+SESSION_NAMESPACE = text("SELECT namespace FROM chat_sessions WHERE id = :session_id")
+PURGE_SESSION = {
+    "memory_access_log": text(
+        "DELETE FROM memory_access_log l USING memories m "
+        "WHERE l.memory_id = m.id AND m.session_id = :session_id"
+    ),
+    "memories": text("DELETE FROM memories WHERE session_id = :session_id"),
+    "episodes": text("DELETE FROM episodes WHERE session_id = :session_id"),
+    "processed_sessions": text("DELETE FROM processed_sessions WHERE session_id = :session_id"),
+    "chat_messages": text("DELETE FROM chat_messages WHERE session_id = :session_id"),
+    "chat_sessions": text("DELETE FROM chat_sessions WHERE id = :session_id"),
+}
+SESSION_MEMORY_IDS = text("SELECT id FROM memories WHERE session_id = :session_id")
+# Long-term entries built (partly) from the session's memories: their text came from it.
+PURGE_LONG_TERM = text("DELETE FROM long_term_entries WHERE memory_ids && CAST(:ids AS bigint[])")
+# The session's blocks, by key prefix (``daily:<session>@``, ``task:<session>@``).
+PURGE_BLOCKS = text(
+    """
+    DELETE FROM memory_file_blocks
+    WHERE left(block_key, length(:daily)) = :daily OR left(block_key, length(:task)) = :task
+    RETURNING path, block_key
+    """
+)
+
+PIN = text(
+    "UPDATE memories SET pinned = :pinned, salience = CASE WHEN :pinned THEN 1 ELSE salience END "
+    "WHERE id = :id RETURNING namespace"
+)
+
+
+def table_exists(session: Session, name: str) -> bool:
+    return bool(session.execute(TABLE_EXISTS, {"name": name}).scalar_one())
+
+
+def forget_rows(session: Session, namespace: str) -> dict[str, int]:
+    """Delete every row of the namespace; rows deleted per table."""
+    counts = {}
+    statements = dict(FORGET)
+    statements |= {k: v for k, v in FORGET_IF_PRESENT.items() if table_exists(session, k)}
+    for table, statement in statements.items():
+        result = session.execute(statement, {"namespace": namespace})
+        counts[table] = int(getattr(result, "rowcount", 0))
+    return counts
+
+
+def remaining(session: Session, namespace: str) -> dict[str, int]:
+    """Rows still holding the namespace, per table with a ``namespace`` column (non-zero)."""
+    rows = session.execute(REMAINING, {"namespace": namespace}).all()
+    return {str(name): int(n) for name, n in rows if n}
+
+
+def session_namespace(session: Session, session_id: str) -> str | None:
+    value = session.execute(SESSION_NAMESPACE, {"session_id": session_id}).scalar()
+    return None if value is None else str(value)
+
+
+def purge_session_rows(session: Session, session_id: str) -> tuple[dict[str, int], list[Any]]:
+    """Delete one session and everything derived from it; counts, and the removed blocks."""
+    params = {"session_id": session_id}
+    counts: dict[str, int] = {}
+    ids = list(session.execute(SESSION_MEMORY_IDS, params).scalars())
+    if ids and table_exists(session, "long_term_entries"):
+        gone = session.execute(PURGE_LONG_TERM, {"ids": ids})
+        counts["long_term_entries"] = int(getattr(gone, "rowcount", 0))
+    prefixes = {"daily": f"daily:{session_id}@", "task": f"task:{session_id}@"}
+    blocks = list(session.execute(PURGE_BLOCKS, prefixes))
+    counts["memory_file_blocks"] = len(blocks)
+    for table, statement in PURGE_SESSION.items():
+        counts[table] = int(getattr(session.execute(statement, params), "rowcount", 0))
+    return counts, blocks
+
+
+def set_pinned(session: Session, memory_id: int, pinned: bool) -> str | None:
+    """Pin or unpin a hot memory; its namespace, or None if it is not in the hot table."""
+    value = session.execute(PIN, {"id": memory_id, "pinned": pinned}).scalar()
+    return None if value is None else str(value)

@@ -1,0 +1,227 @@
+"""Archival to the cold tier, and taking rows back out of it (restore, purge, deletion).
+
+Each file goes through three steps, each its own transaction, so an interruption at any
+point loses and duplicates nothing:
+
+1. ``write_part``: write the Parquet file, then record it (manifest ``written``);
+2. ``verify_part``: read it back (sha256 of the bytes, row count), manifest ``verified``;
+3. ``commit_part``: delete its rows from ``memories``, index them in
+   ``archived_memories`` and mark the manifest ``committed``, in one transaction.
+
+A re-run first finishes what an earlier run left: an uncommitted manifest whose file
+verifies is committed (its ids read from the file); one whose file is missing, differs, or
+whose rows changed meanwhile is dropped with its file, and those rows are archived anew.
+A file written but never recorded has a deterministic name, so the re-run overwrites it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from storage import archive
+from storage.archive import ManifestEntry
+from storage.archive_rows import fetch_memories
+from tasks.cold_store import ColdStore, memories_part
+
+# Partitions are independent, so two run at once: one's rows are read or deleted by
+# PostgreSQL while the other's Parquet is encoded and hashed (both release the GIL).
+ARCHIVE_WORKERS = 2
+
+
+@dataclass
+class ArchiveOutcome:
+    """What one archival pass did (a dry run fills ``candidates`` only)."""
+
+    candidates: int = 0
+    rows_archived: int = 0
+    files: int = 0
+    recovered: int = 0
+    discarded: int = 0
+    leftovers_dropped: int = 0
+
+
+def write_part(engine: Engine, cold: ColdStore, table: pa.Table) -> ManifestEntry:
+    """Step 1: one partition's rows (one namespace and year) to Parquet, manifest 'written'."""
+    ids = table.column("id")
+    namespace = str(table.column("namespace")[0])
+    year = int(pc.year(table.column("occurred_at")[0]).as_py())
+    min_id, max_id = int(pc.min(ids).as_py()), int(pc.max(ids).as_py())
+    written = cold.write(memories_part(namespace, year, min_id, max_id, rewrite=False), table)
+    entry = {
+        "kind": archive.MEMORIES,
+        "namespace": namespace,
+        "year": year,
+        "uri": written.uri,
+        "row_count": written.rows,
+        "checksum": written.checksum,
+        "min_id": min_id,
+        "max_id": max_id,
+        "session_id": None,
+        "last_at": pc.max(table.column("occurred_at")).as_py(),
+        "status": "written",
+    }
+    with Session(engine) as session, session.begin():
+        archive.relax_commit(session)
+        recorded = archive.upsert_manifest(session, entry)
+    if recorded is None:  # cannot happen for hot rows: their ids are in no committed file
+        raise RuntimeError(f"{written.uri} is already committed")
+    return recorded
+
+
+def verify_part(engine: Engine, cold: ColdStore, entry: ManifestEntry) -> bool:
+    """Step 2: read the file back; mark the manifest 'verified' if it matches."""
+    if not cold.verify(entry.uri, entry.row_count, entry.checksum):
+        return False
+    with Session(engine) as session, session.begin():
+        archive.relax_commit(session)
+        archive.set_status(session, [entry.id], "verified")
+    return True
+
+
+def commit_part(engine: Engine, entry: ManifestEntry, ids: list[int]) -> int:
+    """Step 3: the rows leave the hot table; 0 (nothing changed) if some vanished meanwhile."""
+    with Session(engine) as session:
+        archive.relax_commit(session)
+        moved = archive.commit_memories(session, entry.id, ids)
+        if moved != entry.row_count:
+            session.rollback()
+            return 0
+        session.commit()
+    return moved
+
+
+def _discard(engine: Engine, cold: ColdStore, entry: ManifestEntry) -> None:
+    cold.remove(entry.uri)
+    with Session(engine) as session, session.begin():
+        archive.delete_manifests(session, [entry.id])
+
+
+def recover(engine: Engine, cold: ColdStore, outcome: ArchiveOutcome) -> None:
+    """Finish or undo what an interrupted run left: uncommitted manifests."""
+    with Session(engine) as session:
+        pending = archive.manifests(
+            session, kind=archive.MEMORIES, statuses=["written", "verified"]
+        )
+    for entry in pending:
+        if verify_part(engine, cold, entry):
+            ids = cold.read(entry.uri, ["id"]).column("id").to_pylist()
+            moved = commit_part(engine, entry, ids)
+            if moved:
+                outcome.recovered += 1
+                outcome.rows_archived += moved
+                continue
+        _discard(engine, cold, entry)
+        outcome.discarded += 1
+
+
+def year_span(year: int, cutoff: datetime) -> tuple[datetime, datetime]:
+    """A UTC year, cut at ``cutoff``."""
+    start = datetime(year, 1, 1, tzinfo=UTC)
+    return start, min(datetime(year + 1, 1, 1, tzinfo=UTC), cutoff)
+
+
+def archive_partition(
+    engine: Engine, cold: ColdStore, namespace: str, span: tuple[datetime, datetime], batch: int
+) -> tuple[int, int]:
+    """Archive one (namespace, year) partition, ``batch`` rows per file; (rows, files)."""
+    after, rows, files = 0, 0, 0
+    while True:
+        with Session(engine) as session, session.begin():
+            table = fetch_memories(session, namespace, span, after, batch)
+        if table.num_rows == 0:
+            return rows, files
+        after = int(pc.max(table.column("id")).as_py())
+        entry = write_part(engine, cold, table)
+        if verify_part(engine, cold, entry):
+            rows += commit_part(engine, entry, table.column("id").to_pylist())
+            files += 1
+        if table.num_rows < batch:  # the partition is done; another query would only say so
+            return rows, files
+
+
+def archive_old(
+    engine: Engine,
+    cold: ColdStore,
+    cutoff: datetime,
+    namespace: str | None,
+    batch: int,
+    dry_run: bool,
+) -> ArchiveOutcome:
+    """Move unpinned memories that happened before ``cutoff`` to the cold tier."""
+    outcome = ArchiveOutcome()
+    with Session(engine) as session:
+        parts = archive.archivable_partitions(session, cutoff, namespace)
+    outcome.candidates = sum(n for _, _, n in parts)
+    if dry_run:
+        return outcome
+    recover(engine, cold, outcome)
+    with Session(engine) as session, session.begin():
+        outcome.leftovers_dropped = archive.drop_archived_leftovers(session)
+    with ThreadPoolExecutor(ARCHIVE_WORKERS) as pool:
+        done = pool.map(
+            lambda part: archive_partition(
+                engine, cold, part[0], year_span(part[1], cutoff), batch
+            ),
+            parts,
+        )
+        for rows, files in done:
+            outcome.rows_archived += rows
+            outcome.files += files
+    return outcome
+
+
+OnCommit = Callable[[Session, pa.Table], None]
+
+
+def take_out(
+    engine: Engine,
+    cold: ColdStore,
+    manifest_id: int,
+    ids: list[int],
+    on_commit: OnCommit | None = None,
+) -> int:
+    """Remove ``ids`` from one archive file: rewrite it without them (or drop it if empty),
+    then, in one transaction, unindex them, repoint the manifest and run ``on_commit`` with
+    the removed rows (restore puts them back). The old file goes after the commit."""
+    with Session(engine) as session:
+        (entry,) = archive.manifests_by_id(session, [manifest_id])
+    table = cold.read(entry.uri)
+    chosen = pc.is_in(table.column("id"), value_set=pa.array(ids, type=pa.int64()))
+    removed, kept = table.filter(chosen), table.filter(pc.invert(chosen))
+    replacement = None
+    if kept.num_rows:
+        min_id, max_id = int(pc.min(kept.column("id")).as_py()), int(pc.max(kept["id"]).as_py())
+        part = memories_part(entry.namespace, entry.year, min_id, max_id, rewrite=True)
+        written = cold.write_verified(part, kept)
+        replacement = {
+            "uri": written.uri,
+            "row_count": written.rows,
+            "checksum": written.checksum,
+            "min_id": min_id,
+            "max_id": max_id,
+        }
+    with Session(engine) as session, session.begin():
+        archive.unindex(session, removed.column("id").to_pylist())
+        if replacement is None:
+            archive.delete_manifests(session, [entry.id])
+        else:
+            archive.replace_file(session, entry.id, replacement)
+        if on_commit is not None:
+            on_commit(session, removed)
+    cold.remove(entry.uri)
+    return int(removed.num_rows)
+
+
+def take_out_all(
+    engine: Engine, cold: ColdStore, grouped: dict[int, list[int]], on_commit: OnCommit | None
+) -> int:
+    """``take_out`` for every file that holds some of the ids."""
+    return sum(take_out(engine, cold, mid, ids, on_commit) for mid, ids in grouped.items())

@@ -1,0 +1,226 @@
+"""Archival to Parquet (local folder and a real local S3), crash recovery, restore, search."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from storage.archive_rows import fetch_memories
+from storage.archive_search import ArchiveReader
+from storage.config import RetrievalSettings
+from storage.engine import Store
+from storage.errors import InputError
+from storage.retrieval import Retriever
+from tasks.archival import archive_old, verify_part, write_part, year_span
+from tasks.cold_store import ColdStore
+from tasks.embedding import HashingEmbedder
+from tasks.privacy import restore
+from tests.storage.memory_factory import put
+from tests.tasks.aging_helpers import AS_OF, column, local_cold, s3_cold, scalar
+
+CUTOFF = AS_OF - timedelta(days=365)
+
+
+def seed(store: Store) -> dict[str, list[int]]:
+    """Old memories in two namespaces and two years, recent ones, and one pinned old one."""
+    ids = {
+        "old_a": put(
+            store, "alice", [f"alice old fact {i}" for i in range(12)], AS_OF - timedelta(days=400)
+        ),
+        "older_a": put(
+            store, "alice", [f"alice older fact {i}" for i in range(5)], AS_OF - timedelta(days=800)
+        ),
+        "old_b": put(
+            store, "bob", [f"bob old fact {i}" for i in range(7)], AS_OF - timedelta(days=500)
+        ),
+        "recent": put(store, "alice", ["alice recent fact"], AS_OF - timedelta(days=3)),
+        "pinned": put(store, "alice", ["alice pinned old fact"], AS_OF - timedelta(days=700)),
+    }
+    with store.engine.begin() as conn:
+        conn.execute(
+            text("UPDATE memories SET pinned = true WHERE id = :id"), {"id": ids["pinned"][0]}
+        )
+        conn.execute(text("UPDATE memories SET access_count = 3, salience = 0.5"))
+    return ids
+
+
+def consistent(store: Store, cold: ColdStore, total: int) -> None:
+    """Every memory is in exactly one place, and every committed file holds what it says."""
+    hot = column(store, "SELECT id FROM memories")
+    indexed = column(store, "SELECT memory_id FROM archived_memories")
+    in_files: list[int] = []
+    with store.engine.connect() as conn:
+        files = conn.execute(
+            text("SELECT uri, row_count, checksum, status FROM archive_manifest")
+        ).all()
+    for uri, rows, checksum, status in files:
+        assert status == "committed" and cold.verify(uri, rows, checksum)
+        in_files += cold.read(uri, ["id"]).column("id").to_pylist()
+    assert sorted(indexed) == sorted(in_files)
+    assert len(set(hot) | set(in_files)) == len(hot) + len(in_files) == total
+
+
+def run(store: Store, cold: ColdStore, batch: int = 10_000):
+    return archive_old(store.engine, cold, CUTOFF, None, batch, False)
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_old_rows_move_to_parquet_partitions_and_leave_the_hot_table(
+    store: Store, tmp_path: Path, where: str, request: pytest.FixtureRequest
+) -> None:
+    if where == "s3":
+        cold = s3_cold(request.getfixturevalue("s3_options"), request.getfixturevalue("s3_bucket"))
+    else:
+        cold = local_cold(tmp_path)
+    ids = seed(store)
+
+    out = run(store, cold, batch=8)  # several batches
+
+    assert out.rows_archived == 24 and out.candidates == 24
+    assert sorted(column(store, "SELECT id FROM memories")) == sorted(ids["recent"] + ids["pinned"])
+    consistent(store, cold, 26)
+    uris = column(store, "SELECT uri FROM archive_manifest ORDER BY min_id")
+    assert all("/memories/namespace=" in u and "/year=" in u for u in uris)
+    table = cold.read(uris[0])
+    assert table.schema.field("embedding").type.value_type.bit_width == 32
+    assert set(table.column("access_count").to_pylist()) == {3}
+    assert run(store, cold).rows_archived == 0  # a re-run archives nothing twice
+    consistent(store, cold, 26)
+
+
+def test_pinned_memories_are_never_archived(store: Store, tmp_path: Path) -> None:
+    ids = seed(store)
+    run(store, local_cold(tmp_path))
+    assert ids["pinned"][0] in column(store, "SELECT id FROM memories")
+
+
+def _first_part(store: Store):
+    with Session(store.engine) as session:
+        return fetch_memories(session, "alice", year_span(2025, CUTOFF), 0, 10_000)
+
+
+def test_crash_after_verify_before_the_delete_ends_consistent(store: Store, tmp_path: Path) -> None:
+    cold = local_cold(tmp_path)
+    seed(store)
+    part = _first_part(store)
+    entry = write_part(store.engine, cold, part)
+    assert verify_part(store.engine, cold, entry)  # ... and the process dies here
+    assert scalar(store, "SELECT count(*) FROM memories") == 26
+
+    out = run(store, cold)
+
+    assert out.recovered == 1 and out.rows_archived == 24
+    consistent(store, cold, 26)
+
+
+def test_crash_after_write_before_verify_ends_consistent(store: Store, tmp_path: Path) -> None:
+    cold = local_cold(tmp_path)
+    seed(store)
+    write_part(store.engine, cold, _first_part(store))  # the process dies before verifying
+    assert scalar(store, "SELECT status FROM archive_manifest") == "written"
+    run(store, cold)
+    consistent(store, cold, 26)
+
+
+def test_a_damaged_uncommitted_file_is_discarded_and_rewritten(
+    store: Store, tmp_path: Path
+) -> None:
+    cold = local_cold(tmp_path)
+    seed(store)
+    entry = write_part(store.engine, cold, _first_part(store))
+    cold.fs.pipe_file(cold.local_path(entry.uri), b"torn write")
+    out = run(store, cold)
+    assert out.discarded == 1
+    consistent(store, cold, 26)
+
+
+def test_a_file_without_manifest_is_overwritten(store: Store, tmp_path: Path) -> None:
+    cold = local_cold(tmp_path)
+    seed(store)
+    part = _first_part(store)
+    from tasks.cold_store import memories_part
+
+    ids = part.column("id").to_pylist()
+    cold.write(memories_part("alice", 2025, min(ids), max(ids), rewrite=False), part.slice(0, 1))
+    run(store, cold)
+    consistent(store, cold, 26)
+
+
+def test_hot_leftovers_of_committed_files_are_deleted_not_archived_again(
+    store: Store, tmp_path: Path
+) -> None:
+    cold = local_cold(tmp_path)
+    seed(store)
+    run(store, cold)
+    uri = column(store, "SELECT uri FROM archive_manifest ORDER BY id")[0]
+    one = cold.read(uri).slice(0, 1)
+    from storage.archive_rows import insert_rows
+
+    with Session(store.engine) as session, session.begin():
+        insert_rows(session, one)  # a copy of an archived row reappears in the hot table
+    out = run(store, cold)
+    assert out.leftovers_dropped == 1 and out.rows_archived == 0
+    consistent(store, cold, 26)
+
+
+def searcher(store: Store, cold: ColdStore) -> Retriever:
+    r = Retriever(store.engine, HashingEmbedder(384), RetrievalSettings(), store.settings.tz)
+    r.archive = ArchiveReader(fs=cold.fs)
+    return r
+
+
+def test_include_archived_search_finds_cold_rows_at_lower_priority(
+    store: Store, tmp_path: Path
+) -> None:
+    cold = local_cold(tmp_path)
+    seed(store)
+    put(store, "alice", ["the dentist appointment with Dr. Okafor"], AS_OF - timedelta(days=600))
+    run(store, cold)
+    r = searcher(store, cold)
+
+    hot = r.search("alice", "dentist Okafor", as_of=AS_OF, record_access=False)
+    cold_hits = r.search(
+        "alice", "dentist Okafor", as_of=AS_OF, record_access=False, include_archived=True
+    )
+
+    assert all("Okafor" not in h.content for h in hot)
+    assert cold_hits[0].content == "the dentist appointment with Dr. Okafor"
+    assert cold_hits[0].tier == "archived" and cold_hits[0].factors["archived"] == 1.0
+    assert all(h.namespace == "alice" for h in cold_hits)
+    bob = r.search("bob", "bob old fact", as_of=AS_OF, record_access=False, include_archived=True)
+    assert bob and all(h.tier == "archived" for h in bob)  # nothing hot left in bob
+
+
+def test_restore_brings_a_row_back_with_its_id_and_vector(store: Store, tmp_path: Path) -> None:
+    cold = local_cold(tmp_path)
+    ids = seed(store)
+    before = {
+        r[0]: r[1:]
+        for r in Session(store.engine).execute(
+            text("SELECT id, content, embedding::text, access_count FROM memories")
+        )
+    }
+    run(store, cold)
+    target = ids["old_a"][3]
+
+    assert restore(store.engine, cold, target, actor="test") == 1
+
+    with store.engine.connect() as conn:
+        row = conn.execute(
+            text("SELECT content, embedding::text, access_count, tier FROM memories WHERE id = :i"),
+            {"i": target},
+        ).one()
+    assert tuple(row[:3]) == before[target] and row.tier == "fresh"
+    assert target not in column(store, "SELECT memory_id FROM archived_memories")
+    consistent(store, cold, 26)
+    hits = searcher(store, cold).search(
+        "alice", "alice old fact 3", as_of=AS_OF, record_access=False
+    )
+    assert hits[0].memory_id == target and hits[0].tier == "fresh"
+    assert column(store, "SELECT action FROM audit_log") == ["restore"]
+    with pytest.raises(InputError):
+        restore(store.engine, cold, target, actor="test")
