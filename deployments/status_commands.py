@@ -1,0 +1,208 @@
+"""``archivist status`` (one screen: runs, queue, memories, quality) and ``archivist quality``.
+
+Every section degrades to ``n/a (why)`` when its table, the store or the Prefect API is
+missing. The Prefect API is asked only when ``PREFECT_API_URL`` is set: without it Prefect
+would start a temporary server just to answer, which takes seconds and knows no runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import click
+import httpx
+from sqlalchemy import Connection
+
+from storage.config import Settings
+from storage.errors import ConfigurationError, StorageError
+
+Echo = Callable[[str], None]
+FLOW_PREFIX = "memory-"
+TOP_NAMESPACES = 20
+_AS_OF_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
+
+
+def _when(moment: datetime | None, now: datetime) -> str:
+    if moment is None:
+        return "-"
+    minutes = int((now - moment).total_seconds() // 60)
+    ago = f"{minutes} min ago" if abs(minutes) < 120 else f"{minutes // 60} h ago"
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC ({ago})"
+
+
+def prefect_lines(now: datetime) -> list[str]:
+    """The latest started run of every ``memory-*`` flow the Prefect API knows."""
+    from prefect.settings import PREFECT_API_URL
+
+    url = PREFECT_API_URL.value()
+    if not url:
+        return ["n/a (PREFECT_API_URL is not set; start `prefect server start` and set it)"]
+    try:
+        return _prefect_runs(now)
+    except (httpx.HTTPError, OSError) as exc:
+        return [f"n/a (Prefect API at {url} unreachable: {type(exc).__name__}: {exc})"]
+
+
+def _prefect_runs(now: datetime) -> list[str]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterStartTime,
+    )
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    started = FlowRunFilter(start_time=FlowRunFilterStartTime(is_null_=False))
+    lines = []
+    with get_client(sync_client=True) as client:
+        flows = client.read_flows(flow_filter=FlowFilter(name=FlowFilterName(like_=FLOW_PREFIX)))
+        for flow in sorted(flows, key=lambda f: f.name):
+            latest = client.read_flow_runs(
+                flow_filter=FlowFilter(name=FlowFilterName(any_=[flow.name])),
+                flow_run_filter=started,
+                sort=FlowRunSort.START_TIME_DESC,
+                limit=1,
+            )
+            if latest:
+                state = latest[0].state.name if latest[0].state else "?"
+                lines.append(f"{flow.name:<28} {state:<10} {_when(latest[0].start_time, now)}")
+    return lines or ["no runs of memory-* flows yet"]
+
+
+def runs_lines(conn: Connection, now: datetime) -> list[str]:
+    from storage.status import last_runs
+
+    rows = last_runs(conn)
+    return [
+        f"{r.flow:<28} {r.status:<10} {_when(r.started_at, now)}, as of {r.as_of:%Y-%m-%d %H:%M}"
+        for r in rows
+    ] or ["no runs recorded yet"]
+
+
+def queue_lines(conn: Connection, now: datetime) -> list[str]:
+    from storage.status import queue_overview, table_exists
+
+    if not table_exists(conn, "memory_write_queue"):
+        return ["n/a (no memory_write_queue table: run `archivist db upgrade`)"]
+    queue = queue_overview(conn)
+    counts = ", ".join(f"{s} {n}" for s, n in sorted(queue.by_status.items())) or "empty"
+    oldest = _when(queue.oldest_pending, now) if queue.oldest_pending else "none pending"
+    dead = queue.by_status.get("dead", 0)
+    return [counts, f"oldest pending: {oldest}", f"dead: {dead}"]
+
+
+def memory_lines(conn: Connection) -> list[str]:
+    from storage.memories import TIERS
+    from storage.status import memory_counts
+
+    counts = memory_counts(conn)
+    ranked = sorted(counts.items(), key=lambda item: (-sum(item[1].values()), item[0]))
+    header = f"{'namespace':<28} " + " ".join(f"{t:>10}" for t in TIERS) + f" {'total':>10}"
+    lines = [header]
+    for namespace, tiers in ranked[:TOP_NAMESPACES]:
+        lines.append(_count_row(namespace, tiers, TIERS))
+    if len(ranked) > TOP_NAMESPACES:
+        lines.append(f"... {len(ranked) - TOP_NAMESPACES} more namespaces")
+    totals = {t: sum(tiers.get(t, 0) for _, tiers in ranked) for t in TIERS}
+    lines.append(_count_row(f"total ({len(ranked)} namespaces)", totals, TIERS))
+    return lines
+
+
+def _count_row(label: str, tiers: dict[str, int], order: tuple[str, ...]) -> str:
+    cells = " ".join(f"{tiers.get(t, 0):>10}" for t in order)
+    return f"{label:<28} {cells} {sum(tiers.values()):>10}"
+
+
+def quality_lines(conn: Connection, now: datetime) -> list[str]:
+    from sqlalchemy.orm import Session
+
+    from storage.quality_runs import latest_quality_run
+    from storage.status import table_exists
+
+    if not table_exists(conn, "quality_runs"):
+        return ["n/a (no quality_runs table: run `archivist db upgrade`)"]
+    with Session(bind=conn) as session:
+        last = latest_quality_run(session)
+    if last is None:
+        return ["no quality run yet (run `archivist quality`)"]
+    verdict = "passed" if last.success else f"FAILED ({last.critical_failures} critical)"
+    lines = [f"{verdict}, {_when(last.run_at, now)}, as of {last.as_of:%Y-%m-%d %H:%M}"]
+    for suite, c in last.suite_results.items():
+        lines.append(
+            f"{suite:<16} {c.get('evaluated', 0)} evaluated, {c.get('failed', 0)} failed,"
+            f" {c.get('critical', 0)} critical"
+        )
+    lines.append(f"Data Docs: {last.data_docs_uri or '-'}")
+    return lines
+
+
+def store_sections(settings: Settings, now: datetime) -> list[tuple[str, list[str]]]:
+    """The sections read from the store; one n/a line each when it cannot be reached."""
+    from storage.engine import open_store
+    from storage.status import table_exists
+
+    titles = ["Runs (runs table)", "Write queue", "Memories per tier", "Last quality report"]
+    try:
+        store = open_store(settings)
+    except (StorageError, ConfigurationError) as exc:
+        return [(title, [f"n/a ({exc})"]) for title in titles]
+    with store.engine.connect() as conn:
+        if not table_exists(conn, "memories"):
+            why = "n/a (the store has no Archivist schema: run `archivist db upgrade`)"
+            return [(title, [why]) for title in titles]
+        return [
+            (titles[0], runs_lines(conn, now)),
+            (titles[1], queue_lines(conn, now)),
+            (titles[2], memory_lines(conn)),
+            (titles[3], quality_lines(conn, now)),
+        ]
+
+
+def show_status(settings: Settings, echo: Echo, now: datetime | None = None) -> None:
+    """Print the status screen."""
+    now = now or datetime.now(UTC)
+    sections = [("Prefect flow runs", prefect_lines(now)), *store_sections(settings, now)]
+    echo(f"Archivist status at {now:%Y-%m-%d %H:%M} UTC")
+    for title, lines in sections:
+        echo("")
+        echo(f"== {title}")
+        for line in lines:
+            echo(f"  {line}")
+
+
+def run_quality_report(settings: Settings, as_of: datetime | None, echo: Echo) -> None:
+    """One run of memory-quality-report; a critical failure raises DataQualityError."""
+    from flows.quality_report import memory_quality_report
+
+    if as_of is not None and as_of.tzinfo is None:
+        as_of = as_of.replace(tzinfo=settings.tz)
+    echo(memory_quality_report(as_of=as_of).markdown())
+
+
+def _settings() -> Settings:
+    from pydantic import ValidationError
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise click.ClickException(f"bad ARCHIVIST_* configuration:\n{exc}") from exc
+
+
+@click.command("status")
+def status_command() -> None:
+    """One screen: last runs, write queue, memories per tier and namespace, last quality."""
+    show_status(_settings(), click.echo)
+
+
+@click.command("quality")
+@click.option(
+    "--as-of",
+    type=click.DateTime(_AS_OF_FORMATS),
+    default=None,
+    help="Reference time (default now); without an offset, in ARCHIVIST_TIMEZONE.",
+)
+def quality_command(as_of: datetime | None) -> None:
+    """Run memory-quality-report once; exits 1 when a critical expectation fails."""
+    run_quality_report(_settings(), as_of, click.echo)

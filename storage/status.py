@@ -1,0 +1,61 @@
+"""Read-only overview queries behind ``archivist status``: runs, queue, memory counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, text
+
+TABLE_EXISTS = text("SELECT to_regclass(:name) IS NOT NULL")
+LAST_RUN_PER_FLOW = text(
+    """
+    SELECT DISTINCT ON (flow) flow, status, as_of, started_at, finished_at
+    FROM runs ORDER BY flow, started_at DESC
+    """
+)
+QUEUE_BY_STATUS = text("SELECT status, count(*) FROM memory_write_queue GROUP BY status")
+OLDEST_PENDING = text("SELECT min(available_at) FROM memory_write_queue WHERE status = 'pending'")
+MEMORIES_BY_NAMESPACE_TIER = text(
+    """
+    SELECT namespace, tier, count(*) AS n FROM memories GROUP BY namespace, tier
+    """
+)
+
+
+@dataclass(frozen=True)
+class RunRow:
+    flow: str
+    status: str
+    as_of: datetime
+    started_at: datetime
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class QueueOverview:
+    by_status: dict[str, int]
+    oldest_pending: datetime | None
+
+
+def table_exists(conn: Connection, name: str) -> bool:
+    return bool(conn.execute(TABLE_EXISTS, {"name": name}).scalar())
+
+
+def last_runs(conn: Connection) -> list[RunRow]:
+    """The newest ``runs`` row of every flow that wrote one."""
+    return [RunRow(*row) for row in conn.execute(LAST_RUN_PER_FLOW)]
+
+
+def queue_overview(conn: Connection) -> QueueOverview:
+    """Items per status and the oldest pending item's due time."""
+    by_status = {str(status): int(n) for status, n in conn.execute(QUEUE_BY_STATUS)}
+    return QueueOverview(by_status, conn.execute(OLDEST_PENDING).scalar())
+
+
+def memory_counts(conn: Connection) -> dict[str, dict[str, int]]:
+    """Memories per namespace and tier."""
+    counts: dict[str, dict[str, int]] = {}
+    for namespace, tier, n in conn.execute(MEMORIES_BY_NAMESPACE_TIER):
+        counts.setdefault(str(namespace), {})[str(tier)] = int(n)
+    return counts
