@@ -9,6 +9,10 @@ import click
 from pydantic import ValidationError
 
 from deployments.eval_command import eval_command
+from deployments.ops_commands import serve_command, watchdog_command
+from deployments.privacy_commands import COMMANDS as PRIVACY_COMMANDS
+from deployments.status_commands import quality_command, status_command
+from deployments.tidy_commands import tidy_command
 from storage.config import Settings
 from storage.errors import ArchivistError
 
@@ -184,4 +188,60 @@ def _localize(moment: datetime | None, settings: Settings) -> datetime | None:
     return moment.replace(tzinfo=settings.tz)
 
 
-main.add_command(eval_command)
+_OPS = ["ADD_MEMORY", "RECORD_MESSAGE", "SAVE_PREFERENCE", "UPDATE_GOAL", "FORGET_MEMORY"]
+
+
+@main.command()
+@click.argument("namespace")
+@click.argument("op", type=click.Choice(_OPS))
+@click.option("--payload", required=True, help='The operation\'s JSON, e.g. {"content": "..."}.')
+@click.option("--key", help="Idempotency key: the same key again gives the same item.")
+def enqueue(namespace: str, op: str, payload: str, key: str | None) -> None:
+    """Queue one memory write (validated now, executed by a drain or the worker)."""
+    from deployments.queue_commands import enqueue_item
+
+    enqueue_item(_settings(), namespace, op, payload, key, click.echo)
+
+
+@main.group("queue")
+def queue_group() -> None:
+    """Write queue commands."""
+
+
+@queue_group.command("stats")
+def queue_stats() -> None:
+    """Counts per status, the oldest wait, and dead items with their errors."""
+    from deployments.queue_commands import show_stats
+
+    show_stats(_settings(), click.echo)
+
+
+@queue_group.command("drain")
+@click.option("--as-of", type=click.DateTime(_AS_OF_FORMATS), default=None)
+@click.option("--max-batches", type=click.IntRange(1, 100_000), default=50, show_default=True)
+def queue_drain(as_of: datetime | None, max_batches: int) -> None:
+    """Run memory-queue-drain once and print its report."""
+    from deployments.queue_commands import run_drain
+
+    click.echo(run_drain(_settings(), as_of, max_batches).markdown())
+
+
+@main.command()
+@click.option("--once", is_flag=True, help="Drain what is due, then exit.")
+def worker(once: bool) -> None:
+    """Drain the queue continuously with low latency (no Prefect); Ctrl-C stops it."""
+    from deployments.queue_commands import work
+
+    work(_settings(), once, click.echo)
+
+
+for _command in (
+    eval_command,
+    status_command,
+    quality_command,
+    tidy_command,
+    serve_command,
+    watchdog_command,
+    *PRIVACY_COMMANDS,
+):
+    main.add_command(_command)

@@ -11,12 +11,18 @@ from pydantic import Field
 from flows.common import NAMESPACE_PATTERN, resolve_as_of
 from flows.sync_recipe import sync_sessions
 from storage.config import Settings
+from tasks.notify import notify_flow_failure
 from tasks.report import SyncReport
 
 FLOW_NAME = "memory-sync-daily"
 
 
-@flow(name=FLOW_NAME, description="Sessions of the last hours into memories, episodes and logs.")
+@flow(
+    name=FLOW_NAME,
+    description="Sessions of the last hours into memories, episodes and logs.",
+    on_failure=[notify_flow_failure],
+    on_crashed=[notify_flow_failure],
+)
 def memory_sync_daily(
     as_of: Annotated[
         datetime | None, Field(description="Run as if it were this time; default now")

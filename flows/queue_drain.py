@@ -10,6 +10,7 @@ from pydantic import Field
 
 from flows.common import resolve_as_of
 from storage.config import Settings
+from tasks.notify import notify_flow_failure
 from tasks.queue_ops import default_worker_name
 from tasks.queue_steps import (
     QueueRunReport,
@@ -24,7 +25,12 @@ from tasks.steps import connect_task, start_run
 FLOW_NAME = "memory-queue-drain"
 
 
-@flow(name=FLOW_NAME, description="Execute due queue items; reclaim stuck, purge completed.")
+@flow(
+    name=FLOW_NAME,
+    description="Execute due queue items; reclaim stuck, purge completed.",
+    on_failure=[notify_flow_failure],
+    on_crashed=[notify_flow_failure],
+)
 def memory_queue_drain(
     as_of: Annotated[
         datetime | None, Field(description="Run as if it were this time; default the DB clock")

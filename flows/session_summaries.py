@@ -11,12 +11,18 @@ from pydantic import Field
 from flows.common import NAMESPACE_PATTERN, resolve_as_of
 from flows.sync_recipe import sync_sessions
 from storage.config import Settings
+from tasks.notify import notify_flow_failure
 from tasks.report import SyncReport
 
 FLOW_NAME = "memory-session-summaries"
 
 
-@flow(name=FLOW_NAME, description="Idle sessions into memories within minutes (seed 000).")
+@flow(
+    name=FLOW_NAME,
+    description="Idle sessions into memories within minutes (seed 000).",
+    on_failure=[notify_flow_failure],
+    on_crashed=[notify_flow_failure],
+)
 def memory_session_summaries(
     as_of: Annotated[
         datetime | None, Field(description="Run as if it were this time; default now")

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from flows.common import NAMESPACE_PATTERN, resolve_as_of
 from storage.config import Settings
+from tasks.notify import notify_flow_failure
 from tasks.steps import connect_task
 from tasks.tidy import make_context
 from tasks.tidy_report import TidyReport, build_report
@@ -24,7 +25,12 @@ from tasks.tidy_steps import (
 FLOW_NAME = "memory-weekly-tidy"
 
 
-@flow(name=FLOW_NAME, description="Capped MEMORY.md, weekly summary, daily logs archived.")
+@flow(
+    name=FLOW_NAME,
+    description="Capped MEMORY.md, weekly summary, daily logs archived.",
+    on_failure=[notify_flow_failure],
+    on_crashed=[notify_flow_failure],
+)
 def memory_weekly_tidy(
     as_of: Annotated[
         datetime | None, Field(description="Run as if it were this time; default now")

@@ -161,6 +161,53 @@ class AgingSettings(BaseModel):
     archive_batch: int = Field(50_000, ge=100)
 
 
+class QualitySettings(BaseModel):
+    """Data-quality reports: a folder of Data Docs HTML and the name of their site."""
+
+    reports_dir: Path | None = Field(
+        None, description="Data Docs and other reports; default <data_dir>/reports"
+    )
+    site_name: str = Field(
+        "archivist_site",
+        pattern=r"^[a-z][a-z0-9_]{0,49}$",
+        description="Great Expectations Data Docs site name",
+    )
+    examples: int = Field(5, ge=0, le=50, description="failing rows named per expectation")
+
+    @field_validator("site_name")
+    @classmethod
+    def _not_the_builtin_site(cls, value: str) -> str:
+        if value == "local_site":
+            # Every Great Expectations context already has a `local_site` in a temp folder.
+            raise ValueError("site name local_site is taken by Great Expectations; pick another")
+        return value
+
+
+class WatchdogSettings(BaseModel):
+    """When the watchdog calls something an anomaly, and where its alerts go."""
+
+    # hide_input_in_errors: a webhook URL often carries its token.
+    model_config = ConfigDict(hide_input_in_errors=True)
+
+    webhook_url: SecretStr | None = Field(
+        None, description="POST alerts here (Slack-compatible JSON); unset: Prefect artifact"
+    )
+    webhook_timeout: float = Field(10.0, gt=0, description="seconds per webhook request")
+    webhook_retries: int = Field(3, ge=0, le=10, description="retries after the first attempt")
+    webhook_backoff_seconds: float = Field(
+        1.0, ge=0, description="retry n waits backoff * 2**(n-1) seconds"
+    )
+    alert_after: int = Field(2, ge=1, le=100, description="consecutive anomalies before alerting")
+    reminder_hours: float = Field(24.0, gt=0, description="re-alert an ongoing anomaly after")
+    stale_grace_minutes: float = Field(30.0, ge=0, description="slack on top of the interval")
+    late_runs_threshold: int = Field(3, ge=0, description="more late runs than this: anomaly")
+    queue_stuck_alert: int = Field(1, ge=1, description="this many stuck items: anomaly")
+    queue_dead_alert: int = Field(1, ge=1, description="this many dead items: anomaly")
+    queue_oldest_pending_minutes: float = Field(
+        30.0, gt=0, description="a pending item older than this: anomaly"
+    )
+
+
 class SyncSettings(BaseModel):
     """Defaults of the daily sync; flow parameters override them per run."""
 
@@ -197,6 +244,8 @@ class Settings(BaseSettings):
     summaries: SummariesSettings = Field(default_factory=SummariesSettings)
     tidy: TidySettings = Field(default_factory=TidySettings)
     aging: AgingSettings = Field(default_factory=AgingSettings)
+    quality: QualitySettings = Field(default_factory=QualitySettings)
+    watchdog: WatchdogSettings = Field(default_factory=WatchdogSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     sync: SyncSettings = Field(default_factory=SyncSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
@@ -235,6 +284,10 @@ class Settings(BaseSettings):
     @property
     def memory_root_url(self) -> str:
         return self.memory_root or str(self.data_dir / "memory")
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.quality.reports_dir or self.data_dir / "reports"
 
     @property
     def archive_url(self) -> str:

@@ -16,7 +16,7 @@ from storage.engine import Store
 from storage.queue_types import QueueStats
 from tasks.embedding import Embedder
 from tasks.queue_ops import DrainReport, drain_once
-from tasks.steps import _IO_RETRY, _io_error
+from tasks.retry import IO_RETRY
 
 ARTIFACT_KEY = "memory-queue-drain-report"
 
@@ -62,7 +62,7 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-@task(name="drain-queue", cache_policy=NO_CACHE, **_IO_RETRY, retry_condition_fn=_io_error)
+@task(name="drain-queue", cache_policy=NO_CACHE, **IO_RETRY)
 def drain_task(
     store: Store, embedder: Embedder, worker: str, now: datetime | None, max_batches: int
 ) -> DrainReport:
@@ -84,14 +84,14 @@ def drain_task(
     return report
 
 
-@task(name="purge-completed", cache_policy=NO_CACHE, **_IO_RETRY, retry_condition_fn=_io_error)
+@task(name="purge-completed", cache_policy=NO_CACHE, **IO_RETRY)
 def purge_task(store: Store, now: datetime | None) -> int:
     hours = store.settings.queue.purge_completed_after_hours
     with Session(store.engine) as session, session.begin():
         return queue.purge_completed(session, now, timedelta(hours=hours))
 
 
-@task(name="queue-stats", cache_policy=NO_CACHE, **_IO_RETRY, retry_condition_fn=_io_error)
+@task(name="queue-stats", cache_policy=NO_CACHE, **IO_RETRY)
 def stats_task(store: Store, now: datetime | None) -> QueueStats:
     with Session(store.engine) as session:
         return queue.queue_stats(session, now, store.settings.queue)

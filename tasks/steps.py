@@ -11,7 +11,6 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from storage import runs
@@ -25,6 +24,7 @@ from tasks.extraction.factory import make_extractor
 from tasks.memory_files import open_memory_root
 from tasks.outbox import FlushOutcome, flush_blocks
 from tasks.report import SyncReport
+from tasks.retry import IO_RETRY
 from tasks.sync import (
     BatchOutcome,
     SyncContext,
@@ -35,19 +35,6 @@ from tasks.sync import (
     write_batch,
 )
 from tasks.transcripts import IngestReport, JsonlTranscripts, ingest
-
-_IO_RETRY: dict[str, Any] = {"retries": 2, "retry_delay_seconds": [2, 10]}
-
-
-def _io_error(_task: Any, _run: Any, state: Any) -> bool:
-    """Retry only what an I/O hiccup can explain; a bug fails at once."""
-    try:
-        state.result()
-    except (DBAPIError, OSError, TimeoutError):
-        return True
-    except Exception:  # a bug or bad data: retrying cannot help, so fail now
-        return False
-    return False
 
 
 def connect(settings: Settings) -> tuple[Store, Embedder]:
@@ -60,7 +47,7 @@ def connect(settings: Settings) -> tuple[Store, Embedder]:
     return store, embedder
 
 
-@task(name="open-store", cache_policy=NO_CACHE, **_IO_RETRY, retry_condition_fn=_io_error)
+@task(name="open-store", cache_policy=NO_CACHE, **IO_RETRY)
 def connect_task(settings: Settings) -> tuple[Store, Embedder]:
     return connect(settings)
 
@@ -77,7 +64,7 @@ def finish_run(store: Store, run_id: Any, report: SyncReport) -> None:
         runs.finish_run(session, run_id, "completed", report.as_dict())
 
 
-@task(name="ingest-transcripts", cache_policy=NO_CACHE, **_IO_RETRY, retry_condition_fn=_io_error)
+@task(name="ingest-transcripts", cache_policy=NO_CACHE, **IO_RETRY)
 def ingest_task(store: Store, url: str, dry_run: bool) -> IngestReport:
     """Load JSONL transcripts into the raw tables (dry run: parse and report only)."""
     logger = get_run_logger()
@@ -89,7 +76,7 @@ def ingest_task(store: Store, url: str, dry_run: bool) -> IngestReport:
     return report
 
 
-@task(name="plan-sync", cache_policy=NO_CACHE, **_IO_RETRY, retry_condition_fn=_io_error)
+@task(name="plan-sync", cache_policy=NO_CACHE, **IO_RETRY)
 def plan_task(
     store: Store,
     as_of: datetime,
@@ -114,7 +101,7 @@ def plan_task(
     return plan
 
 
-@task(name="process-batch", cache_policy=NO_CACHE, **_IO_RETRY, retry_condition_fn=_io_error)
+@task(name="process-batch", cache_policy=NO_CACHE, **IO_RETRY)
 def process_batch_task(store: Store, ctx: SyncContext, batch: Sequence[Candidate]) -> BatchOutcome:
     """Read, then extract and embed with no transaction open, then write all or nothing."""
     with Session(store.engine) as session:
@@ -124,7 +111,7 @@ def process_batch_task(store: Store, ctx: SyncContext, batch: Sequence[Candidate
         return write_batch(session, ctx, prepared)
 
 
-@task(name="write-memory-files", cache_policy=NO_CACHE, **_IO_RETRY, retry_condition_fn=_io_error)
+@task(name="write-memory-files", cache_policy=NO_CACHE, **IO_RETRY)
 def write_files_task(store: Store, namespace: str | None) -> FlushOutcome:
     """Append pending blocks to the memory files, exactly once each."""
     outcome = flush_blocks(store.engine, open_memory_root(store.settings), namespace)

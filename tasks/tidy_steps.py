@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from storage import long_term, runs
 from storage.engine import Store
 from tasks.memory_files import open_memory_root
-from tasks.steps import _IO_RETRY, _io_error
+from tasks.retry import IO_RETRY
 from tasks.tidy import NamespaceOutcome, TidyContext, tidy_namespace
 from tasks.tidy_report import TidyReport
 
@@ -34,7 +34,7 @@ def finish_tidy_run(store: Store, run_id: uuid.UUID, report: TidyReport) -> None
         runs.finish_run(session, run_id, "completed", report.as_dict())
 
 
-@task(name="tidy-namespaces", cache_policy=NO_CACHE, **_IO_RETRY, retry_condition_fn=_io_error)
+@task(name="tidy-namespaces", cache_policy=NO_CACHE, **IO_RETRY)
 def namespaces_task(store: Store, only: str | None) -> list[str]:
     with Session(store.engine) as session:
         return long_term.namespaces(session, only)
@@ -44,8 +44,7 @@ def namespaces_task(store: Store, only: str | None) -> list[str]:
     name="tidy-namespace",
     task_run_name="tidy-{namespace}",
     cache_policy=NO_CACHE,
-    **_IO_RETRY,
-    retry_condition_fn=_io_error,
+    **IO_RETRY,
 )
 def tidy_namespace_task(store: Store, ctx: TidyContext, namespace: str) -> NamespaceOutcome:
     """One namespace; safe to retry, since every step finishes what an earlier try began."""
