@@ -6,22 +6,15 @@ import os
 from datetime import datetime
 
 import click
-from pydantic import ValidationError
 
 from deployments.eval_command import eval_command
 from deployments.ops_commands import serve_command, watchdog_command
 from deployments.privacy_commands import COMMANDS as PRIVACY_COMMANDS
+from deployments.settings_loader import load_settings
 from deployments.status_commands import quality_command, status_command
 from deployments.tidy_commands import tidy_command
 from storage.config import Settings
 from storage.errors import ArchivistError
-
-
-def _settings() -> Settings:
-    try:
-        return Settings()
-    except ValidationError as exc:
-        raise click.ClickException(f"bad ARCHIVIST_* configuration:\n{exc}") from exc
 
 
 class _Group(click.Group):
@@ -54,7 +47,7 @@ def db_upgrade() -> None:
     """Create or migrate the schema (needs pgvector on the server)."""
     from deployments.commands import upgrade_schema
 
-    click.echo(upgrade_schema(_settings()))
+    click.echo(upgrade_schema(load_settings()))
 
 
 @main.command()
@@ -63,7 +56,7 @@ def ingest(url: str) -> None:
     """Load JSONL transcripts from URL (a folder, a file, or s3://...) into the store."""
     from deployments.commands import ingest_transcripts
 
-    ingest_transcripts(_settings(), url, click.echo)
+    ingest_transcripts(load_settings(), url, click.echo)
 
 
 _AS_OF_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
@@ -92,7 +85,7 @@ def sync(
     from deployments.commands import run_sync
 
     report = run_sync(
-        _settings(),
+        load_settings(),
         as_of=as_of,
         namespace=namespace,
         dry_run=dry_run,
@@ -110,7 +103,7 @@ def demo(days: int) -> None:
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     from deployments.commands import run_demo
 
-    run_demo(_settings(), days, click.echo)
+    run_demo(load_settings(), days, click.echo)
 
 
 _TIME_RANGES = ["today", "week", "month", "recent", "all"]
@@ -142,7 +135,7 @@ def search(
     """Search NAMESPACE's memories for QUERY."""
     from deployments.retrieval_commands import render_hits, run_search
 
-    settings = _settings()
+    settings = load_settings()
     hits = run_search(
         settings,
         namespace,
@@ -165,7 +158,7 @@ def prime(namespace: str, message: str | None) -> None:
     """Print what the assistant should remember when NAMESPACE starts a conversation."""
     from deployments.retrieval_commands import run_prime
 
-    run_prime(_settings(), namespace, message, click.echo)
+    run_prime(load_settings(), namespace, message, click.echo)
 
 
 @main.command()
@@ -179,7 +172,7 @@ def index(min_rows: int | None) -> None:
     """Move large namespaces' memories into the HNSW index (fast search at scale)."""
     from deployments.retrieval_commands import run_index
 
-    run_index(_settings(), min_rows, click.echo)
+    run_index(load_settings(), min_rows, click.echo)
 
 
 def _localize(moment: datetime | None, settings: Settings) -> datetime | None:
@@ -200,7 +193,7 @@ def enqueue(namespace: str, op: str, payload: str, key: str | None) -> None:
     """Queue one memory write (validated now, executed by a drain or the worker)."""
     from deployments.queue_commands import enqueue_item
 
-    enqueue_item(_settings(), namespace, op, payload, key, click.echo)
+    enqueue_item(load_settings(), namespace, op, payload, key, click.echo)
 
 
 @main.group("queue")
@@ -213,7 +206,7 @@ def queue_stats() -> None:
     """Counts per status, the oldest wait, and dead items with their errors."""
     from deployments.queue_commands import show_stats
 
-    show_stats(_settings(), click.echo)
+    show_stats(load_settings(), click.echo)
 
 
 @queue_group.command("drain")
@@ -223,7 +216,7 @@ def queue_drain(as_of: datetime | None, max_batches: int) -> None:
     """Run memory-queue-drain once and print its report."""
     from deployments.queue_commands import run_drain
 
-    click.echo(run_drain(_settings(), as_of, max_batches).markdown())
+    click.echo(run_drain(load_settings(), as_of, max_batches).markdown())
 
 
 @main.command()
@@ -232,7 +225,7 @@ def worker(once: bool) -> None:
     """Drain the queue continuously with low latency (no Prefect); Ctrl-C stops it."""
     from deployments.queue_commands import work
 
-    work(_settings(), once, click.echo)
+    work(load_settings(), once, click.echo)
 
 
 for _command in (

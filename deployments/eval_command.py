@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from pydantic import ValidationError
 
+from deployments.settings_loader import load_settings
 from storage.config import Settings
 from storage.errors import ArchivistError
 from storage.scoring import PRESETS, resolve_weights
@@ -191,13 +191,6 @@ def as_dict(result: EvalResult) -> dict[str, Any]:
     }
 
 
-def _settings() -> Settings:
-    try:
-        return Settings()
-    except ValidationError as exc:
-        raise click.ClickException(f"bad ARCHIVIST_* configuration:\n{exc}") from exc
-
-
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
@@ -218,7 +211,7 @@ def eval_command(
     are named "<session_id>:<message_id>".
     """
     try:
-        result = run_eval(_settings(), sessions, queries, preset=preset, ks=ks)
+        result = run_eval(load_settings(), sessions, queries, preset=preset, ks=ks)
     except ArchivistError as exc:
         raise click.ClickException(str(exc)) from exc
     render(result, click.echo)

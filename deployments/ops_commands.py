@@ -8,18 +8,10 @@ from __future__ import annotations
 from datetime import datetime
 
 import click
-from pydantic import ValidationError
 
-from storage.config import Settings
+from deployments.settings_loader import load_settings
 
 _AS_OF_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
-
-
-def _settings() -> Settings:
-    try:
-        return Settings()
-    except ValidationError as exc:
-        raise click.ClickException(f"bad ARCHIVIST_* configuration:\n{exc}") from exc
 
 
 @click.command("serve")
@@ -28,7 +20,7 @@ def serve_command(limit: int | None) -> None:
     """Serve every Archivist deployment on its schedule from this process (Ctrl-C stops)."""
     from deployments.serve import serve_all
 
-    serve_all(_settings(), limit)
+    serve_all(load_settings(), limit)
 
 
 @click.command("watchdog")
@@ -43,6 +35,6 @@ def watchdog_command(as_of: datetime | None, dry_run: bool, names: tuple[str, ..
     """Run memory-cron-watchdog once and print its report."""
     from flows.watchdog import memory_cron_watchdog
 
-    _settings()  # fail on bad configuration before starting a flow run
+    load_settings()  # fail on bad configuration before starting a flow run
     report = memory_cron_watchdog(as_of=as_of, dry_run=dry_run, deployments=list(names) or None)
     click.echo(report.markdown())

@@ -8,8 +8,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 import click
-from pydantic import ValidationError
 
+from deployments.settings_loader import load_settings
 from storage.config import Settings
 
 if TYPE_CHECKING:
@@ -20,13 +20,6 @@ if TYPE_CHECKING:
 _AS_OF_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
 
 
-def _settings() -> Settings:
-    try:
-        return Settings()
-    except ValidationError as exc:
-        raise click.ClickException(f"bad ARCHIVIST_* configuration:\n{exc}") from exc
-
-
 def _actor() -> str:
     return f"cli:{getpass.getuser()}"
 
@@ -34,8 +27,8 @@ def _actor() -> str:
 def _open(settings: Settings) -> tuple[Store, ColdStore, MemoryRoot]:
     """The checked store, the cold tier and the memory files."""
     from tasks.cold_store import open_cold_store
+    from tasks.connect import connect
     from tasks.memory_files import open_memory_root
-    from tasks.steps import connect
 
     store, _ = connect(settings)
     return store, open_cold_store(settings), open_memory_root(settings)
@@ -49,7 +42,7 @@ def aging_command(as_of: datetime | None, namespace: str | None, dry_run: bool) 
     """Run memory-aging once: decay, compress, archive, delete (when enabled)."""
     from flows.aging import memory_aging
 
-    settings = _settings()
+    settings = load_settings()
     if as_of is not None and as_of.tzinfo is None:
         as_of = as_of.replace(tzinfo=settings.tz)
     click.echo(memory_aging(as_of=as_of, namespace=namespace, dry_run=dry_run).markdown())
@@ -65,7 +58,7 @@ def forget_command(namespace: str, confirm: bool, export_to: str | None) -> None
         raise click.UsageError(f"forgetting {namespace!r} cannot be undone: add --confirm")
     from tasks.privacy import forget
 
-    settings = _settings()
+    settings = load_settings()
     store, cold, root = _open(settings)
     out = forget(
         store.engine,
@@ -88,7 +81,7 @@ def forget_command(namespace: str, confirm: bool, export_to: str | None) -> None
 def _pin(memory_id: int, pinned: bool) -> None:
     from tasks.privacy import set_pin
 
-    store, cold, _ = _open(_settings())
+    store, cold, _ = _open(load_settings())
     namespace = set_pin(store.engine, cold, memory_id, pinned, actor=_actor())
     click.echo(f"memory {memory_id} ({namespace}) {'pinned' if pinned else 'unpinned'}")
 
@@ -116,7 +109,7 @@ def purge_command(session_id: str, confirm: bool) -> None:
         raise click.UsageError(f"purging session {session_id!r} cannot be undone: add --confirm")
     from tasks.privacy import purge_session
 
-    store, cold, root = _open(_settings())
+    store, cold, root = _open(load_settings())
     counts = purge_session(store.engine, cold, root, session_id, actor=_actor())
     click.echo(f"purged {session_id}: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
 
@@ -127,7 +120,7 @@ def restore_command(memory_id: int) -> None:
     """Bring an archived memory back to the hot table."""
     from tasks.privacy import restore
 
-    store, cold, _ = _open(_settings())
+    store, cold, _ = _open(load_settings())
     restore(store.engine, cold, memory_id, actor=_actor())
     click.echo(f"memory {memory_id} restored")
 

@@ -19,23 +19,13 @@ from sqlalchemy.orm import Session
 
 from storage import queue
 from storage.config import Settings
-from storage.engine import Store, open_store
+from storage.engine import open_store
 from storage.errors import InputError
-from storage.meta import check_compatible
 from storage.migrate import require_current
-from tasks.embedding import Embedder, make_embedder
+from tasks.connect import connect
 from tasks.queue_ops import DrainReport, default_worker_name, drain_once, run_worker
 
 Echo = Callable[[str], None]
-
-
-def _connect(settings: Settings) -> tuple[Store, Embedder]:
-    store = open_store(settings)
-    require_current(store.engine, settings)
-    embedder = make_embedder(settings.embedding, store.engine)
-    with Session(store.engine) as session:
-        check_compatible(session, settings, embedder.dim)
-    return store, embedder
 
 
 def enqueue_item(
@@ -90,7 +80,7 @@ def run_drain(settings: Settings, as_of: datetime | None, max_batches: int) -> A
 
 def work(settings: Settings, once: bool, echo: Echo) -> DrainReport:
     """Drain continuously until Ctrl-C or SIGTERM (``once``: until nothing is due)."""
-    store, embedder = _connect(settings)
+    store, embedder = connect(settings)
     name = default_worker_name()
 
     def show(batch: DrainReport) -> None:

@@ -14,6 +14,7 @@ import click
 import httpx
 from sqlalchemy import Connection
 
+from deployments.settings_loader import load_settings
 from storage.config import Settings
 from storage.errors import ConfigurationError, StorageError
 
@@ -181,19 +182,10 @@ def run_quality_report(settings: Settings, as_of: datetime | None, echo: Echo) -
     echo(memory_quality_report(as_of=as_of).markdown())
 
 
-def _settings() -> Settings:
-    from pydantic import ValidationError
-
-    try:
-        return Settings()
-    except ValidationError as exc:
-        raise click.ClickException(f"bad ARCHIVIST_* configuration:\n{exc}") from exc
-
-
 @click.command("status")
 def status_command() -> None:
     """One screen: last runs, write queue, memories per tier and namespace, last quality."""
-    show_status(_settings(), click.echo)
+    show_status(load_settings(), click.echo)
 
 
 @click.command("quality")
@@ -205,4 +197,4 @@ def status_command() -> None:
 )
 def quality_command(as_of: datetime | None) -> None:
     """Run memory-quality-report once; exits 1 when a critical expectation fails."""
-    run_quality_report(_settings(), as_of, click.echo)
+    run_quality_report(load_settings(), as_of, click.echo)

@@ -96,16 +96,11 @@ class Retriever:
         """Open the configured store and embedder, checking that both fit the schema."""
         from sqlalchemy.orm import Session
 
-        from storage.engine import open_store
-        from storage.meta import check_compatible, read_facts
-        from storage.migrate import require_current
-        from tasks.embedding import make_embedder
+        from storage.meta import read_facts
+        from tasks.connect import connect
 
-        store = open_store(settings)
-        require_current(store.engine, settings)
-        embedder = make_embedder(settings.embedding, store.engine)
+        store, embedder = connect(settings)
         with Session(store.engine) as session:
-            check_compatible(session, settings, embedder.dim)
             config = read_facts(session).get("text_search_config", "english")
         retriever = cls(store.engine, embedder, settings.retrieval, settings.tz, config)
         retriever.archive = ArchiveReader(options=settings.storage_options)

@@ -15,11 +15,10 @@ from sqlalchemy.orm import Session
 
 from storage import runs
 from storage.config import Settings
-from storage.engine import Store, open_store
-from storage.meta import check_compatible
-from storage.migrate import require_current
+from storage.engine import Store
 from storage.processed import Candidate
-from tasks.embedding import Embedder, make_embedder
+from tasks.connect import connect
+from tasks.embedding import Embedder
 from tasks.extraction.factory import make_extractor
 from tasks.memory_files import open_memory_root
 from tasks.outbox import FlushOutcome, flush_blocks
@@ -35,16 +34,6 @@ from tasks.sync import (
     write_batch,
 )
 from tasks.transcripts import IngestReport, JsonlTranscripts, ingest
-
-
-def connect(settings: Settings) -> tuple[Store, Embedder]:
-    """Open the store, check its schema and that the embedder fits it."""
-    store = open_store(settings)
-    require_current(store.engine, settings)
-    embedder = make_embedder(settings.embedding, store.engine)
-    with Session(store.engine) as session:
-        check_compatible(session, settings, embedder.dim)
-    return store, embedder
 
 
 @task(name="open-store", cache_policy=NO_CACHE, **IO_RETRY)

@@ -1,9 +1,9 @@
 """Embedder for OpenAI-compatible ``/embeddings`` endpoints (OpenAI, Jina, Ollama, TEI, vLLM).
 
-Timeouts, connection errors, 429 and 5xx are retried with backoff (a Retry-After in
-seconds wins, capped); other 4xx are not. Settings problems (bad key, wrong URL or model,
-wrong dimension) raise ``ConfigurationError``; an endpoint that stays unavailable or
-answers nonsense raises ``StorageError``. No message ever contains the API key.
+Requests and retries go through ``tasks.http_json``: timeouts, connection errors, 408,
+429 and 5xx are retried with backoff; other 4xx are not. Settings problems (bad key,
+wrong URL or model, wrong dimension) raise ``ConfigurationError``; an endpoint that stays
+unavailable or answers nonsense raises ``StorageError``. No message contains the API key.
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ import httpx
 import numpy as np
 
 from storage.errors import ConfigurationError, StorageError
-
-_MAX_RETRY_AFTER = 30.0
-_RETRYABLE = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+from tasks.http_json import Endpoint, post_json, with_retries
 
 
 class OpenAIEmbedder:
@@ -43,6 +41,14 @@ class OpenAIEmbedder:
                 "OpenAIEmbedder needs batch_size >= 1, max_retries >= 0 and a backoff sequence"
             )
         self._url = base_url.rstrip("/") + "/embeddings"
+        self._endpoint = Endpoint(
+            url=self._url,
+            what="embedding endpoint",
+            url_setting="ARCHIVIST_EMBEDDING__BASE_URL",
+            api_key=api_key,
+            timeout=timeout,
+            hint=self._hint,
+        )
         self._model = model
         self._dim = dim
         self._owns_client = client is None
@@ -82,69 +88,29 @@ class OpenAIEmbedder:
         return _normalise(self._vectors(response, len(batch)), self._url)
 
     def _post(self, body: dict[str, Any]) -> httpx.Response:
-        attempts, failure = self._max_retries + 1, ""
-        for attempt in range(1, attempts + 1):
-            outcome = self._attempt(body)
-            if isinstance(outcome, httpx.Response):
-                return outcome
-            failure, retry_after = outcome
-            if attempt < attempts:
-                self._sleep(self._delay(attempt, retry_after))
+        outcome = with_retries(
+            lambda: post_json(self._client, self._endpoint, body),
+            max_retries=self._max_retries,
+            backoff=self._backoff,
+            sleep=self._sleep,
+        )
+        if isinstance(outcome, httpx.Response):
+            return outcome
         raise StorageError(
-            f"embedding endpoint {self._url} failed ({failure}) after {attempts} attempts; "
-            "check the server is up and not overloaded, or raise "
-            "ARCHIVIST_EMBEDDING__TIMEOUT_SECONDS / ARCHIVIST_EMBEDDING__MAX_RETRIES"
+            f"embedding endpoint {self._url} failed ({outcome}) after "
+            f"{self._max_retries + 1} attempts; check the server is up and not overloaded, "
+            "or raise ARCHIVIST_EMBEDDING__TIMEOUT_SECONDS / ARCHIVIST_EMBEDDING__MAX_RETRIES"
         )
 
-    def _attempt(self, body: dict[str, Any]) -> httpx.Response | tuple[str, str | None]:
-        """One POST: the accepted response, or (what failed, Retry-After) when worth a retry."""
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        try:
-            response = self._client.post(
-                self._url, json=body, headers=headers, timeout=self._timeout
-            )
-        except httpx.UnsupportedProtocol as exc:
-            raise ConfigurationError(
-                f"embedding endpoint {self._url} is not an http(s) URL; "
-                "check ARCHIVIST_EMBEDDING__BASE_URL"
-            ) from exc
-        except _RETRYABLE as exc:
-            return type(exc).__name__, None
-        if _retryable_status(response.status_code):
-            return f"HTTP {response.status_code}", response.headers.get("Retry-After")
-        try:
-            response.raise_for_status()
-        except httpx.HTTPStatusError as exc:
-            raise ConfigurationError(self._rejection(response)) from exc
-        return response
-
-    def _delay(self, attempt: int, retry_after: str | None) -> float:
-        server_says = _retry_after_seconds(retry_after)
-        if server_says is not None:
-            return server_says
-        return float(self._backoff[min(attempt - 1, len(self._backoff) - 1)])
-
-    def _rejection(self, response: httpx.Response) -> str:
-        status = response.status_code
+    def _hint(self, status: int) -> str:
         if status in (401, 403):
-            hint = "check ARCHIVIST_EMBEDDING__API_KEY"
-        elif status == 404:
-            hint = "check ARCHIVIST_EMBEDDING__BASE_URL and ARCHIVIST_EMBEDDING__MODEL"
-        else:
-            hint = (
-                f"check model {self._model!r} exists there and accepts batches of "
-                f"{self._batch_size} (ARCHIVIST_EMBEDDING__BATCH_SIZE)"
-            )
-        excerpt = self._excerpt(response)
+            return "check ARCHIVIST_EMBEDDING__API_KEY"
+        if status == 404:
+            return "check ARCHIVIST_EMBEDDING__BASE_URL and ARCHIVIST_EMBEDDING__MODEL"
         return (
-            f"embedding endpoint {self._url} refused the request (HTTP {status}: {excerpt}); {hint}"
+            f"check model {self._model!r} exists there and accepts batches of "
+            f"{self._batch_size} (ARCHIVIST_EMBEDDING__BATCH_SIZE)"
         )
-
-    def _excerpt(self, response: httpx.Response) -> str:
-        text = response.text[:200].strip()
-        if self._api_key:
-            text = text.replace(self._api_key, "***")
-        return text or "empty body"
 
     def _vectors(self, response: httpx.Response, expected: int) -> np.ndarray:
         try:
@@ -168,23 +134,6 @@ class OpenAIEmbedder:
             return np.array([item["embedding"] for item in items], dtype=np.float32)
         except (TypeError, ValueError) as exc:
             raise _malformed(self._url, "an embedding holds non-numbers") from exc
-
-
-def _retryable_status(status: int) -> bool:
-    return status == 429 or status >= 500
-
-
-def _retry_after_seconds(value: str | None) -> float | None:
-    """Retry-After in seconds, capped; an HTTP date or garbage falls back to backoff."""
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    if not np.isfinite(seconds):
-        return None
-    return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
 
 
 def _ordered_items(payload: object, expected: int, url: str) -> list[dict[str, Any]]:

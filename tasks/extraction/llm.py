@@ -12,7 +12,6 @@ raise ``ConfigurationError`` at once. No message ever contains the API key.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -26,16 +25,11 @@ from tasks.extraction.heuristic import HeuristicExtractor
 from tasks.extraction.prompt import SYSTEM_PROMPT, transcript
 from tasks.extraction.reply import Reply, parse_reply, to_extraction
 from tasks.extraction.types import Extraction, Extractor
+from tasks.http_json import Endpoint, Failure, post_json, with_retries
 
 __all__ = ["LLMExtractor"]
 
 logger = logging.getLogger(__name__)
-
-_MAX_RETRY_AFTER = 30.0
-_RETRYABLE = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
-
-# (what failed, the server's Retry-After) of an attempt worth repeating
-Failure = tuple[str, str | None]
 
 
 @dataclass
@@ -83,6 +77,14 @@ class LLMExtractor:
                 "LLMExtractor needs max_retries >= 0, max_input_chars >= 1 and a backoff sequence"
             )
         self._url = base_url.rstrip("/") + "/chat/completions"
+        self._endpoint = Endpoint(
+            url=self._url,
+            what="llm endpoint",
+            url_setting="ARCHIVIST_EXTRACTOR__BASE_URL",
+            api_key=api_key,
+            timeout=timeout,
+            hint=self._hint,
+        )
         self._model = model
         self._api_key = api_key
         self._owns_client = client is None
@@ -124,15 +126,12 @@ class LLMExtractor:
     def _ask(self, state: SessionState, usage: _Usage) -> Reply | str:
         """The validated reply, or what went wrong on the last of ``max_retries + 1`` tries."""
         body = self._body(state)
-        attempts, failure = self._max_retries + 1, ""
-        for attempt in range(1, attempts + 1):
-            outcome = self._attempt(body, usage)
-            if isinstance(outcome, Reply):
-                return outcome
-            failure, retry_after = outcome
-            if attempt < attempts:
-                self._sleep(self._delay(attempt, retry_after))
-        return failure
+        return with_retries(
+            lambda: self._attempt(body, usage),
+            max_retries=self._max_retries,
+            backoff=self._backoff,
+            sleep=self._sleep,
+        )
 
     def _body(self, state: SessionState) -> dict[str, Any]:
         return {
@@ -161,50 +160,17 @@ class LLMExtractor:
             return str(exc), None
 
     def _send(self, body: dict[str, Any], usage: _Usage) -> httpx.Response | Failure:
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         usage.calls += 1
-        try:
-            response = self._client.post(
-                self._url, json=body, headers=headers, timeout=self._timeout
-            )
-        except httpx.UnsupportedProtocol as exc:
-            raise ConfigurationError(
-                f"llm endpoint {self._url} is not an http(s) URL; "
-                "check ARCHIVIST_EXTRACTOR__BASE_URL"
-            ) from exc
-        except _RETRYABLE as exc:
-            return type(exc).__name__, None
-        if response.status_code in (408, 429) or response.status_code >= 500:
-            return f"HTTP {response.status_code}", response.headers.get("Retry-After")
-        try:
-            response.raise_for_status()
-        except httpx.HTTPStatusError as exc:
-            raise ConfigurationError(self._rejection(response)) from exc
-        return response
+        return post_json(self._client, self._endpoint, body)
 
-    def _delay(self, attempt: int, retry_after: str | None) -> float:
-        server_says = _retry_after_seconds(retry_after)
-        if server_says is not None:
-            return server_says
-        return float(self._backoff[min(attempt - 1, len(self._backoff) - 1)])
-
-    def _rejection(self, response: httpx.Response) -> str:
-        status = response.status_code
+    def _hint(self, status: int) -> str:
         if status in (401, 403):
-            hint = "check ARCHIVIST_EXTRACTOR__API_KEY"
-        elif status == 404:
-            hint = "check ARCHIVIST_EXTRACTOR__BASE_URL (usually ends in /v1) and __MODEL"
-        else:
-            hint = (
-                f"check model {self._model!r} accepts response_format json_object and "
-                "inputs of ARCHIVIST_EXTRACTOR__MAX_INPUT_CHARS characters"
-            )
-        text = response.text[:200].strip()
-        if self._api_key:
-            text = text.replace(self._api_key, "***")
+            return "check ARCHIVIST_EXTRACTOR__API_KEY"
+        if status == 404:
+            return "check ARCHIVIST_EXTRACTOR__BASE_URL (usually ends in /v1) and __MODEL"
         return (
-            f"llm endpoint {self._url} refused the request (HTTP {status}: "
-            f"{text or 'empty body'}); {hint}"
+            f"check model {self._model!r} accepts response_format json_object and "
+            "inputs of ARCHIVIST_EXTRACTOR__MAX_INPUT_CHARS characters"
         )
 
 
@@ -221,16 +187,3 @@ def _content(payload: object) -> str:
 
 def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _retry_after_seconds(value: str | None) -> float | None:
-    """Retry-After in seconds, capped; an HTTP date or garbage falls back to backoff."""
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    if not math.isfinite(seconds):
-        return None
-    return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
