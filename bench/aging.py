@@ -16,6 +16,14 @@ the old memories.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# Run as a file, bench/ comes first on the path, and bench/queue.py would shadow the
+# standard library's queue module (which psycopg imports); the package is installed.
+if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
+
 import argparse
 import os
 import tempfile

@@ -11,6 +11,14 @@ path's recall@10 against an exact scan in the largest namespace.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# Run as a file, bench/ comes first on the path, and bench/queue.py would shadow the
+# standard library's queue module (which psycopg imports); the package is installed.
+if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
+
 import argparse
 import hashlib
 import os
@@ -48,6 +56,8 @@ EXACT = text(
 
 def namespace_sizes(total: int, count: int = 1000, skew: float = 1.1) -> list[int]:
     """Zipf-like sizes summing to ``total``: a few large namespaces, many small ones."""
+    if total < count:
+        raise SystemExit(f"--sizes: {total} memories cannot fill {count} namespaces")
     raw = [1 / (rank + 1) ** skew for rank in range(count)]
     scale = total / sum(raw)
     sizes = [max(1, int(r * scale)) for r in raw]
