@@ -12,7 +12,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
-from typing import Any
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -23,8 +22,8 @@ from storage.processed import Candidate
 from storage.records import SessionState
 from tasks.embedding import Embedder
 from tasks.extraction import Extraction, Extractor
-from tasks.memory_files import daily_log_path, task_cards_path
-from tasks.render import block_key, render_daily_block, render_task_card, task_card_text
+from tasks.render import task_card_text
+from tasks.sync_rows import block_row, episode_row, processed_row
 
 
 @dataclass(frozen=True)
@@ -212,9 +211,9 @@ def write_batch(session: Session, ctx: SyncContext, batch: PreparedBatch) -> Bat
     memories.delete_memories(session, stale)
     new_ids = _insert(session, ctx, derived, new_keys, wanted, batch.vectors)
     ids = {key: mid for key, mid in existing.items() if key in wanted} | new_ids
-    episodes.upsert_episodes(session, [_episode_row(d, ids, ctx) for d in derived])
-    blocks.add_blocks(session, [_block_row(d, ids, ctx) for d in derived])
-    processed.mark_processed(session, [_processed_row(d, ctx) for d in derived])
+    episodes.upsert_episodes(session, [episode_row(d, ids, ctx) for d in derived])
+    blocks.add_blocks(session, [block_row(d, ids, ctx) for d in derived])
+    processed.mark_processed(session, [processed_row(d, ctx) for d in derived])
     return outcome
 
 
@@ -280,76 +279,3 @@ def _insert(
         for key in new_keys
     ]
     return dict(zip(new_keys, memories.insert_memories(session, rows), strict=True))
-
-
-def _memory_ids(d: Derived, ids: dict[tuple[str, str, str], int]) -> list[int]:
-    sid = d.state.session.id
-    return sorted(ids[(sid, r.kind, r.key)] for r in d.rows)
-
-
-def _episode_row(
-    d: Derived, ids: dict[tuple[str, str, str], int], ctx: SyncContext
-) -> dict[str, Any]:
-    ep, state = d.extraction.episode, d.state
-    return {
-        "namespace": state.session.namespace,
-        "session_id": state.session.id,
-        "memory_id": ids[(state.session.id, "episode", d.rows[0].key)],
-        "summary": ep.summary,
-        "topics": list(ep.topics),
-        "entities": list(ep.entities),
-        "user_state": dict(ep.user_state),
-        "outcomes": [o.__dict__ | {"message_ids": list(o.message_ids)} for o in ep.outcomes],
-        "open_threads": [
-            t.__dict__ | {"message_ids": list(t.message_ids)} for t in ep.open_threads
-        ],
-        "importance": ep.importance,
-        "vehemence": ep.vehemence,
-        "urgency": ep.urgency,
-        "sentiment": ep.sentiment,
-        "risk": ep.risk,
-        "message_count": len(state.messages),
-        "started_at": state.messages[0].timestamp,
-        "ended_at": state.messages[-1].timestamp,
-        "fingerprint": state.fingerprint,
-        "extractor": ctx.extractor.name,
-        "run_id": ctx.run_id,
-        "created_at": ctx.as_of,
-    }
-
-
-def _block_row(
-    d: Derived, ids: dict[tuple[str, str, str], int], ctx: SyncContext
-) -> dict[str, Any]:
-    state, day = d.state, ctx.as_of.astimezone(ctx.tz).date()
-    memory_ids = _memory_ids(d, ids)
-    card = d.extraction.task_card
-    if card is not None:
-        path = task_cards_path(state.session.namespace, day)
-        content = render_task_card(state, card, memory_ids, ctx.tz)
-        key = block_key(state, "task")
-    else:
-        path = daily_log_path(state.session.namespace, day)
-        content = render_daily_block(state, d.extraction.episode, memory_ids, ctx.tz)
-        key = block_key(state, "daily")
-    return {
-        "namespace": state.session.namespace,
-        "path": path,
-        "block_key": key,
-        "content": content,
-        "memory_ids": memory_ids,
-        "run_id": ctx.run_id,
-    }
-
-
-def _processed_row(d: Derived, ctx: SyncContext) -> dict[str, Any]:
-    state = d.state
-    return {
-        "session_id": state.session.id,
-        "namespace": state.session.namespace,
-        "fingerprint": state.fingerprint,
-        "message_count": len(state.messages),
-        "last_message_at": state.messages[-1].timestamp,
-        "processed_as_of": ctx.as_of,
-        "run_id": ctx.run_id,
-    }
