@@ -1,4 +1,5 @@
-"""Upkeep of the partial HNSW index: which memories it covers.
+"""Upkeep for large namespaces: which memories the partial HNSW index covers, and the
+common words' counts that BM25 needs.
 
 Inserting into HNSW costs about 2 ms a row here, too much for the sync's write path. Rows
 are written unflagged and found by an exact scan; this step flags the rows of namespaces
@@ -25,6 +26,24 @@ FLAG_BATCH = text(
     UPDATE memories m SET ann_indexed = true FROM batch WHERE m.id = batch.id
     """
 )
+
+
+# Words in at least :min_df memories of the namespace, with their document frequency.
+REFRESH_TERMS = text(
+    """
+    WITH cleared AS (DELETE FROM namespace_terms WHERE namespace = :namespace)
+    INSERT INTO namespace_terms (namespace, lexeme, df)
+    SELECT :namespace, word, ndoc
+    FROM ts_stat(format('SELECT tsv FROM memories WHERE namespace = %L', :namespace))
+    WHERE ndoc >= :min_df
+    """
+)
+
+
+def refresh_terms(session: Session, namespace: str, min_df: int) -> int:
+    """Store the namespace's common words with their counts; returns how many."""
+    result = session.execute(REFRESH_TERMS, {"namespace": namespace, "min_df": min_df})
+    return int(getattr(result, "rowcount", 0))
 
 
 def large_namespaces(session: Session, min_rows: int) -> dict[str, int]:

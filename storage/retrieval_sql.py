@@ -42,8 +42,9 @@ QUERY_TERMS = text(
 )
 
 # BM25 statistics of a namespace: its size and mean lexical length (when asked), and the
-# document frequency of the given lexemes, capped: a term in more than :df_cap memories
-# is common whatever its exact count.
+# document frequency of the given lexemes: stored by the index step for large namespaces'
+# common words (namespace_terms), else counted live, capped: a term in more than :df_cap
+# memories is common whatever its exact count.
 TERM_STATS = text(
     """
     SELECT CASE WHEN :with_size THEN (
@@ -52,11 +53,14 @@ TERM_STATS = text(
                SELECT coalesce(avg(lex_len), 0) FROM memories WHERE namespace = :namespace)
            END AS avg_len,
            t.lexeme,
-           (SELECT count(*) FROM (
-                SELECT 1 FROM memories m
-                WHERE m.namespace = :namespace
-                  AND m.tsv @@ CAST(quote_literal(t.lexeme) AS tsquery)
-                LIMIT :df_cap) c) AS df
+           coalesce(
+               (SELECT nt.df FROM namespace_terms nt
+                WHERE nt.namespace = :namespace AND nt.lexeme = t.lexeme),
+               (SELECT count(*) FROM (
+                    SELECT 1 FROM memories m
+                    WHERE m.namespace = :namespace
+                      AND m.tsv @@ CAST(quote_literal(t.lexeme) AS tsquery)
+                    LIMIT :df_cap) c)) AS df
     FROM (SELECT NULL::text AS lexeme UNION ALL
           SELECT unnest(CAST(:lexemes AS text[]))) t
     """

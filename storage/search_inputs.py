@@ -67,7 +67,12 @@ def vector_literal(vector: np.ndarray) -> str:
 def lexical_params(terms: Sequence[tuple[str, int]], n_docs: int) -> dict[str, Any]:
     """BM25 idf per lexeme, and an OR query of the lexemes worth matching on."""
     idf = {t: math.log(1 + (n_docs - df + 0.5) / (df + 0.5)) for t, df in terms if df > 0}
-    useful = [t for t, df in terms if 0 < df <= max(DF_CAP - 1, n_docs // 2)] or list(idf)
+    # Candidates come from the terms that narrow the search: a word in more than 5% of a
+    # namespace would make the lexical side rank thousands of rows, and its low idf adds
+    # little. Such words still count in the BM25 of every candidate found otherwise.
+    common = max(50, n_docs // 20)
+    found = sorted((df, t) for t, df in terms if df > 0)
+    useful = [t for df, t in found if df <= common] or [t for _, t in found[:1]]
     tsquery = " | ".join("'" + t.replace("'", "''") + "'" for t in sorted(useful)) or None
     return {"lexemes": list(idf), "idfs": list(idf.values()), "tsquery": tsquery}
 

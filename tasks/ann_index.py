@@ -7,7 +7,10 @@ from collections.abc import Callable
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from storage.ann import flag_batch, large_namespaces
+from storage.ann import flag_batch, large_namespaces, refresh_terms
+
+# Words in fewer memories than this are counted live by search (cheaply: few matches).
+TERM_MIN_DF = 20
 
 
 def refresh_ann_index(
@@ -36,6 +39,8 @@ def refresh_ann_index(
             if on_progress is not None:
                 on_progress(namespace, done, pending)
         flagged[namespace] = done
+        with Session(engine) as session, session.begin():
+            refresh_terms(session, namespace, TERM_MIN_DF)
     if any(flagged.values()):
         # Every flagged row left a dead version behind; clear them and refresh statistics.
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:

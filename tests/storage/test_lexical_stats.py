@@ -50,3 +50,23 @@ def test_a_new_word_is_found_at_once_despite_the_cache(store: Store) -> None:
 
     assert hits[0].content == "bought a samovar in Tbilisi"
     assert hits[0].factors["lexical"] == 1.0
+
+
+def test_the_index_step_stores_common_words_and_search_uses_them(store: Store) -> None:
+    from sqlalchemy import text
+
+    from tasks.ann_index import TERM_MIN_DF, refresh_ann_index
+
+    now = datetime(2026, 11, 20, tzinfo=UTC)
+    put(store, "big", [f"kettle note {i}" for i in range(150)] + ["samovar from Tbilisi"], now)
+    refresh_ann_index(store.engine, min_rows=100)
+    with store.engine.connect() as conn:
+        rows = conn.execute(text("SELECT lexeme, df FROM namespace_terms WHERE namespace = 'big'"))
+        stored = {lexeme: df for lexeme, df in rows}
+    retriever = Retriever(store.engine, HashingEmbedder(384), RetrievalSettings())
+
+    hits = retriever.search("big", "samovar kettle", as_of=now, record_access=False)
+
+    assert stored["kettl"] == 150 and "samovar" not in stored  # rare words are counted live
+    assert TERM_MIN_DF > 1
+    assert hits[0].content == "samovar from Tbilisi"  # the rare word outweighs the common one
