@@ -28,21 +28,25 @@ FLAG_BATCH = text(
 )
 
 
+CLEAR_TERMS = text("DELETE FROM namespace_terms WHERE namespace = :namespace")
 # Words in at least :min_df memories of the namespace, with their document frequency.
-REFRESH_TERMS = text(
+STORE_TERMS = text(
     """
-    WITH cleared AS (DELETE FROM namespace_terms WHERE namespace = :namespace)
     INSERT INTO namespace_terms (namespace, lexeme, df)
-    SELECT :namespace, word, ndoc
-    FROM ts_stat(format('SELECT tsv FROM memories WHERE namespace = %L', :namespace))
+    SELECT CAST(:namespace AS text), word, ndoc
+    FROM ts_stat(
+        format('SELECT tsv FROM memories WHERE namespace = %L', CAST(:namespace AS text))
+    )
     WHERE ndoc >= :min_df
     """
 )
 
 
 def refresh_terms(session: Session, namespace: str, min_df: int) -> int:
-    """Store the namespace's common words with their counts; returns how many."""
-    result = session.execute(REFRESH_TERMS, {"namespace": namespace, "min_df": min_df})
+    """Replace the namespace's stored common words and counts; returns how many."""
+    # Two statements: a DELETE in a CTE runs unordered with the INSERT beside it.
+    session.execute(CLEAR_TERMS, {"namespace": namespace})
+    result = session.execute(STORE_TERMS, {"namespace": namespace, "min_df": min_df})
     return int(getattr(result, "rowcount", 0))
 
 
