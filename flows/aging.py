@@ -17,12 +17,10 @@ from tasks.aging_steps import (
     compress_task,
     decay_task,
     delete_task,
-    finish_aging_run,
-    publish_aging_report,
 )
 from tasks.cold_store import open_cold_store
 from tasks.notify import notify_flow_failure
-from tasks.steps import connect_task, start_run
+from tasks.steps import connect_task, finish_run, publish_report, start_run
 
 FLOW_NAME = "memory-aging"
 
@@ -62,6 +60,6 @@ def memory_aging(
     with timed(report, "deletion"):
         report.deletion = delete_task(store, cold, when.delete, namespace, dry_run)
     if run_id is not None:
-        finish_aging_run(store, run_id, report)
-    publish_aging_report(report)
+        finish_run(store, run_id, report)
+    publish_report(FLOW_NAME, report)
     return report

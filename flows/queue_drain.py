@@ -15,12 +15,10 @@ from tasks.queue_ops import default_worker_name
 from tasks.queue_steps import (
     QueueRunReport,
     drain_task,
-    finish_task,
-    publish_task,
     purge_task,
     stats_task,
 )
-from tasks.steps import connect_task, start_run
+from tasks.steps import connect_task, finish_run, publish_report, start_run
 
 FLOW_NAME = "memory-queue-drain"
 
@@ -61,6 +59,6 @@ def memory_queue_drain(
         stats=stats,
         seconds=(datetime.now(UTC) - started).total_seconds(),
     )
-    finish_task(store, run_id, report)
-    publish_task(report)
+    finish_run(store, run_id, report)
+    publish_report(FLOW_NAME, report)
     return report

@@ -77,5 +77,5 @@ def sync_sessions(
     )
     if run_id is not None:
         finish_run(store, run_id, report)
-    publish_report(report)
+    publish_report(flow, report)
     return report

@@ -11,14 +11,11 @@ from pydantic import Field
 from flows.common import NAMESPACE_PATTERN, resolve_as_of
 from storage.config import Settings
 from tasks.notify import notify_flow_failure
-from tasks.steps import connect_task
+from tasks.steps import connect_task, finish_run, publish_report, start_run
 from tasks.tidy import make_context
 from tasks.tidy_report import TidyReport, build_report
 from tasks.tidy_steps import (
-    finish_tidy_run,
     namespaces_task,
-    publish_tidy_report,
-    start_tidy_run,
     tidy_namespace_task,
 )
 
@@ -45,11 +42,11 @@ def memory_weekly_tidy(
     started, moment = datetime.now(UTC), resolve_as_of(as_of, settings)
     store, embedder = connect_task(settings)
     params = {"namespace": namespace, "dry_run": dry_run}
-    run_id = None if dry_run else start_tidy_run(store, FLOW_NAME, moment, params)
+    run_id = None if dry_run else start_run(store, FLOW_NAME, moment, params)
     ctx = make_context(settings, embedder, moment, run_id, dry_run)
     outcomes = [tidy_namespace_task(store, ctx, ns) for ns in namespaces_task(store, namespace)]
     report = build_report(FLOW_NAME, ctx, namespace, outcomes, started, datetime.now(UTC))
     if run_id is not None:
-        finish_tidy_run(store, run_id, report)
-    publish_tidy_report(report)
+        finish_run(store, run_id, report)
+    publish_report(FLOW_NAME, report)
     return report

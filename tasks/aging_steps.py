@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from prefect import get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
-from sqlalchemy.orm import Session
 
-from storage import runs
 from storage.aging import DecayParams
 from storage.engine import Store
-from tasks.aging import AgingReport, DecayOutcome, DeleteOutcome, decay, delete_old
+from tasks.aging import DecayOutcome, DeleteOutcome, decay, delete_old
 from tasks.archival import ArchiveOutcome, archive_old
 from tasks.cold_store import ColdStore
 from tasks.compression import CompressOutcome, compress_old
@@ -82,18 +78,3 @@ def delete_task(
     if not enabled:
         get_run_logger().info("deletion is off (ARCHIVIST_AGING__DELETION_ENABLED)")
     return out
-
-
-@task(name="finish-aging-run", cache_policy=NO_CACHE)
-def finish_aging_run(store: Store, run_id: Any, report: AgingReport) -> None:
-    with Session(store.engine) as session, session.begin():
-        runs.finish_run(session, run_id, "completed", report.as_dict())
-
-
-@task(name="publish-aging-report", cache_policy=NO_CACHE)
-def publish_aging_report(report: AgingReport) -> None:
-    create_markdown_artifact(
-        key="memory-aging-report",
-        markdown=report.markdown(),
-        description=f"memory-aging as of {report.as_of}",
-    )

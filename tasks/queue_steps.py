@@ -7,18 +7,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from prefect import get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from sqlalchemy.orm import Session
 
-from storage import queue, runs
+from storage import queue
 from storage.engine import Store
 from storage.queue_types import QueueStats
 from tasks.embedding import Embedder
 from tasks.queue_ops import DrainReport, drain_once
 from tasks.retry import IO_RETRY
-
-ARTIFACT_KEY = "memory-queue-drain-report"
 
 
 @dataclass
@@ -95,18 +92,3 @@ def purge_task(store: Store, now: datetime | None) -> int:
 def stats_task(store: Store, now: datetime | None) -> QueueStats:
     with Session(store.engine) as session:
         return queue.queue_stats(session, now, store.settings.queue)
-
-
-@task(name="finish-queue-run", cache_policy=NO_CACHE)
-def finish_task(store: Store, run_id: Any, report: QueueRunReport) -> None:
-    with Session(store.engine) as session, session.begin():
-        runs.finish_run(session, run_id, "completed", report.as_dict())
-
-
-@task(name="publish-queue-report", cache_policy=NO_CACHE)
-def publish_task(report: QueueRunReport) -> None:
-    create_markdown_artifact(
-        key=ARTIFACT_KEY,
-        markdown=report.markdown(),
-        description=f"memory-queue-drain as of {report.as_of}",
-    )

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import fsspec
 from prefect import get_run_logger, task
@@ -22,7 +23,6 @@ from tasks.embedding import Embedder
 from tasks.extraction.factory import make_extractor
 from tasks.memory_files import open_memory_root
 from tasks.outbox import FlushOutcome, flush_blocks
-from tasks.report import SyncReport
 from tasks.retry import IO_RETRY
 from tasks.sync import (
     BatchOutcome,
@@ -42,13 +42,25 @@ def connect_task(settings: Settings) -> tuple[Store, Embedder]:
 
 
 @task(name="start-run", cache_policy=NO_CACHE)
-def start_run(store: Store, flow: str, as_of: datetime, parameters: dict[str, Any]) -> Any:
+def start_run(store: Store, flow: str, as_of: datetime, parameters: dict[str, Any]) -> uuid.UUID:
     with Session(store.engine) as session, session.begin():
         return runs.start_run(session, flow, as_of, parameters, flow_run.get_id())
 
 
+class RunReport(Protocol):
+    """What every flow's report offers: a time, a dict for the runs table, markdown."""
+
+    @property
+    def as_of(self) -> object: ...
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+    def markdown(self) -> str: ...
+
+
 @task(name="finish-run", cache_policy=NO_CACHE)
-def finish_run(store: Store, run_id: Any, report: SyncReport) -> None:
+def finish_run(store: Store, run_id: Any, report: RunReport) -> None:
+    """Record that the run completed, with its report."""
     with Session(store.engine) as session, session.begin():
         runs.finish_run(session, run_id, "completed", report.as_dict())
 
@@ -112,11 +124,12 @@ def write_files_task(store: Store, namespace: str | None) -> FlushOutcome:
 
 
 @task(name="publish-report", cache_policy=NO_CACHE)
-def publish_report(report: SyncReport) -> None:
+def publish_report(flow: str, report: RunReport) -> None:
+    """The report as the Prefect artifact ``<flow>-report``."""
     create_markdown_artifact(
-        key=f"{report.flow}-report",
+        key=f"{flow}-report",
         markdown=report.markdown(),
-        description=f"{report.flow} as of {report.as_of}",
+        description=f"{flow} as of {report.as_of}",
     )
 
 

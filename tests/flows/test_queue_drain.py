@@ -12,7 +12,6 @@ from flows.queue_drain import memory_queue_drain
 from storage import queue
 from storage.config import Settings
 from storage.engine import open_store
-from tasks.queue_steps import ARTIFACT_KEY
 from tests.flows.test_daily_sync import artifact_markdown
 
 T = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -40,6 +39,6 @@ def test_flow_drains_reclaims_purges_and_publishes_its_report(flow_env: Settings
         )
         left = conn.execute(text("SELECT id FROM memory_write_queue")).scalars().all()
     assert kinds == {"preference": 45, "note": 1} and done not in left
-    markdown = asyncio.run(artifact_markdown(ARTIFACT_KEY))
+    markdown = asyncio.run(artifact_markdown("memory-queue-drain-report"))
     assert any("| claimed / completed | 47 / 46 |" in m for m in markdown)
     assert any("session 'nope' is not recorded in namespace 'bob'" in m for m in markdown)
