@@ -32,6 +32,19 @@ SELECT m.id, m.namespace, s.namespace AS session_namespace
 FROM memories m JOIN chat_sessions s ON s.id = m.session_id
 WHERE m.namespace <> s.namespace
 """
+# Rows that name a memory which is gone. Deleting a memory clears these references in the
+# same statement (migration 0009's trigger), so any row here is a lost link.
+DANGLING_MEMORY_REFERENCES = """
+SELECT 'episodes:' || e.id AS id, e.memory_id FROM episodes e
+WHERE e.memory_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = e.memory_id)
+UNION ALL
+SELECT 'memory_access_log:' || l.id, l.memory_id FROM memory_access_log l
+WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = l.memory_id)
+UNION ALL
+SELECT 'long_term_entries:' || t.namespace || '/' || t.entry_key, t.memory_id
+FROM long_term_entries t
+WHERE t.memory_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = t.memory_id)
+"""
 EPISODE_ROWS = "SELECT id, session_id, importance, vehemence FROM episodes"
 ORPHAN_EPISODES = """
 SELECT e.id, e.session_id FROM episodes e
@@ -106,7 +119,8 @@ def _in_set(check: str, column: str, values: tuple[Any, ...]) -> ExpectationSpec
 
 
 def memory_assets(settings: Settings, as_of: datetime) -> tuple[AssetSpec, ...]:
-    """Every memory: vector, scores, tier, times; uniqueness; namespace of its session."""
+    """Every memory: vector, scores, tier, times; uniqueness; namespace of its session; no
+    episode, access-log row or long-term entry pointing at a memory that is gone."""
     rows = (
         _not_null("embedding_present", "embedding_dims"),
         _in_set("embedding_dimension", "embedding_dims", (settings.embedding.dim,)),
@@ -131,6 +145,13 @@ def memory_assets(settings: Settings, as_of: datetime) -> tuple[AssetSpec, ...]:
             "namespace_mismatch",
             MEMORY_NAMESPACE_MISMATCH,
             (_no_rows("namespace_matches_session"),),
+        ),
+        AssetSpec(
+            "memories",
+            "dangling_references",
+            DANGLING_MEMORY_REFERENCES,
+            (_no_rows("references_point_at_memories"),),
+            requires_table="long_term_entries",
         ),
     )
 

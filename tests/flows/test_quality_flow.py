@@ -83,7 +83,7 @@ def test_a_critical_failure_fails_the_run_after_recording_it(flow_env: Settings)
     with Session(store.engine) as session:
         last = latest_quality_run(session)
     assert last is not None and not last.success and last.critical_failures == 1
-    assert last.suite_results["memories"] == {"evaluated": 10, "failed": 1, "critical": 1}
+    assert last.suite_results["memories"] == {"evaluated": 11, "failed": 1, "critical": 1}
 
     report = memory_quality_report(as_of=CHECK_AT, fail_on_critical=False)
     assert not report.success

@@ -71,7 +71,7 @@ def test_a_clean_store_passes_every_suite_and_writes_data_docs(store: Store) -> 
     assert report.success and report.failed == ()
     results = report.suite_results()
     assert set(results) == {"memories", "episodes", "queue", "sync_batch", "memory_files"}
-    assert results["memories"] == {"evaluated": 10, "failed": 0, "critical": 0}
+    assert results["memories"] == {"evaluated": 11, "failed": 0, "critical": 0}
     assert all(c.unexpected_count == 0 for c in report.checks if c.unexpected_count is not None)
     index = store.settings.reports_dir / "data_docs" / "index.html"
     assert report.data_docs_uri == index.as_uri() and index.is_file()
@@ -119,7 +119,7 @@ def test_injected_rows_the_schema_allows_are_caught_with_counts(store: Store) ->
         assert (got[name].critical, got[name].unexpected_count) == (critical, count), name
         assert example is None or example in got[name].examples, (name, got[name].examples)
     assert not report.success and report.critical_failures == 5
-    assert report.suite_results()["memories"] == {"evaluated": 10, "failed": 3, "critical": 2}
+    assert report.suite_results()["memories"] == {"evaluated": 11, "failed": 3, "critical": 2}
     assert "memories.created_at_not_future: 1 of" in report.failure_message()
     assert "[warning] queue.none_stuck" in report.markdown()
 
@@ -169,6 +169,26 @@ def test_corruption_behind_dropped_constraints_is_caught(store: Store) -> None:
         "sync_batch.embedding_present": 1,
     }
     assert f"id {first}" in got["memories.tier_allowed"].examples
+
+
+def test_references_to_a_memory_that_is_gone_are_caught(store: Store) -> None:
+    seed(store)
+    gone = one_id(store, "id = (SELECT memory_id FROM episodes WHERE session_id = 'plan')")
+    execute(
+        store,
+        "INSERT INTO memory_access_log (memory_id, namespace, accessed_at)"
+        " VALUES (:gone, 'bob', :now), (:kept, 'alice', :now)",
+        "ALTER TABLE memories DISABLE TRIGGER memories_gone",  # what clears them on delete
+        "DELETE FROM memories WHERE id = :gone",
+        gone=gone,
+        kept=one_id(store, "session_id = 'trip'"),
+        now=CHECK_AT,
+    )
+
+    got = by_check(check(store))
+
+    failed = {name: c.unexpected_count for name, c in got.items() if not c.success}
+    assert failed == {"memories.references_point_at_memories": 2}  # the episode and one log row
 
 
 def test_the_queue_suite_is_skipped_when_its_table_is_absent(store: Store) -> None:
