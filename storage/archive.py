@@ -242,15 +242,31 @@ def _grouped(rows: Sequence[Any]) -> dict[int, list[int]]:
     return out
 
 
-# The (namespace, UTC year) partitions that hold archivable memories, and how many each.
-ARCHIVABLE_PARTITIONS = text(
+# How many memories a run would archive (a dry run's answer; it reads every old row).
+COUNT_ARCHIVABLE = text(
     """
-    SELECT namespace, CAST(extract(year FROM occurred_at AT TIME ZONE 'UTC') AS int) AS year,
-           count(*) AS n
-    FROM memories
+    SELECT count(*) FROM memories
     WHERE occurred_at < :cutoff AND NOT pinned
       AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace)
-    GROUP BY 1, 2 ORDER BY 1, 2
+    """
+)
+# Each namespace and its oldest memory, from the (namespace, occurred_at) index: a skip
+# over distinct namespaces, one index probe each, never a read of the whole table.
+NAMESPACE_FIRSTS = text(
+    """
+    WITH RECURSIVE spaces AS (
+        SELECT min(namespace) AS namespace FROM memories
+        WHERE CAST(:namespace AS text) IS NULL OR namespace = :namespace
+        UNION ALL
+        SELECT (SELECT min(m.namespace) FROM memories m
+                WHERE m.namespace > s.namespace
+                  AND (CAST(:namespace AS text) IS NULL OR m.namespace = :namespace))
+        FROM spaces s WHERE s.namespace IS NOT NULL
+    )
+    SELECT s.namespace,
+           (SELECT min(m.occurred_at) FROM memories m WHERE m.namespace = s.namespace) AS first
+    FROM spaces s WHERE s.namespace IS NOT NULL
+    ORDER BY s.namespace
     """
 )
 # A restored episode memory becomes its episode's memory again.
@@ -264,14 +280,15 @@ RELINK_EPISODES = text(
 )
 
 
-def archivable_partitions(
-    session: Session, cutoff: datetime, namespace: str | None
-) -> list[tuple[str, int, int]]:
-    """(namespace, year, rows) of every partition with memories to archive."""
+def count_archivable(session: Session, cutoff: datetime, namespace: str | None) -> int:
     params = {"cutoff": cutoff, "namespace": namespace}
-    return [
-        (str(ns), int(y), int(n)) for ns, y, n in session.execute(ARCHIVABLE_PARTITIONS, params)
-    ]
+    return int(session.execute(COUNT_ARCHIVABLE, params).scalar_one())
+
+
+def namespaces_older_than(session: Session, cutoff: datetime, namespace: str | None) -> list[str]:
+    """Every namespace (or just ``namespace``) whose oldest memory is older than ``cutoff``."""
+    rows = session.execute(NAMESPACE_FIRSTS, {"namespace": namespace})
+    return [str(ns) for ns, first in rows if first < cutoff]
 
 
 def relink_episodes(session: Session, ids: Sequence[int]) -> None:

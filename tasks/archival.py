@@ -31,7 +31,7 @@ from storage.archive import ManifestEntry
 from storage.archive_rows import fetch_memories
 from tasks.cold_store import ColdStore, memories_part
 
-# Partitions are independent, so two run at once: one's rows are read or deleted by
+# Namespaces are independent, so two run at once: one's rows are read or deleted by
 # PostgreSQL while the other's Parquet is encoded and hashed (both release the GIL).
 ARCHIVE_WORKERS = 2
 
@@ -122,29 +122,44 @@ def recover(engine: Engine, cold: ColdStore, outcome: ArchiveOutcome) -> None:
         outcome.discarded += 1
 
 
-def year_span(year: int, cutoff: datetime) -> tuple[datetime, datetime]:
-    """A UTC year, cut at ``cutoff``."""
-    start = datetime(year, 1, 1, tzinfo=UTC)
-    return start, min(datetime(year + 1, 1, 1, tzinfo=UTC), cutoff)
+# Archival reads a namespace's old memories in id order (one pass over their pages; a pass
+# per year would read most pages once per year they hold) and splits each batch by year.
+_BEGINNING = datetime(1, 1, 2, tzinfo=UTC)
 
 
-def archive_partition(
-    engine: Engine, cold: ColdStore, namespace: str, span: tuple[datetime, datetime], batch: int
-) -> tuple[int, int]:
-    """Archive one (namespace, year) partition, ``batch`` rows per file; (rows, files)."""
-    after, rows, files = 0, 0, 0
+def by_year(table: pa.Table) -> list[pa.Table]:
+    """A batch of memories split into one table per UTC year of ``occurred_at``, in order."""
+    years = pc.year(table.column("occurred_at"))
+    return [table.filter(pc.equal(years, year)) for year in sorted(set(years.to_pylist()))]
+
+
+@dataclass
+class NamespaceOutcome:
+    found: int = 0
+    archived: int = 0
+    files: int = 0
+
+
+def archive_namespace(
+    engine: Engine, cold: ColdStore, namespace: str, cutoff: datetime, batch: int
+) -> NamespaceOutcome:
+    """Archive a namespace's memories older than ``cutoff``: ``batch`` rows per read, one
+    file per year in each read."""
+    after, out = 0, NamespaceOutcome()
     while True:
         with Session(engine) as session, session.begin():
-            table = fetch_memories(session, namespace, span, after, batch)
+            table = fetch_memories(session, namespace, (_BEGINNING, cutoff), after, batch)
         if table.num_rows == 0:
-            return rows, files
+            return out
+        out.found += table.num_rows
         after = int(pc.max(table.column("id")).as_py())
-        entry = write_part(engine, cold, table)
-        if verify_part(engine, cold, entry):
-            rows += commit_part(engine, entry, table.column("id").to_pylist())
-            files += 1
-        if table.num_rows < batch:  # the partition is done; another query would only say so
-            return rows, files
+        for part in by_year(table):
+            entry = write_part(engine, cold, part)
+            if verify_part(engine, cold, entry):
+                out.archived += commit_part(engine, entry, part.column("id").to_pylist())
+                out.files += 1
+        if table.num_rows < batch:  # the namespace is done; another query would only say so
+            return out
 
 
 def archive_old(
@@ -155,26 +170,26 @@ def archive_old(
     batch: int,
     dry_run: bool,
 ) -> ArchiveOutcome:
-    """Move unpinned memories that happened before ``cutoff`` to the cold tier."""
+    """Move unpinned memories that happened before ``cutoff`` to the cold tier.
+
+    ``candidates`` is what a dry run counts, and what a real run found to archive."""
     outcome = ArchiveOutcome()
     with Session(engine) as session:
-        parts = archive.archivable_partitions(session, cutoff, namespace)
-    outcome.candidates = sum(n for _, _, n in parts)
-    if dry_run:
-        return outcome
+        if dry_run:
+            outcome.candidates = archive.count_archivable(session, cutoff, namespace)
+            return outcome
+        namespaces = archive.namespaces_older_than(session, cutoff, namespace)
     recover(engine, cold, outcome)
     with Session(engine) as session, session.begin():
         outcome.leftovers_dropped = archive.drop_archived_leftovers(session)
     with ThreadPoolExecutor(ARCHIVE_WORKERS) as pool:
         done = pool.map(
-            lambda part: archive_partition(
-                engine, cold, part[0], year_span(part[1], cutoff), batch
-            ),
-            parts,
+            lambda name: archive_namespace(engine, cold, name, cutoff, batch), namespaces
         )
-        for rows, files in done:
-            outcome.rows_archived += rows
-            outcome.files += files
+        for part in done:
+            outcome.candidates += part.found
+            outcome.rows_archived += part.archived
+            outcome.files += part.files
     return outcome
 
 
