@@ -64,6 +64,12 @@ _COPY_TYPES = (
     "int8 text text text text vector text float8 float8 float8 int4 timestamptz text bool "
     "text text[] uuid text timestamptz timestamptz"
 ).split()
+# Archival reads two namespaces at once already; parallel workers would only add copying
+# of wide rows between processes. A batch (about 90 MB for 50,000) is sorted in memory.
+SERIAL_IN_MEMORY = (
+    "SELECT set_config('max_parallel_workers_per_gather', '0', true), "
+    "set_config('work_mem', '256MB', true)"
+)
 LIVE_SESSIONS = text("SELECT id FROM chat_sessions WHERE id = ANY(CAST(:ids AS text[]))")
 
 
@@ -93,6 +99,7 @@ def fetch_memories(
         "with_pinned": with_pinned,
     }
     with _driver(session).cursor(binary=True) as cursor:
+        cursor.execute(SERIAL_IN_MEMORY)
         cursor.execute(_FETCH, params)
         rows = cursor.fetchall()
     return to_table(rows)
@@ -116,10 +123,13 @@ def to_table(rows: list[tuple[Any, ...]]) -> pa.Table:
 
 
 def _vectors(values: tuple[Any, ...]) -> pa.Array:
-    """``vector_send`` bytes (int16 dim, int16 unused, big-endian float4s) to list<float32>."""
-    raw = np.frombuffer(b"".join(values), dtype=np.uint8).reshape(len(values), -1)
-    matrix = raw[:, 4:].copy().view(">f4").astype(np.float32)
-    offsets = pa.array(np.arange(0, matrix.size + 1, matrix.shape[1], dtype=np.int32))
+    """``vector_send`` bytes (int16 dim, int16 unused, big-endian float4s) to list<float32>:
+    one copy to join them, one to drop the headers and swap the bytes."""
+    raw = b"".join(values)
+    dim = (len(raw) // len(values) - 4) // 4
+    sent = np.frombuffer(raw, dtype=np.dtype([("head", ">i4"), ("x", ">f4", (dim,))]))
+    matrix = sent["x"].astype(np.float32)
+    offsets = pa.array(np.arange(0, matrix.size + 1, dim, dtype=np.int32))
     return pa.ListArray.from_arrays(offsets, pa.array(matrix.reshape(-1)))
 
 
