@@ -16,12 +16,28 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import psycopg
+from psycopg import sql
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from storage.config import Settings
 from storage.errors import ConfigurationError, StorageError
+
+# The embedded server's settings where PostgreSQL's defaults (sized for a 1 GB machine) cost
+# the bulk steps most: a checkpoint every 1 GB of WAL makes archival and decay log each
+# page they touch again in full, and 128 MB of cache no longer holds 100k memories.
+# ``shared_buffers`` takes effect from the server's next start.
+EMBEDDED_SETTINGS = {
+    "max_wal_size": "4GB",
+    "checkpoint_timeout": "15min",
+    "shared_buffers": "512MB",
+}
+CONFIGURED = """
+    SELECT name, setting FROM pg_file_settings
+    WHERE sourcefile LIKE '%postgresql.auto.conf' AND applied IS NOT NULL
+"""
 
 _lock = threading.Lock()
 _engines: dict[str, Engine] = {}
@@ -71,7 +87,21 @@ def embedded_url(pgdata: Path) -> str:
                         "check the directory is writable, or set ARCHIVIST_DATABASE_URL"
                     ) from exc
             _servers[pgdata] = server
+            tune_embedded(str(server.get_uri()))
     return str(server.get_uri(driver="psycopg"))
+
+
+def tune_embedded(uri: str) -> None:
+    """Write ``EMBEDDED_SETTINGS`` that the server's configuration lacks, and reload."""
+    with psycopg.connect(uri, autocommit=True) as conn:
+        configured: dict[str, str] = dict(conn.execute(CONFIGURED).fetchall())
+        missing = {k: v for k, v in EMBEDDED_SETTINGS.items() if configured.get(k) != v}
+        for name, value in missing.items():
+            conn.execute(
+                sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value))
+            )
+        if missing:
+            conn.execute("SELECT pg_reload_conf()")
 
 
 def resolve_url(settings: Settings) -> str:

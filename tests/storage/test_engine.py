@@ -23,10 +23,13 @@ from storage.config import Settings
 from storage.engine import open_store
 store = open_store(Settings(data_dir=sys.argv[1]))
 with store.engine.connect() as conn:
-    conn.exec_driver_sql("SELECT 1")
-print("ready", flush=True)
+    tuned = [conn.exec_driver_sql(f"SHOW {name}").scalar() for name in sys.argv[2:]]
+print("ready", *tuned, flush=True)
 time.sleep(120)
 """
+
+
+TUNED = ("max_wal_size", "checkpoint_timeout", "shared_buffers")
 
 
 def postmaster_running(pgdata: Path) -> bool:
@@ -46,12 +49,13 @@ def test_embedded_server_starts_is_reused_and_stops_on_signal(tmp_path: Path, ho
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     env.pop("ARCHIVIST_DATABASE_URL", None)
     proc = subprocess.Popen(
-        [sys.executable, "-c", HOLD_STORE, str(tmp_path)],
+        [sys.executable, "-c", HOLD_STORE, str(tmp_path), *TUNED],
         stdout=subprocess.PIPE,
         env=env,
         text=True,
     )
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    assert proc.stdout is not None
+    assert proc.stdout.readline().split() == ["ready", "4GB", "15min", "128MB"]
     pgdata = tmp_path / "pgdata"
     assert postmaster_running(pgdata)
 
@@ -63,13 +67,14 @@ def test_embedded_server_starts_is_reused_and_stops_on_signal(tmp_path: Path, ho
         time.sleep(0.2)
     assert not postmaster_running(pgdata), "the embedded server outlived its last holder"
     again = subprocess.run(
-        [sys.executable, "-c", HOLD_STORE.replace("time.sleep(120)", ""), str(tmp_path)],
+        [sys.executable, "-c", HOLD_STORE.replace("time.sleep(120)", ""), str(tmp_path), *TUNED],
         env=env,
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert again.stdout.strip() == "ready"  # the same data directory starts again
+    # The same data directory starts again, now with the cache size written the first time.
+    assert again.stdout.split() == ["ready", "4GB", "15min", "512MB"]
 
 
 def test_a_server_without_pgvector_fails_with_what_to_install(fresh_db: str) -> None:
