@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/aging.py [--rows 1000000] [--sessions 2000] [--turns 20]
 
-Runs on a throw-away embedded PostgreSQL and a local archive folder. ``--rows`` memories
+Runs on a throw-away embedded PostgreSQL and a local archive folder (deleted at the end
+unless ``--keep``). ``--rows`` memories
 (random unit float32 vectors, 20 namespaces in runs of 50 consecutive rows as a session
 writes them, ``occurred_at`` spread over three years, so
 about two thirds are older than 365 days) are loaded by binary COPY
@@ -25,7 +26,9 @@ if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().p
     sys.path.pop(0)
 
 import argparse
+import atexit
 import os
+import shutil
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -138,8 +141,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--sessions", type=int, default=2_000)
     parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--keep", action="store_true", help="keep the work dir (2-3 GB)")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="archivist-bench-aging-"))
+    if not args.keep:  # registered first, so it runs after the embedded server has stopped
+        atexit.register(shutil.rmtree, workdir, ignore_errors=True)
     os.environ["ARCHIVIST_DATA_DIR"] = str(workdir)
     os.environ.pop("ARCHIVIST_DATABASE_URL", None)
 
