@@ -7,7 +7,7 @@ The archive keeps every column a memory needs to come back unchanged (its id, ve
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import numpy as np
@@ -64,12 +64,16 @@ _COPY_TYPES = (
     "int8 text text text text vector text float8 float8 float8 int4 timestamptz text bool "
     "text text[] uuid text timestamptz timestamptz"
 ).split()
-# Archival reads two namespaces at once already; parallel workers would only add copying
-# of wide rows between processes. A batch (about 90 MB for 50,000) is sorted in memory.
+# A fetch returns a batch of wide rows: parallel workers would only add copying them between
+# processes (archival already runs two fetches at once), and the sort of a batch (about
+# 90 MB for 50,000) fits in memory.
 SERIAL_IN_MEMORY = (
     "SELECT set_config('max_parallel_workers_per_gather', '0', true), "
     "set_config('work_mem', '256MB', true)"
 )
+# Where a fetch of "every memory up to" a time starts (a day after timestamptz's year 1,
+# so no time zone pushes it out of range).
+EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
 LIVE_SESSIONS = text("SELECT id FROM chat_sessions WHERE id = ANY(CAST(:ids AS text[]))")
 
 

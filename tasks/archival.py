@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from storage import archive
 from storage.archive import ManifestEntry
-from storage.archive_rows import fetch_memories
+from storage.archive_rows import EARLIEST, fetch_memories
 from tasks.cold_store import ColdStore, memories_part
 
 # Namespaces are independent, so two run at once: one's rows are read or deleted by
@@ -122,11 +122,6 @@ def recover(engine: Engine, cold: ColdStore, outcome: ArchiveOutcome) -> None:
         outcome.discarded += 1
 
 
-# Archival reads a namespace's old memories in id order (one pass over their pages; a pass
-# per year would read most pages once per year they hold) and splits each batch by year.
-_BEGINNING = datetime(1, 1, 2, tzinfo=UTC)
-
-
 def by_year(table: pa.Table) -> list[pa.Table]:
     """A batch of memories split into one table per UTC year of ``occurred_at``, in order."""
     years = pc.year(table.column("occurred_at"))
@@ -140,6 +135,8 @@ class NamespaceOutcome:
     files: int = 0
 
 
+# Archival reads a namespace's old memories in id order (one pass over their pages; a pass
+# per year would read most pages once per year they hold) and splits each batch by year.
 def archive_namespace(
     engine: Engine, cold: ColdStore, namespace: str, cutoff: datetime, batch: int
 ) -> NamespaceOutcome:
@@ -148,7 +145,7 @@ def archive_namespace(
     after, out = 0, NamespaceOutcome()
     while True:
         with Session(engine) as session, session.begin():
-            table = fetch_memories(session, namespace, (_BEGINNING, cutoff), after, batch)
+            table = fetch_memories(session, namespace, (EARLIEST, cutoff), after, batch)
         if table.num_rows == 0:
             return out
         out.found += table.num_rows

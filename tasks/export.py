@@ -25,12 +25,12 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from storage import archive
-from storage.archive_rows import MEMORY_SCHEMA, fetch_memories
+from storage.archive_rows import EARLIEST, MEMORY_SCHEMA, fetch_memories
 from storage.episodes import Episode
 from storage.sessions import ChatMessage, ChatSession
 from tasks.cold_store import ColdStore
 
-_ALL_TIME = (datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 1, 1, tzinfo=UTC))
+_ALL_TIME = (EARLIEST, datetime(9999, 1, 1, tzinfo=UTC))
 
 
 def _hot_memories(engine: Engine, namespace: str) -> pa.Table:
