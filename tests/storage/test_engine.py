@@ -55,7 +55,8 @@ def test_embedded_server_starts_is_reused_and_stops_on_signal(tmp_path: Path, ho
         text=True,
     )
     assert proc.stdout is not None
-    assert proc.stdout.readline().split() == ["ready", "4GB", "15min", "128MB"]
+    # A new data dir's server is restarted once, so the cache size applies at once.
+    assert proc.stdout.readline().split() == ["ready", "4GB", "15min", "512MB"]
     pgdata = tmp_path / "pgdata"
     assert postmaster_running(pgdata)
 
@@ -73,8 +74,40 @@ def test_embedded_server_starts_is_reused_and_stops_on_signal(tmp_path: Path, ho
         text=True,
         timeout=60,
     )
-    # The same data directory starts again, now with the cache size written the first time.
-    assert again.stdout.split() == ["ready", "4GB", "15min", "512MB"]
+    assert again.stdout.split() == ["ready", "4GB", "15min", "512MB"]  # the same dir again
+
+
+def test_a_pending_restart_never_stops_a_server_another_process_holds(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    env.pop("ARCHIVIST_DATABASE_URL", None)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_STORE, str(tmp_path), "max_connections"],
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().split()[0] == "ready"
+        pgdata = tmp_path / "pgdata"
+        postmaster = (pgdata / "postmaster.pid").read_text().splitlines()[0]
+        store = open_store(Settings(data_dir=tmp_path))
+        with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("ALTER SYSTEM SET max_connections = 150"))  # needs a restart
+
+        second = subprocess.run(
+            [sys.executable, "-c", HOLD_STORE.replace("time.sleep(120)", ""), str(tmp_path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+        assert second.stdout.split() == ["ready"]
+        assert (pgdata / "postmaster.pid").read_text().splitlines()[0] == postmaster
+        assert holder.poll() is None  # the holder still runs on the same server
+    finally:
+        holder.terminate()
+        holder.wait(timeout=30)
 
 
 def test_a_server_without_pgvector_fails_with_what_to_install(fresh_db: str) -> None:
