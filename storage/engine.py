@@ -27,12 +27,15 @@ from storage.errors import ConfigurationError, StorageError
 
 # The embedded server's settings where PostgreSQL's defaults (sized for a 1 GB machine) cost
 # the bulk steps most: a checkpoint every 1 GB of WAL makes archival and decay log each
-# page they touch again in full, and 128 MB of cache no longer holds 100k memories.
-# ``shared_buffers`` needs a restart: a new data dir's server is restarted once.
+# page they touch again in full, 128 MB of cache no longer holds 100k memories, and a new
+# WAL file filled with zeros first is written twice (archival makes about 2 GB of WAL per
+# million rows, mostly full-page images). ``shared_buffers`` needs a restart: a new data
+# dir's server is restarted once.
 EMBEDDED_SETTINGS = {
     "max_wal_size": "4GB",
     "checkpoint_timeout": "15min",
     "shared_buffers": "512MB",
+    "wal_init_zero": "off",
 }
 CONFIGURED = """
     SELECT name, setting FROM pg_file_settings

@@ -29,7 +29,7 @@ time.sleep(120)
 """
 
 
-TUNED = ("max_wal_size", "checkpoint_timeout", "shared_buffers")
+TUNED = ("max_wal_size", "checkpoint_timeout", "shared_buffers", "wal_init_zero")
 
 
 def postmaster_running(pgdata: Path) -> bool:
@@ -56,7 +56,7 @@ def test_embedded_server_starts_is_reused_and_stops_on_signal(tmp_path: Path, ho
     )
     assert proc.stdout is not None
     # A new data dir's server is restarted once, so the cache size applies at once.
-    assert proc.stdout.readline().split() == ["ready", "4GB", "15min", "512MB"]
+    assert proc.stdout.readline().split() == ["ready", "4GB", "15min", "512MB", "off"]
     pgdata = tmp_path / "pgdata"
     assert postmaster_running(pgdata)
 
@@ -74,7 +74,7 @@ def test_embedded_server_starts_is_reused_and_stops_on_signal(tmp_path: Path, ho
         text=True,
         timeout=60,
     )
-    assert again.stdout.split() == ["ready", "4GB", "15min", "512MB"]  # the same dir again
+    assert again.stdout.split() == ["ready", "4GB", "15min", "512MB", "off"]  # the same dir again
 
 
 def test_a_pending_restart_never_stops_a_server_another_process_holds(tmp_path: Path) -> None:
