@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.archive_rows import fetch_memories
+from storage.archive_rows import MEMORY_SCHEMA, fetch_memories
 from storage.archive_search import ArchiveReader
 from storage.config import RetrievalSettings
 from storage.engine import Store
@@ -225,3 +227,45 @@ def test_restore_brings_a_row_back_with_its_id_and_vector(store: Store, tmp_path
     assert column(store, "SELECT action FROM audit_log") == ["restore"]
     with pytest.raises(InputError):
         restore(store.engine, cold, target, actor="test")
+
+
+def batch_of(years: list[int]) -> pa.Table:
+    """A fetched batch whose rows happened in these years (ids ascending, 4-float vectors)."""
+    rows = [
+        {
+            "id": i + 1,
+            "namespace": "alice",
+            "content": f"fact {i}",
+            "embedding": [float(i), i + 0.25, i + 0.5, -float(i)],
+            "message_ids": [f"m{i}"] if i % 2 else [],
+            "occurred_at": datetime(year, 6, 1, tzinfo=UTC) + timedelta(minutes=i),
+        }
+        for i, year in enumerate(years)
+    ]
+    return pa.Table.from_pylist(rows, schema=MEMORY_SCHEMA)
+
+
+@pytest.mark.parametrize(
+    "years",
+    [
+        [2023, 2023, 2024, 2024, 2024],  # ids follow time: each year is one run
+        [2024, 2023, 2024, 2022, 2023, 2024],  # interleaved, as after a back-fill
+        [2024, 2024, 2023, 2023, 2024],  # a year in two runs
+        [2023],
+    ],
+)
+def test_a_batch_splits_into_one_table_per_year_with_every_row_intact(years: list[int]) -> None:
+    batch = batch_of(years)
+
+    parts = by_year(batch)
+
+    assert [pc.year(p.column("occurred_at")).to_pylist() for p in parts] == [
+        [year] * years.count(year) for year in sorted(set(years))
+    ]
+    assert all(p.schema == MEMORY_SCHEMA for p in parts)
+    expected = {row["id"]: row for row in batch.to_pylist()}
+    got = [row for p in parts for row in p.to_pylist()]
+    assert sorted(row["id"] for row in got) == sorted(expected)
+    assert all(row == expected[row["id"]] for row in got)
+    for part in parts:
+        assert part.column("id").to_pylist() == sorted(part.column("id").to_pylist())
