@@ -7,12 +7,13 @@ unless ``--keep``). ``--rows`` memories
 (random unit float32 vectors, 20 namespaces in runs of 50 consecutive rows as a session
 writes them, ``occurred_at`` spread over three years, so
 about two thirds are older than 365 days) are loaded by binary COPY
-(``storage.memories.insert_memories``); ``--sessions`` old sessions of ``--turns``
+(``storage.memories.insert_memories``, salience decayed to the load time, as a back-fill
+by the sync gets it); ``--sessions`` old sessions of ``--turns``
 messages each, with one turn memory per message, an episode and a processed state, are
-made in SQL. Then, timed apart: decay over every memory (the first decay writes nearly
-every row; a second run at the same time writes none, and the next night's run writes
-only the rows that moved by more than 0.01), compression of the old sessions, archival of
-the old memories.
+made in SQL. Then, timed apart: decay over every memory (the first run after the load
+and a second at the same time write none; the next night's run writes only the rows that
+moved by more than 0.01), compression of the old sessions, archival of the old memories,
+and last a decay after the half-life is changed, which rewrites every row left.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ SESSIONS_SQL = text(
 )
 
 
-def load_memories(engine: Engine, rows: int) -> float:
+def load_memories(engine: Engine, rows: int, half_life_days: float) -> float:
     """``rows`` memories by binary COPY; returns the seconds it took."""
     rng = np.random.default_rng(7)
     started, span = time.perf_counter(), 3 * 365 * 86400
@@ -115,7 +116,7 @@ def load_memories(engine: Engine, rows: int) -> float:
             for i in range(n)
         ]
         with Session(engine) as session, session.begin():
-            insert_memories(session, batch)
+            insert_memories(session, batch, half_life_days=half_life_days)
     return time.perf_counter() - started
 
 
@@ -163,7 +164,8 @@ def main() -> None:
     upgrade(store.engine, settings)
     engine, policy = store.engine, settings.aging
     print(f"work dir {workdir}; {args.rows:,} memories, {args.sessions:,} sessions")
-    report("load (binary COPY)", args.rows, load_memories(engine, args.rows))
+    loaded = load_memories(engine, args.rows, policy.half_life_days)
+    report("load (binary COPY)", args.rows, loaded)
     with engine.begin() as conn:
         conn.execute(text("ANALYZE memories"))
     params = DecayParams(AS_OF, policy.half_life_days, policy.salience_epsilon, None, False)
@@ -200,6 +202,13 @@ def main() -> None:
     )
     report("archival", archived.rows_archived, time.perf_counter() - started)
     print(f"{'':<34} {archived.files:>10,} Parquet files")
+
+    # The worst case: a new half-life moves every salience, so every row is written again.
+    params = DecayParams(AS_OF, 2 * policy.half_life_days, policy.salience_epsilon, None, False)
+    started = time.perf_counter()
+    changed = decay(engine, params, policy.decay_batch)
+    report("decay, half-life doubled (seen)", changed.memories_seen, time.perf_counter() - started)
+    print(f"{'':<34} {changed.memories_written:>10,} rows written")
 
 
 if __name__ == "__main__":

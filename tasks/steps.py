@@ -144,4 +144,5 @@ def build_context(
         tz=settings.tz,
         run_id=run_id,
         dry_run=dry_run,
+        half_life_days=settings.aging.half_life_days,
     )

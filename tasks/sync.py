@@ -50,6 +50,7 @@ class SyncContext:
     tz: tzinfo
     run_id: uuid.UUID | None
     dry_run: bool = False
+    half_life_days: float | None = None  # salience of back-filled memories starts decayed
 
 
 @dataclass
@@ -278,4 +279,5 @@ def _insert(
         )
         for key in new_keys
     ]
-    return dict(zip(new_keys, memories.insert_memories(session, rows), strict=True))
+    ids = memories.insert_memories(session, rows, half_life_days=ctx.half_life_days)
+    return dict(zip(new_keys, ids, strict=True))

@@ -87,6 +87,7 @@ def run_sync(
         tz=store.settings.tz,
         run_id=None,
         dry_run=dry_run,
+        half_life_days=store.settings.aging.half_life_days,
     )
     with Session(store.engine) as session:
         plan = plan_sync(session, as_of, window_hours, min_user_messages, namespace, idle_minutes)

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 from storage import scoring
 from storage.aging import DecayParams
+from storage.config import Settings
 from storage.engine import Store
+from storage.memories import NewMemory, insert_memories
 from tasks.aging import decay, delete_old
 from tasks.archival import archive_old
 from tasks.compression import compress_old, write_transcripts
 from tasks.embedding import HashingEmbedder
+from tasks.steps import build_context
 from tests.storage.memory_factory import put
 from tests.tasks.aging_helpers import (
     AS_OF,
@@ -72,6 +77,52 @@ def test_rows_that_move_less_than_epsilon_are_not_written(store: Store) -> None:
     assert column(store, "SELECT xmin::text FROM memories ORDER BY id") == versions
     later = decay(store.engine, params(AS_OF + timedelta(days=10)))
     assert later.memories_written == 5
+
+
+def test_a_backfilled_memory_starts_decayed_so_the_first_decay_writes_nothing(
+    store: Store,
+) -> None:
+    embedder = HashingEmbedder(store.settings.embedding.dim)
+    rows = [
+        NewMemory(
+            namespace="alice",
+            kind="fact",
+            content=f"fact from {days} days ago",
+            content_key=f"k{days}",
+            embedding=embedder.embed([f"fact {days}"])[0],
+            embedding_model=embedder.name,
+            importance=0.5,
+            vehemence=0.0,
+            session_id=None,
+            message_ids=(),
+            run_id=None,
+            extractor="test",
+            occurred_at=AS_OF - timedelta(days=days),
+            created_at=AS_OF,
+        )
+        for days in (0, 60, 400)
+    ]
+    with Session(store.engine) as session, session.begin():
+        backfilled = insert_memories(session, rows, half_life_days=HALF_LIFE)
+        fresh = insert_memories(session, [replace(rows[1], content_key="plain")])
+
+    salience = dict(
+        zip(
+            column(store, "SELECT id FROM memories ORDER BY id"),
+            column(store, "SELECT salience FROM memories ORDER BY id"),
+            strict=True,
+        )
+    )
+    assert [salience[i] for i in backfilled] == pytest.approx([1.0, 0.25, 0.01])
+    assert salience[fresh[0]] == 1.0  # no half-life given: starts at 1, as before
+    out = decay(store.engine, params())
+    assert out.memories_seen == 4 and out.memories_written == 1  # only the one left at 1
+
+
+def test_the_sync_gives_new_memories_the_configured_half_life(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, aging={"half_life_days": 12.5})
+    ctx = build_context(settings, HashingEmbedder(8), AS_OF, None, dry_run=False)
+    assert ctx.half_life_days == 12.5
 
 
 def test_dry_run_counts_without_writing(store: Store) -> None:
