@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import pyarrow as pa
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
@@ -99,11 +100,18 @@ OLD_TRANSCRIPTS = text(
 
 # Commit a verified file: its rows leave the hot table and are indexed here, in one step.
 # Ids that vanished meanwhile (a purge) are simply not indexed; the caller compares counts.
+# A row leaves only as the file holds it: a search that counted an access, or a pin, since
+# the fetch makes its file stale (the caller then discards it and archives the row anew).
 COMMIT_MEMORIES = text(
     """
     WITH moved AS (
-        DELETE FROM memories WHERE id = ANY(CAST(:ids AS bigint[]))
-        RETURNING id, namespace, session_id, occurred_at
+        DELETE FROM memories m
+        USING unnest(CAST(:ids AS bigint[]), CAST(:counts AS integer[]),
+                     CAST(:touched AS timestamptz[])) AS f(id, access_count, touched)
+        WHERE m.id = ANY(CAST(:ids AS bigint[])) AND m.id = f.id AND NOT m.pinned
+          AND m.access_count = f.access_count
+          AND m.last_accessed_at IS NOT DISTINCT FROM f.touched
+        RETURNING m.id, m.namespace, m.session_id, m.occurred_at
     ), indexed AS (
         INSERT INTO archived_memories (memory_id, manifest_id, namespace, session_id, occurred_at)
         SELECT id, :manifest_id, namespace, session_id, occurred_at FROM moved
@@ -200,9 +208,15 @@ def old_transcripts(
     return _entries(session.execute(OLD_TRANSCRIPTS, params).all())
 
 
-def commit_memories(session: Session, manifest_id: int, ids: Sequence[int]) -> int:
-    """Move the file's rows out of the hot table into the index; returns how many moved."""
-    params = {"manifest_id": manifest_id, "ids": list(ids)}
+def commit_memories(session: Session, manifest_id: int, rows: pa.Table) -> int:
+    """Move the file's rows (``rows``: their id, access count and last access) out of the
+    hot table into the index; returns how many moved, unchanged since the file was made."""
+    params = {
+        "manifest_id": manifest_id,
+        "ids": rows.column("id").to_pylist(),
+        "counts": rows.column("access_count").to_pylist(),
+        "touched": rows.column("last_accessed_at").to_pylist(),
+    }
     moved = int(session.execute(COMMIT_MEMORIES, params).scalar_one())
     set_status(session, [manifest_id], "committed")
     return moved

@@ -8,9 +8,12 @@ point loses and duplicates nothing:
 3. ``commit_part``: delete its rows from ``memories``, index them in
    ``archived_memories`` and mark the manifest ``committed``, in one transaction.
 
-A re-run first finishes what an earlier run left: an uncommitted manifest whose file
-verifies is committed (its ids read from the file); one whose file is missing, differs, or
-whose rows changed meanwhile is dropped with its file, and those rows are archived anew.
+A row leaves the hot table only as its file holds it: if a search counted an access, or
+the row was pinned or deleted, since the fetch, the file is dropped and its rows stay for
+the next run. A re-run first finishes what an earlier run left: an uncommitted manifest
+whose file verifies is committed (the same check, with the rows read from the file); one
+whose file is missing, differs, or whose rows changed meanwhile is dropped with its file,
+and those rows are archived anew.
 A file written but never recorded has a deterministic name, so the re-run overwrites it.
 """
 
@@ -89,11 +92,16 @@ def verify_part(engine: Engine, cold: ColdStore, entry: ManifestEntry) -> bool:
     return True
 
 
-def commit_part(engine: Engine, entry: ManifestEntry, ids: list[int]) -> int:
-    """Step 3: the rows leave the hot table; 0 (nothing changed) if some vanished meanwhile."""
+# What commit compares with the hot rows: what a search or a pin changes meanwhile.
+VERSION_COLUMNS = ["id", "access_count", "last_accessed_at"]
+
+
+def commit_part(engine: Engine, entry: ManifestEntry, rows: pa.Table) -> int:
+    """Step 3: the rows leave the hot table; 0 (nothing changed) if some vanished, were
+    pinned or were touched by a search meanwhile."""
     with Session(engine) as session:
         archive.relax_commit(session)
-        moved = archive.commit_memories(session, entry.id, ids)
+        moved = archive.commit_memories(session, entry.id, rows.select(VERSION_COLUMNS))
         if moved != entry.row_count:
             session.rollback()
             return 0
@@ -115,8 +123,7 @@ def recover(engine: Engine, cold: ColdStore, outcome: ArchiveOutcome) -> None:
         )
     for entry in pending:
         if verify_part(engine, cold, entry):
-            ids = cold.read(entry.uri, ["id"]).column("id").to_pylist()
-            moved = commit_part(engine, entry, ids)
+            moved = commit_part(engine, entry, cold.read(entry.uri, VERSION_COLUMNS))
             if moved:
                 outcome.recovered += 1
                 outcome.rows_archived += moved
@@ -194,9 +201,12 @@ def archive_namespace(
         after = int(pc.max(table.column("id")).as_py())
         for part in by_year(table):
             entry = write_part(engine, cold, part)
-            if verify_part(engine, cold, entry):
-                out.archived += commit_part(engine, entry, part.column("id").to_pylist())
+            moved = commit_part(engine, entry, part) if verify_part(engine, cold, entry) else 0
+            if moved:
+                out.archived += moved
                 out.files += 1
+            else:  # stale or unreadable: its rows stay hot for the next run
+                _discard(engine, cold, entry)
         if table.num_rows < batch:  # the namespace is done; another query would only say so
             return out
 

@@ -17,7 +17,7 @@ from storage.config import RetrievalSettings
 from storage.engine import Store
 from storage.errors import InputError
 from storage.retrieval import Retriever
-from tasks.archival import archive_old, by_year, verify_part, write_part
+from tasks.archival import archive_old, by_year, commit_part, verify_part, write_part
 from tasks.cold_store import ColdStore
 from tasks.embedding import HashingEmbedder
 from tasks.privacy import restore
@@ -117,6 +117,46 @@ def test_crash_after_verify_before_the_delete_ends_consistent(store: Store, tmp_
     out = run(store, cold)
 
     assert out.recovered == 1 and out.rows_archived == 24
+    consistent(store, cold, 26)
+
+
+def test_a_row_a_search_touches_after_the_fetch_is_archived_with_the_new_count(
+    store: Store, tmp_path: Path
+) -> None:
+    cold = local_cold(tmp_path)
+    seed(store)
+    part = _first_part(store)
+    entry = write_part(store.engine, cold, part)
+    assert verify_part(store.engine, cold, entry)
+    (hit,) = searcher(store, cold).search("alice", "alice old fact 3", limit=1, as_of=AS_OF)
+    touched = hit.memory_id
+    assert touched in part.column("id").to_pylist()
+
+    assert commit_part(store.engine, entry, part) == 0  # the file is stale: nothing moves
+    assert scalar(store, "SELECT count(*) FROM memories") == 26
+    out = run(store, cold)  # the next run drops the stale file and archives the row anew
+
+    assert out.discarded == 1 and out.rows_archived == 24
+    consistent(store, cold, 26)
+    archived = [cold.read(uri) for uri in column(store, "SELECT uri FROM archive_manifest")]
+    counts = {row["id"]: row["access_count"] for table in archived for row in table.to_pylist()}
+    assert counts[touched] == 4  # 3 from the seed, 1 from the search
+
+
+def test_a_row_pinned_after_the_fetch_stays_hot(store: Store, tmp_path: Path) -> None:
+    cold = local_cold(tmp_path)
+    seed(store)
+    part = _first_part(store)
+    pinned = part.column("id")[0].as_py()
+    entry = write_part(store.engine, cold, part)
+    assert verify_part(store.engine, cold, entry)  # ... the process dies here
+    with store.engine.begin() as conn:
+        conn.execute(text("UPDATE memories SET pinned = true WHERE id = :id"), {"id": pinned})
+
+    out = run(store, cold)
+
+    assert out.recovered == 0 and out.discarded == 1
+    assert pinned in column(store, "SELECT id FROM memories")
     consistent(store, cold, 26)
 
 
