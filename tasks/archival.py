@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 from storage import archive
 from storage.archive import ManifestEntry
 from storage.archive_rows import EARLIEST, fetch_memories
-from tasks.cold_store import ColdStore, memories_part
+from tasks.cold_store import ColdStore, Scratch, memories_part
 
 # Namespaces are independent, so two run at once: one's rows are read or deleted by
 # PostgreSQL while the other's Parquet is encoded and hashed (both release the GIL).
@@ -54,13 +54,16 @@ class ArchiveOutcome:
     leftovers_dropped: int = 0
 
 
-def write_part(engine: Engine, cold: ColdStore, table: pa.Table) -> ManifestEntry:
+def write_part(
+    engine: Engine, cold: ColdStore, table: pa.Table, scratch: Scratch | None = None
+) -> ManifestEntry:
     """Step 1: one partition's rows (one namespace and year) to Parquet, manifest 'written'."""
     ids = table.column("id")
     namespace = str(table.column("namespace")[0])
     year = int(pc.year(table.column("occurred_at")[0]).as_py())
     min_id, max_id = int(pc.min(ids).as_py()), int(pc.max(ids).as_py())
-    written = cold.write(memories_part(namespace, year, min_id, max_id, rewrite=False), table)
+    part = memories_part(namespace, year, min_id, max_id, rewrite=False)
+    written = cold.write(part, table, scratch)
     entry = {
         "kind": archive.MEMORIES,
         "namespace": namespace,
@@ -191,7 +194,7 @@ def archive_namespace(
 ) -> NamespaceOutcome:
     """Archive a namespace's memories older than ``cutoff``: ``batch`` rows per read, one
     file per year in each read."""
-    after, out = 0, NamespaceOutcome()
+    after, out, scratch = 0, NamespaceOutcome(), Scratch()
     while True:
         with Session(engine) as session, session.begin():
             table = fetch_memories(session, namespace, (EARLIEST, cutoff), after, batch)
@@ -200,7 +203,7 @@ def archive_namespace(
         out.found += table.num_rows
         after = int(pc.max(table.column("id")).as_py())
         for part in by_year(table):
-            entry = write_part(engine, cold, part)
+            entry = write_part(engine, cold, part, scratch)
             moved = commit_part(engine, entry, part) if verify_part(engine, cold, entry) else 0
             if moved:
                 out.archived += moved
