@@ -7,7 +7,8 @@ The archive keeps every column a memory needs to come back unchanged (its id, ve
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from bisect import bisect_right
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import numpy as np
@@ -77,6 +78,22 @@ EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
 LIVE_SESSIONS = text("SELECT id FROM chat_sessions WHERE id = ANY(CAST(:ids AS text[]))")
 
 
+class VectorBuffer:
+    """Float32 memory for a fetch's vectors, reused from one fetch to the next by one
+    caller, which must be done with the previous table first.
+
+    Memory the kernel maps afresh is zeroed first; at a batch's 50 to 100 MB of vectors,
+    that was a good part of archival's time."""
+
+    def __init__(self) -> None:
+        self.array = np.empty(0, dtype=np.float32)
+
+    def take(self, rows: int, dim: int) -> np.ndarray:
+        if self.array.size < rows * dim:
+            self.array = np.empty(rows * dim, dtype=np.float32)
+        return self.array[: rows * dim].reshape(rows, dim)
+
+
 def _driver(session: Session) -> Connection[Any]:
     conn = cast(Connection[Any], session.connection().connection.driver_connection)
     register_vector(conn)
@@ -91,9 +108,12 @@ def fetch_memories(
     limit: int,
     *,
     with_pinned: bool = False,
+    year_first: bool = False,
+    vectors: VectorBuffer | None = None,
 ) -> pa.Table:
     """The next ``limit`` memories of a namespace that happened in [start, end), after id
-    ``after`` (unpinned unless asked), as one Arrow table."""
+    ``after`` (unpinned unless asked), as one Arrow table, in id order (``year_first``:
+    by UTC year of ``occurred_at``, then id). Vectors go into ``vectors`` if given."""
     params = {
         "namespace": namespace,
         "start": span[0],
@@ -107,10 +127,25 @@ def fetch_memories(
         # Streamed 1,000 rows at a time: libpq never buffers the whole batch (about 90 MB for
         # 50,000 rows) in one growing block that the kernel must map and zero afresh.
         rows = list(cursor.stream(_FETCH, params, size=1000))
-    return to_table(rows)
+    if year_first:
+        rows.sort(key=_utc_year)  # stable: id order within a year
+    return to_table(rows, vectors)
 
 
-def to_table(rows: list[tuple[Any, ...]]) -> pa.Table:
+_OCCURRED = _NAMES.index("occurred_at")
+# Where each UTC year starts, in epoch microseconds, for the years a timestamptz can hold.
+_YEAR_STARTS = [
+    (datetime(year, 1, 1, tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC))
+    // timedelta(microseconds=1)
+    for year in range(1, 10_000)
+]
+
+
+def _utc_year(row: tuple[Any, ...]) -> int:
+    return bisect_right(_YEAR_STARTS, row[_OCCURRED])
+
+
+def to_table(rows: list[tuple[Any, ...]], vectors: VectorBuffer | None = None) -> pa.Table:
     """Column-wise conversion of fetched rows (vectors stacked into one float32 buffer)."""
     if not rows:
         return MEMORY_SCHEMA.empty_table()
@@ -119,7 +154,7 @@ def to_table(rows: list[tuple[Any, ...]]) -> pa.Table:
     for name in _NAMES:
         field = MEMORY_SCHEMA.field(name)
         if name == "embedding":
-            arrays.append(_vectors(columns[name]))
+            arrays.append(_vectors(columns[name], vectors or VectorBuffer()))
         elif name in _TS_COLUMNS:
             arrays.append(pa.array(columns[name], type=pa.int64()).cast(_TS))
         else:
@@ -127,13 +162,23 @@ def to_table(rows: list[tuple[Any, ...]]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=MEMORY_SCHEMA)
 
 
-def _vectors(values: tuple[Any, ...]) -> pa.Array:
+# Vectors are converted this many rows at a time: the joined bytes of a piece stay small
+# enough for the allocator to reuse their memory from one piece to the next.
+_PIECE = 2048
+
+
+def _vectors(values: tuple[Any, ...], buffer: VectorBuffer) -> pa.Array:
     """``vector_send`` bytes (int16 dim, int16 unused, big-endian float4s) to list<float32>:
-    one copy to join them, one to drop the headers and swap the bytes."""
-    raw = b"".join(values)
-    dim = (len(raw) // len(values) - 4) // 4
-    sent = np.frombuffer(raw, dtype=np.dtype([("head", ">i4"), ("x", ">f4", (dim,))]))
-    matrix = sent["x"].astype(np.float32)
+    piece by piece, the headers dropped and the bytes swapped into ``buffer``."""
+    sizes = {len(value) for value in values}
+    if len(sizes) != 1:
+        raise ValueError(f"vectors of different dimensions in one fetch: {sorted(sizes)} bytes")
+    dim = (sizes.pop() - 4) // 4
+    sent = np.dtype([("head", ">i4"), ("x", ">f4", (dim,))])
+    matrix = buffer.take(len(values), dim)
+    for start in range(0, len(values), _PIECE):
+        piece = b"".join(values[start : start + _PIECE])
+        matrix[start : start + _PIECE] = np.frombuffer(piece, dtype=sent)["x"]
     offsets = pa.array(np.arange(0, matrix.size + 1, dim, dtype=np.int32))
     return pa.ListArray.from_arrays(offsets, pa.array(matrix.reshape(-1)))
 

@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 
 from storage import archive
 from storage.archive import ManifestEntry
-from storage.archive_rows import EARLIEST, fetch_memories
+from storage.archive_rows import EARLIEST, VectorBuffer, fetch_memories
 from tasks.cold_store import ColdStore, Scratch, memories_part
 
 # Namespaces are independent, so two run at once: one's rows are read or deleted by
@@ -138,7 +138,7 @@ def recover(engine: Engine, cold: ColdStore, outcome: ArchiveOutcome) -> None:
 def by_year(table: pa.Table) -> list[pa.Table]:
     """A batch of memories split into one table per UTC year of ``occurred_at``, in order.
 
-    Years in runs (ids follow time, as when memories are made live) are zero-copy slices;
+    Years in runs (as archival fetches them, or as ids follow time) are zero-copy slices;
     otherwise each year's rows are picked out, the vectors as one float32 matrix."""
     if table.num_rows == 0:
         return []
@@ -188,16 +188,20 @@ class NamespaceOutcome:
 
 
 # Archival reads a namespace's old memories in id order (one pass over their pages; a pass
-# per year would read most pages once per year they hold) and splits each batch by year.
+# per year would read most pages once per year they hold); each batch comes sorted by year,
+# so its files are slices of it. A worker reuses its memory for vectors and Parquet.
 def archive_namespace(
     engine: Engine, cold: ColdStore, namespace: str, cutoff: datetime, batch: int
 ) -> NamespaceOutcome:
     """Archive a namespace's memories older than ``cutoff``: ``batch`` rows per read, one
     file per year in each read."""
-    after, out, scratch = 0, NamespaceOutcome(), Scratch()
+    after, out, scratch, vectors = 0, NamespaceOutcome(), Scratch(), VectorBuffer()
     while True:
         with Session(engine) as session, session.begin():
-            table = fetch_memories(session, namespace, (EARLIEST, cutoff), after, batch)
+            span = (EARLIEST, cutoff)
+            table = fetch_memories(
+                session, namespace, span, after, batch, year_first=True, vectors=vectors
+            )
         if table.num_rows == 0:
             return out
         out.found += table.num_rows

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.archive_rows import MEMORY_SCHEMA, fetch_memories
+from storage.archive_rows import MEMORY_SCHEMA, VectorBuffer, fetch_memories
 from storage.archive_search import ArchiveReader
 from storage.config import RetrievalSettings
 from storage.engine import Store
@@ -309,3 +309,28 @@ def test_a_batch_splits_into_one_table_per_year_with_every_row_intact(years: lis
     assert all(row == expected[row["id"]] for row in got)
     for part in parts:
         assert part.column("id").to_pylist() == sorted(part.column("id").to_pylist())
+
+
+def test_a_fetch_by_year_groups_rows_at_year_edges_and_reuses_vector_memory(
+    store: Store,
+) -> None:
+    new_year = datetime(2024, 1, 1, tzinfo=UTC)
+    # Ids against time: only the year puts 2023's last moment before 2024's first.
+    early = put(store, "alice", ["first moment of 2024"], new_year)
+    late = put(store, "alice", ["last moment of 2023"], new_year - timedelta(microseconds=1))
+    older = put(store, "alice", ["mid 2022", "also 2022"], datetime(2022, 6, 1, tzinfo=UTC))
+    span = (new_year - timedelta(days=5000), CUTOFF)
+    buffer = VectorBuffer()
+    with Session(store.engine) as session:
+        plain = fetch_memories(session, "alice", span, 0, 100)
+        first = fetch_memories(session, "alice", span, 0, 100, year_first=True, vectors=buffer)
+        assert first.column("id").to_pylist() == [*older, *late, *early]
+        assert [p.num_rows for p in by_year(first)] == [2, 1, 1]
+        by_id = {r["id"]: r["embedding"] for r in first.to_pylist()}
+        after = early[0]
+        again = fetch_memories(session, "alice", span, after, 100, year_first=True, vectors=buffer)
+
+    assert by_id == {r["id"]: r["embedding"] for r in plain.to_pylist()}
+    assert again.column("id").to_pylist() == [*older, *late]  # after early's id, by year
+    want = {r["id"]: r["embedding"] for r in plain.to_pylist() if r["id"] > after}
+    assert {r["id"]: r["embedding"] for r in again.to_pylist()} == want
