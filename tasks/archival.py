@@ -85,9 +85,12 @@ def write_part(
     return recorded
 
 
-def verify_part(engine: Engine, cold: ColdStore, entry: ManifestEntry) -> bool:
-    """Step 2: read the file back; mark the manifest 'verified' if it matches."""
-    if not cold.verify(entry.uri, entry.row_count, entry.checksum):
+def verify_part(
+    engine: Engine, cold: ColdStore, entry: ManifestEntry, written: pa.Buffer | None = None
+) -> bool:
+    """Step 2: read the file back (compared with ``written``, its bytes as just written,
+    if given); mark the manifest 'verified' if it matches."""
+    if not cold.verify(entry.uri, entry.row_count, entry.checksum, written):
         return False
     with Session(engine) as session, session.begin():
         archive.relax_commit(session)
@@ -208,7 +211,8 @@ def archive_namespace(
         after = int(pc.max(table.column("id")).as_py())
         for part in by_year(table):
             entry = write_part(engine, cold, part, scratch)
-            moved = commit_part(engine, entry, part) if verify_part(engine, cold, entry) else 0
+            verified = verify_part(engine, cold, entry, scratch.last)
+            moved = commit_part(engine, entry, part) if verified else 0
             if moved:
                 out.archived += moved
                 out.files += 1

@@ -18,7 +18,7 @@ from storage.engine import Store
 from storage.errors import InputError
 from storage.retrieval import Retriever
 from tasks.archival import archive_old, by_year, commit_part, verify_part, write_part
-from tasks.cold_store import ColdStore
+from tasks.cold_store import ColdStore, Scratch
 from tasks.embedding import HashingEmbedder
 from tasks.privacy import restore
 from tests.storage.memory_factory import put
@@ -334,3 +334,26 @@ def test_a_fetch_by_year_groups_rows_at_year_edges_and_reuses_vector_memory(
     assert again.column("id").to_pylist() == [*older, *late]  # after early's id, by year
     want = {r["id"]: r["embedding"] for r in plain.to_pylist() if r["id"] > after}
     assert {r["id"]: r["embedding"] for r in again.to_pylist()} == want
+
+
+@pytest.mark.parametrize("damage", ["none", "one byte", "torn", "longer"])
+def test_a_file_is_verified_against_the_bytes_just_written(
+    store: Store, tmp_path: Path, damage: str
+) -> None:
+    cold = local_cold(tmp_path)
+    seed(store)
+    scratch = Scratch()
+    entry = write_part(store.engine, cold, _first_part(store), scratch)
+    path = cold.local_path(entry.uri)
+    data = bytearray(cold.fs.cat_file(path))
+    if damage == "one byte":
+        data[len(data) // 2] ^= 0x01
+    elif damage == "torn":
+        data = data[:-100]
+    elif damage == "longer":
+        data += b"\0"
+    cold.fs.pipe_file(path, bytes(data))
+
+    assert scratch.last is not None
+    assert verify_part(store.engine, cold, entry, scratch.last) == (damage == "none")
+    assert verify_part(store.engine, cold, entry) == (damage == "none")  # by its sha256
