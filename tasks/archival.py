@@ -19,10 +19,8 @@ A file written but never recorded has a deterministic name, so the re-run overwr
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -35,6 +33,7 @@ from sqlalchemy.orm import Session
 from storage import archive
 from storage.archive import ManifestEntry
 from storage.archive_rows import EARLIEST, VectorBuffer, fetch_memories
+from tasks.bulk_memory import bulk_memory
 from tasks.cold_store import ColdStore, Scratch, memories_part
 
 # Namespaces are independent, so two run at once: one's rows are read or deleted by
@@ -170,19 +169,6 @@ def _rows(table: pa.Table, chosen: np.ndarray) -> pa.Table:
     return rest.add_column(position, table.schema.field(position), embedding)
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cycle collector off for a while: fetched batches hold no cycles, and every
-    few thousand new rows it would walk every tuple still alive (a sixth of a fetch)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 @dataclass
 class NamespaceOutcome:
     found: int = 0
@@ -242,7 +228,7 @@ def archive_old(
     recover(engine, cold, outcome)
     with Session(engine) as session, session.begin():
         outcome.leftovers_dropped = archive.drop_archived_leftovers(session)
-    with ThreadPoolExecutor(ARCHIVE_WORKERS) as pool, collector_paused():
+    with ThreadPoolExecutor(ARCHIVE_WORKERS) as pool, bulk_memory():
         done = pool.map(
             lambda name: archive_namespace(engine, cold, name, cutoff, batch), namespaces
         )

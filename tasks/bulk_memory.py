@@ -1,0 +1,61 @@
+"""Process memory settings for bulk work (archival): fewer fresh pages, no GC walks.
+
+Archival turns each batch of 50,000 memories into 100 MB or more of short-lived Python
+objects and buffers. Two defaults cost it dearly:
+
+- Python's cycle collector walks every live container every few thousand allocations;
+  the fetched rows hold no cycles.
+- glibc hands freed memory back to the kernel as soon as 128 KB sit free at the top of a
+  heap, and maps anything over 128 KB afresh; the next batch then faults in pages the
+  kernel must zero again. That was about a tenth of archival's CPU time.
+
+``bulk_memory()`` turns both off for a block and restores them after, releasing what the
+allocator kept (``malloc_trim``). Without glibc it only pauses the collector.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+# mallopt(3) parameters and glibc's starting values.
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+DEFAULT_TRIM_THRESHOLD = DEFAULT_MMAP_THRESHOLD = 128 * 1024
+# Kept while bulk work runs: allocations up to 32 MB come from the heap (glibc's largest
+# mmap threshold), and up to 1 GB of freed memory stays for the next batch.
+BULK_MMAP_THRESHOLD = 32 * 1024 * 1024
+BULK_TRIM_THRESHOLD = 1024 * 1024 * 1024
+
+
+def _glibc() -> Any | None:
+    try:
+        libc = ctypes.CDLL(None)
+    except OSError:
+        return None
+    has_all = all(
+        hasattr(libc, name) for name in ("mallopt", "malloc_trim", "gnu_get_libc_version")
+    )
+    return libc if has_all else None
+
+
+@contextmanager
+def bulk_memory() -> Iterator[None]:
+    """Pause the cycle collector and keep freed memory in the process for a block."""
+    libc = _glibc()
+    collecting = gc.isenabled()
+    gc.disable()
+    if libc is not None:
+        libc.mallopt(M_MMAP_THRESHOLD, BULK_MMAP_THRESHOLD)
+        libc.mallopt(M_TRIM_THRESHOLD, BULK_TRIM_THRESHOLD)
+    try:
+        yield
+    finally:
+        if libc is not None:
+            libc.mallopt(M_TRIM_THRESHOLD, DEFAULT_TRIM_THRESHOLD)
+            libc.mallopt(M_MMAP_THRESHOLD, DEFAULT_MMAP_THRESHOLD)
+            libc.malloc_trim(0)
+        if collecting:
+            gc.enable()
