@@ -47,10 +47,10 @@ _NAMES = tuple(MEMORY_SCHEMA.names)
 _TS_COLUMNS = ("last_accessed_at", "occurred_at", "created_at")
 
 # One namespace's memories in a time span, in id order (unpinned unless asked); vectors as
-# their binary send format and times as epoch microseconds, so conversion to Arrow is a few
-# array operations, not a row loop.
+# bytes (stored, or pgvector's send format) and times as epoch microseconds, so conversion
+# to Arrow is a few array operations, not a row loop.
 _FETCH = """
-    SELECT id, namespace, kind, content, content_key, vector_send(embedding) AS embedding,
+    SELECT id, namespace, kind, content, content_key, {vector} AS embedding,
            embedding_model, importance, vehemence, salience, access_count,
            (extract(epoch FROM last_accessed_at) * 1000000)::int8 AS last_accessed_at,
            tier, pinned, session_id, message_ids, run_id::text AS run_id, extractor,
@@ -61,6 +61,15 @@ _FETCH = """
       AND (%(with_pinned)s OR NOT pinned) AND id > %(after)s
     ORDER BY id LIMIT %(limit)s
 """
+# Migration 0011 casts a vector to its stored bytes where it could (a superuser migrated).
+STORED_BYTES_CAST = """
+    SELECT EXISTS (
+        SELECT 1 FROM pg_cast
+        WHERE castsource = 'vector'::regtype AND casttarget = 'bytea'::regtype
+          AND castmethod = 'b'
+    )
+"""
+_STORED, _SENT = "CAST(embedding AS bytea)", "vector_send(embedding)"
 _COPY_TYPES = (
     "int8 text text text text vector text float8 float8 float8 int4 timestamptz text bool "
     "text text[] uuid text timestamptz timestamptz"
@@ -124,12 +133,15 @@ def fetch_memories(
     }
     with _driver(session).cursor(binary=True) as cursor:
         cursor.execute(SERIAL_IN_MEMORY)
+        cast = cursor.execute(STORED_BYTES_CAST).fetchone()
+        stored = bool(cast and cast[0])
+        fetch = _FETCH.replace("{vector}", _STORED if stored else _SENT)
         # Streamed 1,000 rows at a time: libpq never buffers the whole batch (about 90 MB for
         # 50,000 rows) in one growing block that the kernel must map and zero afresh.
-        rows = list(cursor.stream(_FETCH, params, size=1000))
+        rows = list(cursor.stream(fetch, params, size=1000))
     if year_first:
         rows.sort(key=_utc_year)  # stable: id order within a year
-    return to_table(rows, vectors)
+    return to_table(rows, vectors, stored_bytes=stored)
 
 
 _OCCURRED = _NAMES.index("occurred_at")
@@ -145,7 +157,9 @@ def _utc_year(row: tuple[Any, ...]) -> int:
     return bisect_right(_YEAR_STARTS, row[_OCCURRED])
 
 
-def to_table(rows: list[tuple[Any, ...]], vectors: VectorBuffer | None = None) -> pa.Table:
+def to_table(
+    rows: list[tuple[Any, ...]], vectors: VectorBuffer | None = None, *, stored_bytes: bool
+) -> pa.Table:
     """Column-wise conversion of fetched rows (vectors stacked into one float32 buffer)."""
     if not rows:
         return MEMORY_SCHEMA.empty_table()
@@ -154,7 +168,7 @@ def to_table(rows: list[tuple[Any, ...]], vectors: VectorBuffer | None = None) -
     for name in _NAMES:
         field = MEMORY_SCHEMA.field(name)
         if name == "embedding":
-            arrays.append(_vectors(columns[name], vectors or VectorBuffer()))
+            arrays.append(_vectors(columns[name], vectors or VectorBuffer(), stored_bytes))
         elif name in _TS_COLUMNS:
             arrays.append(pa.array(columns[name], type=pa.int64()).cast(_TS))
         else:
@@ -167,20 +181,30 @@ def to_table(rows: list[tuple[Any, ...]], vectors: VectorBuffer | None = None) -
 _PIECE = 2048
 
 
-def _vectors(values: tuple[Any, ...], buffer: VectorBuffer) -> pa.Array:
-    """``vector_send`` bytes (int16 dim, int16 unused, big-endian float4s) to list<float32>:
-    piece by piece, the headers dropped and the bytes swapped into ``buffer``."""
+def _vectors(values: tuple[Any, ...], buffer: VectorBuffer, stored_bytes: bool) -> pa.Array:
+    """Vector bytes (int16 dim, int16 unused, float4s: big-endian from ``vector_send``, the
+    server's own order if stored) to list<float32>: piece by piece, the headers dropped and
+    the bytes put in order into ``buffer``."""
     sizes = {len(value) for value in values}
     if len(sizes) != 1:
         raise ValueError(f"vectors of different dimensions in one fetch: {sorted(sizes)} bytes")
     dim = (sizes.pop() - 4) // 4
-    sent = np.dtype([("head", ">i4"), ("x", ">f4", (dim,))])
+    order = _stored_order(values[0], dim) if stored_bytes else ">"
+    sent = np.dtype([("head", f"{order}i4"), ("x", f"{order}f4", (dim,))])
     matrix = buffer.take(len(values), dim)
     for start in range(0, len(values), _PIECE):
         piece = b"".join(values[start : start + _PIECE])
         matrix[start : start + _PIECE] = np.frombuffer(piece, dtype=sent)["x"]
     offsets = pa.array(np.arange(0, matrix.size + 1, dim, dtype=np.int32))
     return pa.ListArray.from_arrays(offsets, pa.array(matrix.reshape(-1)))
+
+
+def _stored_order(value: bytes, dim: int) -> str:
+    """The byte order of a stored vector, read from its int16 dimension count."""
+    for order in "<>":
+        if int.from_bytes(value[:2], "little" if order == "<" else "big") == dim:
+            return order
+    raise ValueError(f"a stored vector's header does not say its {dim} dimensions")
 
 
 def insert_rows(session: Session, table: pa.Table) -> int:

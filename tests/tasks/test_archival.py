@@ -11,7 +11,12 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.archive_rows import MEMORY_SCHEMA, VectorBuffer, fetch_memories
+from storage.archive_rows import (
+    MEMORY_SCHEMA,
+    STORED_BYTES_CAST,
+    VectorBuffer,
+    fetch_memories,
+)
 from storage.archive_search import ArchiveReader
 from storage.config import RetrievalSettings
 from storage.engine import Store
@@ -357,3 +362,22 @@ def test_a_file_is_verified_against_the_bytes_just_written(
     assert scratch.last is not None
     assert verify_part(store.engine, cold, entry, scratch.last) == (damage == "none")
     assert verify_part(store.engine, cold, entry) == (damage == "none")  # by its sha256
+
+
+def test_vectors_read_the_same_as_stored_bytes_and_through_vector_send(store: Store) -> None:
+    texts = [f"note {i} with its own vector" for i in range(5)]
+    ids = put(store, "alice", texts, AS_OF - timedelta(days=400))
+    want = HashingEmbedder(store.settings.embedding.dim).embed(texts)
+    span = (AS_OF - timedelta(days=5000), CUTOFF)
+    with Session(store.engine) as session:
+        assert session.execute(text(STORED_BYTES_CAST)).scalar()  # the embedded server's
+        stored = fetch_memories(session, "alice", span, 0, 100)
+        session.execute(text("DROP CAST (vector AS bytea)"))  # as on a server without it
+        assert not session.execute(text(STORED_BYTES_CAST)).scalar()
+        sent = fetch_memories(session, "alice", span, 0, 100)
+        session.rollback()
+
+    assert stored.column("id").to_pylist() == ids
+    assert stored.equals(sent)
+    got = stored.column("embedding").to_pylist()
+    assert [list(map(float, v)) for v in want] == got
