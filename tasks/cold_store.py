@@ -34,6 +34,7 @@ from storage.errors import StorageError
 _PARQUET_OPTIONS: dict[str, object] = {
     "use_dictionary": ["namespace", "kind", "tier", "embedding_model", "extractor", "role"],
     "write_statistics": ["id", "occurred_at", "ts"],
+    "row_group_size": 8192,
 }
 _UNCOMPRESSED = frozenset({"embedding"})
 
@@ -67,7 +68,7 @@ class Scratch:
         options = _parquet_options(table.column_names)
         need = table.nbytes + table.nbytes // 4 + (1 << 20)  # Parquet's levels and footer
         if self.buffer is None or self.buffer.size < need:
-            self.buffer = pa.allocate_buffer(need)
+            self.buffer = pa.allocate_buffer(1 << (need - 1).bit_length())  # few regrowths
         writer = pa.FixedSizeBufferWriter(self.buffer)
         try:
             pq.write_table(table, writer, **options)
