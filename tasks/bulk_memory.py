@@ -7,10 +7,12 @@ objects and buffers. Two defaults cost it dearly:
   the fetched rows hold no cycles.
 - glibc hands freed memory back to the kernel as soon as 128 KB sit free at the top of a
   heap, and maps anything over 128 KB afresh; the next batch then faults in pages the
-  kernel must zero again. That was about a tenth of archival's CPU time.
+  kernel must zero again. That was about a tenth of archival's CPU time. Arrow's own
+  allocator (mimalloc) does the same within milliseconds, so Arrow allocates from glibc
+  (its system pool) meanwhile.
 
-``bulk_memory()`` turns both off for a block and restores them after, releasing what the
-allocator kept (``malloc_trim``). Without glibc it only pauses the collector.
+``bulk_memory()`` changes all three for a block and restores them after, releasing what
+the allocator kept (``malloc_trim``). Without glibc it only pauses the collector.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+import pyarrow as pa
 
 # mallopt(3) parameters and glibc's starting values.
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
@@ -44,16 +48,18 @@ def _glibc() -> Any | None:
 @contextmanager
 def bulk_memory() -> Iterator[None]:
     """Pause the cycle collector and keep freed memory in the process for a block."""
-    libc = _glibc()
+    libc, arrow_pool = _glibc(), pa.default_memory_pool()
     collecting = gc.isenabled()
     gc.disable()
     if libc is not None:
         libc.mallopt(M_MMAP_THRESHOLD, BULK_MMAP_THRESHOLD)
         libc.mallopt(M_TRIM_THRESHOLD, BULK_TRIM_THRESHOLD)
+        pa.set_memory_pool(pa.system_memory_pool())
     try:
         yield
     finally:
         if libc is not None:
+            pa.set_memory_pool(arrow_pool)  # each buffer still frees into its own pool
             libc.mallopt(M_TRIM_THRESHOLD, DEFAULT_TRIM_THRESHOLD)
             libc.mallopt(M_MMAP_THRESHOLD, DEFAULT_MMAP_THRESHOLD)
             libc.malloc_trim(0)
