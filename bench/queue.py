@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/queue.py [--items 10000] [--samples 200] [--claim-batch 20]
 
-Runs on a throw-away embedded PostgreSQL with the offline embedder. Drains 10,000
+Runs on a throw-away embedded PostgreSQL (deleted at the end unless ``--keep``) with the
+offline embedder. Drains 10,000
 ADD_MEMORY items with one drainer, then another 10,000 with four (threads, each with its
 own connections); then a continuous worker (``run_worker``) runs while single items are
 enqueued and committed one at a time, and each is searched for until found.
@@ -19,7 +20,9 @@ if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().p
     sys.path.pop(0)
 
 import argparse
+import atexit
 import os
+import shutil
 import statistics
 import tempfile
 import threading
@@ -43,8 +46,11 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--claim-batch", type=int, default=None)
+    parser.add_argument("--keep", action="store_true", help="keep the work dir")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="archivist-bench-queue-"))
+    if not args.keep:  # registered first, so it runs after the embedded server has stopped
+        atexit.register(shutil.rmtree, workdir, ignore_errors=True)
     os.environ["ARCHIVIST_DATA_DIR"] = str(workdir)
     os.environ.pop("ARCHIVIST_DATABASE_URL", None)
     if args.claim_batch:

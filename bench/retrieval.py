@@ -6,7 +6,8 @@ For each size: memories with 384-d vectors (the offline embedder over synthetic 
 in 1,000 namespaces of Zipf-skewed sizes; large namespaces moved into the HNSW index with
 the product's own step; then search p50/p95/p99 (access recorded, as in use), priming
 p50/p95, a plain ``ORDER BY embedding <=> q LIMIT 10`` per namespace, and the HNSW
-path's recall@10 against an exact scan in the largest namespace.
+path's recall@10 against an exact scan in the largest namespace. Each size's work dir is
+deleted at the end unless ``--keep``.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().p
     sys.path.pop(0)
 
 import argparse
+import atexit
 import hashlib
 import os
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -157,8 +160,10 @@ def ann_recall(engine: Engine, retriever: Retriever, ns: str, queries: list[str]
     return found / (10 * len(queries))
 
 
-def run(size: int, queries: int) -> None:
+def run(size: int, queries: int, keep: bool) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="archivist-bench-retrieval-"))
+    if not keep:  # registered first, so it runs after the embedded server has stopped
+        atexit.register(shutil.rmtree, workdir, ignore_errors=True)
     settings = Settings(data_dir=workdir)
     store = open_store(settings)
     upgrade(store.engine, settings)
@@ -200,10 +205,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--keep", action="store_true", help="keep the work dirs")
     args = parser.parse_args()
     os.environ.pop("ARCHIVIST_DATABASE_URL", None)
     for size in (int(s) for s in args.sizes.split(",")):
-        run(size, args.queries)
+        run(size, args.queries, args.keep)
 
 
 if __name__ == "__main__":

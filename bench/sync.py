@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/sync.py [--sessions 10000] [--messages-per-session 20]
 
-Runs on a throw-away embedded PostgreSQL and memory folder. The flow's own clock is used
+Runs on a throw-away embedded PostgreSQL and memory folder (deleted at the end unless
+``--keep``). The flow's own clock is used
 (its report's ``seconds``), so Prefect start-up is excluded; load time is printed apart.
 """
 
@@ -17,7 +18,9 @@ if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().p
     sys.path.pop(0)
 
 import argparse
+import atexit
 import os
+import shutil
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -34,8 +37,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--messages-per-session", type=int, default=20)
+    parser.add_argument("--keep", action="store_true", help="keep the work dir")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="archivist-bench-"))
+    if not args.keep:  # registered first, so it runs after the embedded server has stopped
+        atexit.register(shutil.rmtree, workdir, ignore_errors=True)
     os.environ["ARCHIVIST_DATA_DIR"] = str(workdir)
     os.environ.pop("ARCHIVIST_DATABASE_URL", None)
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
