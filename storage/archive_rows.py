@@ -133,8 +133,8 @@ def fetch_memories(
     }
     with _driver(session).cursor(binary=True) as cursor:
         cursor.execute(SERIAL_IN_MEMORY)
-        cast = cursor.execute(STORED_BYTES_CAST).fetchone()
-        stored = bool(cast and cast[0])
+        found = cursor.execute(STORED_BYTES_CAST).fetchone()
+        stored = bool(found and found[0])
         fetch = _FETCH.replace("{vector}", _STORED if stored else _SENT)
         # Streamed 1,000 rows at a time: libpq never buffers the whole batch (about 90 MB for
         # 50,000 rows) in one growing block that the kernel must map and zero afresh.

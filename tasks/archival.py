@@ -228,7 +228,7 @@ def archive_old(
     recover(engine, cold, outcome)
     with Session(engine) as session, session.begin():
         outcome.leftovers_dropped = archive.drop_archived_leftovers(session)
-    with ThreadPoolExecutor(ARCHIVE_WORKERS) as pool, bulk_memory():
+    with bulk_memory(), ThreadPoolExecutor(ARCHIVE_WORKERS) as pool:  # pool ends first
         done = pool.map(
             lambda name: archive_namespace(engine, cold, name, cutoff, batch), namespaces
         )
