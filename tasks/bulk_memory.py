@@ -1,7 +1,7 @@
 """Process memory settings for bulk work (archival): fewer fresh pages, no GC walks.
 
 Archival turns each batch of 50,000 memories into 100 MB or more of short-lived Python
-objects and buffers. Two defaults cost it dearly:
+objects and buffers. These defaults cost it dearly:
 
 - Python's cycle collector walks every live container every few thousand allocations;
   the fetched rows hold no cycles.
