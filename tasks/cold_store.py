@@ -57,7 +57,7 @@ class Scratch:
 
     A file the size of a batch (50 to 100 MB) encoded into a growing buffer was copied at
     each doubling into memory the kernel had to map and zero afresh; this one is sized
-    once, from the table, and kept."""
+    from the table (to the next power of two) and kept."""
 
     def __init__(self) -> None:
         self.buffer: pa.Buffer | None = None
