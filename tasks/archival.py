@@ -141,7 +141,7 @@ def by_year(table: pa.Table) -> list[pa.Table]:
     """A batch of memories split into one table per UTC year of ``occurred_at``, in order.
 
     Years in runs (as archival fetches them, or as ids follow time) are zero-copy slices;
-    otherwise each year's rows are picked out, the vectors as one float32 matrix."""
+    otherwise each year's rows are filtered out."""
     if table.num_rows == 0:
         return []
     years = pc.year(table.column("occurred_at")).to_numpy()
@@ -150,23 +150,7 @@ def by_year(table: pa.Table) -> list[pa.Table]:
     if len(set(years[bounds[:-1]].tolist())) == len(bounds) - 1:  # one run per year
         runs = sorted(zip(years[bounds[:-1]].tolist(), bounds, bounds[1:], strict=False))
         return [table.slice(lo, hi - lo) for _, lo, hi in runs]
-    return [_rows(table, years == year) for year in np.unique(years).tolist()]
-
-
-def _rows(table: pa.Table, chosen: np.ndarray) -> pa.Table:
-    """The chosen rows; Arrow's take of a list column copies a row at a time, numpy's
-    boolean index of a matrix does not."""
-    position = table.schema.get_field_index("embedding")
-    vectors = table.column("embedding").combine_chunks()
-    lengths = np.diff(vectors.offsets.to_numpy())
-    if vectors.null_count or len(set(lengths.tolist())) != 1:
-        return table.filter(pa.array(chosen))  # not one dimension throughout: Arrow's way
-    dim = int(lengths[0])
-    matrix = vectors.flatten().to_numpy().reshape(-1, dim)[chosen]
-    offsets = pa.array(np.arange(0, matrix.size + 1, dim, dtype=np.int32))
-    embedding = pa.ListArray.from_arrays(offsets, pa.array(matrix.reshape(-1)))
-    rest = table.drop_columns(["embedding"]).filter(pa.array(chosen))
-    return rest.add_column(position, table.schema.field(position), embedding)
+    return [table.filter(pa.array(years == year)) for year in np.unique(years).tolist()]
 
 
 @dataclass
