@@ -1,4 +1,4 @@
-"""Memories as Arrow tables: one big binary SELECT out of ``memories``, one COPY back in.
+"""Memories as Arrow tables: read out of ``memories`` in bulk (ADBC), one COPY back in.
 
 The archive keeps every column a memory needs to come back unchanged (its id, vector as
 ``list<float32>``, counters, tier and provenance); the generated columns (``tsv``,
@@ -7,16 +7,20 @@ The archive keeps every column a memory needs to come back unchanged (its id, ve
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, cast
 
+import adbc_driver_postgresql.dbapi as adbc
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+from adbc_driver_manager.dbapi import Connection as AdbcConnection
 from pgvector.psycopg import register_vector
-from psycopg import Connection
-from sqlalchemy import text
+from psycopg import Connection, sql
+from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
+
+from storage.engine import libpq_uri
 
 _TS = pa.timestamp("us", tz="UTC")
 MEMORY_SCHEMA = pa.schema(
@@ -44,22 +48,20 @@ MEMORY_SCHEMA = pa.schema(
     ]
 )
 _NAMES = tuple(MEMORY_SCHEMA.names)
-_TS_COLUMNS = ("last_accessed_at", "occurred_at", "created_at")
 
-# One namespace's memories in a time span, in id order (unpinned unless asked); vectors as
-# bytes (stored, or pgvector's send format) and times as epoch microseconds, so conversion
-# to Arrow is a few array operations, not a row loop.
+# One namespace's memories in a time span, in id order (unpinned unless asked), vectors as
+# bytes: stored, or pgvector's send format. The values are inlined as literals (quoted by
+# psycopg): ADBC streams a statement without parameters through COPY, straight into Arrow
+# batches of about 16 MB; with parameters, libpq would hold the whole result first.
 _FETCH = """
     SELECT id, namespace, kind, content, content_key, {vector} AS embedding,
-           embedding_model, importance, vehemence, salience, access_count,
-           (extract(epoch FROM last_accessed_at) * 1000000)::int8 AS last_accessed_at,
+           embedding_model, importance, vehemence, salience, access_count, last_accessed_at,
            tier, pinned, session_id, message_ids, run_id::text AS run_id, extractor,
-           (extract(epoch FROM occurred_at) * 1000000)::int8 AS occurred_at,
-           (extract(epoch FROM created_at) * 1000000)::int8 AS created_at
+           occurred_at, created_at
     FROM memories
-    WHERE namespace = %(namespace)s AND occurred_at >= %(start)s AND occurred_at < %(end)s
-      AND (%(with_pinned)s OR NOT pinned) AND id > %(after)s
-    ORDER BY id LIMIT %(limit)s
+    WHERE namespace = {namespace} AND occurred_at >= {start} AND occurred_at < {end}
+      AND ({with_pinned} OR NOT pinned) AND id > {after}
+    ORDER BY id LIMIT {limit}
 """
 # Migration 0011 casts a vector to its stored bytes where it could (a superuser migrated).
 STORED_BYTES_CAST = """
@@ -78,8 +80,8 @@ _COPY_TYPES = (
 # processes (archival already runs two fetches at once), and the sort of a batch (about
 # 90 MB for 50,000) fits in memory.
 SERIAL_IN_MEMORY = (
-    "SELECT set_config('max_parallel_workers_per_gather', '0', true), "
-    "set_config('work_mem', '256MB', true)"
+    "SELECT set_config('max_parallel_workers_per_gather', '0', false), "
+    "set_config('work_mem', '256MB', false)"
 )
 # Where a fetch of "every memory up to" a time starts (a day after timestamptz's year 1,
 # so no time zone pushes it out of range).
@@ -103,14 +105,49 @@ class VectorBuffer:
         return self.array[: rows * dim].reshape(rows, dim)
 
 
-def _driver(session: Session) -> Connection[Any]:
-    conn = cast(Connection[Any], session.connection().connection.driver_connection)
-    register_vector(conn)
-    return conn
+class MemoryReader:
+    """A connection of its own for reading memories in bulk, as Arrow tables.
+
+    ADBC's PostgreSQL driver decodes the server's binary rows into Arrow columns in C; a
+    Python driver builds a tuple and about twenty objects per row first, which was about
+    half of what archival spent reading. Each read is its own statement (autocommit) and
+    sees what is committed. Close it (or use it as a context manager) when done."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._conn: AdbcConnection = adbc.connect(libpq_uri(engine.url), autocommit=True)
+        try:
+            self._rows(SERIAL_IN_MEMORY)
+            self.stored_bytes = bool(self._rows(STORED_BYTES_CAST).column(0)[0].as_py())
+        except BaseException:
+            self._conn.close()
+            raise
+        self._vector = sql.SQL(_STORED if self.stored_bytes else _SENT)
+
+    def _rows(self, query: str) -> pa.Table:
+        with self._conn.cursor() as cursor:
+            cursor.execute(query)
+            return cursor.fetch_arrow_table()
+
+    def memories(
+        self, namespace: str, span: tuple[datetime, datetime], after: int, limit: int, pinned: bool
+    ) -> pa.Table:
+        values = {"namespace": namespace, "start": span[0], "end": span[1]}
+        values |= {"with_pinned": pinned, "after": after, "limit": limit}
+        literals = {name: sql.Literal(value) for name, value in values.items()}
+        return self._rows(sql.SQL(_FETCH).format(vector=self._vector, **literals).as_string())
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> MemoryReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def fetch_memories(
-    session: Session,
+    reader: MemoryReader,
     namespace: str,
     span: tuple[datetime, datetime],
     after: int,
@@ -123,78 +160,56 @@ def fetch_memories(
     """The next ``limit`` memories of a namespace that happened in [start, end), after id
     ``after`` (unpinned unless asked), as one Arrow table, in id order (``year_first``:
     by UTC year of ``occurred_at``, then id). Vectors go into ``vectors`` if given."""
-    params = {
-        "namespace": namespace,
-        "start": span[0],
-        "end": span[1],
-        "after": after,
-        "limit": limit,
-        "with_pinned": with_pinned,
-    }
-    with _driver(session).cursor(binary=True) as cursor:
-        cursor.execute(SERIAL_IN_MEMORY)
-        found = cursor.execute(STORED_BYTES_CAST).fetchone()
-        stored = bool(found and found[0])
-        fetch = _FETCH.replace("{vector}", _STORED if stored else _SENT)
-        # Streamed 1,000 rows at a time: libpq never buffers the whole batch (about 90 MB for
-        # 50,000 rows) in one growing block that the kernel must map and zero afresh.
-        rows = list(cursor.stream(fetch, params, size=1000))
-    if year_first:
-        rows.sort(key=_utc_year)  # stable: id order within a year
-    return to_table(rows, vectors, stored_bytes=stored)
-
-
-_OCCURRED = _NAMES.index("occurred_at")
-# Where each UTC year starts, in epoch microseconds, for the years a timestamptz can hold.
-_YEAR_STARTS = [
-    (datetime(year, 1, 1, tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC))
-    // timedelta(microseconds=1)
-    for year in range(1, 10_000)
-]
-
-
-def _utc_year(row: tuple[Any, ...]) -> int:
-    return bisect_right(_YEAR_STARTS, row[_OCCURRED])
-
-
-def to_table(
-    rows: list[tuple[Any, ...]], vectors: VectorBuffer | None = None, *, stored_bytes: bool
-) -> pa.Table:
-    """Column-wise conversion of fetched rows (vectors stacked into one float32 buffer)."""
-    if not rows:
+    found = reader.memories(namespace, span, after, limit, with_pinned)
+    if found.num_rows == 0:
         return MEMORY_SCHEMA.empty_table()
-    columns = dict(zip(_NAMES, zip(*rows, strict=True), strict=True))
-    arrays = []
-    for name in _NAMES:
-        field = MEMORY_SCHEMA.field(name)
-        if name == "embedding":
-            arrays.append(_vectors(columns[name], vectors or VectorBuffer(), stored_bytes))
-        elif name in _TS_COLUMNS:
-            arrays.append(pa.array(columns[name], type=pa.int64()).cast(_TS))
+    order = _year_order(found.column("occurred_at")) if year_first else None
+    columns: list[pa.Array | pa.ChunkedArray] = []
+    for field in MEMORY_SCHEMA:
+        if field.name == "embedding":
+            embedding = found.column("embedding")
+            buffer = vectors or VectorBuffer()
+            columns.append(_vectors(embedding, buffer, reader.stored_bytes, order))
         else:
-            arrays.append(pa.array(columns[name], type=field.type))
-    return pa.Table.from_arrays(arrays, schema=MEMORY_SCHEMA)
+            column = found.column(field.name)
+            columns.append((column if order is None else column.take(order)).cast(field.type))
+    return pa.Table.from_arrays(columns, schema=MEMORY_SCHEMA)
 
 
-# Vectors are converted this many rows at a time: the joined bytes of a piece stay small
-# enough for the allocator to reuse their memory from one piece to the next.
-_PIECE = 2048
+def _year_order(occurred: pa.ChunkedArray) -> np.ndarray | None:
+    """Row order by UTC year (stable: id order within a year); None if already so."""
+    years = pc.year(occurred).to_numpy()
+    if bool((np.diff(years) >= 0).all()):
+        return None
+    return np.argsort(years, kind="stable")
 
 
-def _vectors(values: tuple[Any, ...], buffer: VectorBuffer, stored_bytes: bool) -> pa.Array:
+def _vectors(
+    column: pa.ChunkedArray, buffer: VectorBuffer, stored_bytes: bool, order: np.ndarray | None
+) -> pa.Array:
     """Vector bytes (int16 dim, int16 unused, float4s: big-endian from ``vector_send``, the
-    server's own order if stored) to list<float32>: piece by piece, the headers dropped and
-    the bytes put in order into ``buffer``."""
-    sizes = {len(value) for value in values}
-    if len(sizes) != 1:
-        raise ValueError(f"vectors of different dimensions in one fetch: {sorted(sizes)} bytes")
-    dim = (sizes.pop() - 4) // 4
-    order = _stored_order(values[0], dim) if stored_bytes else ">"
-    sent = np.dtype([("head", f"{order}i4"), ("x", f"{order}f4", (dim,))])
-    matrix = buffer.take(len(values), dim)
-    for start in range(0, len(values), _PIECE):
-        piece = b"".join(values[start : start + _PIECE])
-        matrix[start : start + _PIECE] = np.frombuffer(piece, dtype=sent)["x"]
+    server's own order if stored) to list<float32>, in ``order``: the headers dropped and
+    the floats put in order into ``buffer``, chunk by chunk, straight from Arrow's data."""
+    sizes = pc.unique(pc.binary_length(column)).to_pylist()
+    if len(sizes) != 1 or column.null_count:
+        raise ValueError(f"vectors of different dimensions in one fetch: {sizes} bytes")
+    dim = (sizes[0] - 4) // 4
+    chunks = [chunk for chunk in column.chunks if len(chunk)]
+    byte_order = _stored_order(chunks[0][0].as_py(), dim) if stored_bytes else ">"
+    record = np.dtype([("head", f"{byte_order}i4"), ("x", f"{byte_order}f4", (dim,))])
+    matrix = buffer.take(len(column), dim)
+    where = None
+    if order is not None:  # row i of the result is row order[i] of the fetch
+        where = np.empty_like(order)
+        where[order] = np.arange(len(order))
+    start = 0
+    for chunk in chunks:
+        _, offsets, data = chunk.buffers()
+        first = np.frombuffer(offsets, dtype=np.int32, count=1, offset=4 * chunk.offset)[0]
+        rows = np.frombuffer(data, dtype=record, count=len(chunk), offset=int(first))
+        stop = start + len(chunk)
+        matrix[slice(start, stop) if where is None else where[start:stop]] = rows["x"]
+        start = stop
     offsets = pa.array(np.arange(0, matrix.size + 1, dim, dtype=np.int32))
     return pa.ListArray.from_arrays(offsets, pa.array(matrix.reshape(-1)))
 
@@ -205,6 +220,12 @@ def _stored_order(value: bytes, dim: int) -> str:
         if int.from_bytes(value[:2], "little" if order == "<" else "big") == dim:
             return order
     raise ValueError(f"a stored vector's header does not say its {dim} dimensions")
+
+
+def _driver(session: Session) -> Connection[Any]:
+    conn = cast(Connection[Any], session.connection().connection.driver_connection)
+    register_vector(conn)
+    return conn
 
 
 def insert_rows(session: Session, table: pa.Table) -> int:

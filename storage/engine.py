@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import OperationalError
 
 from storage.config import Settings
@@ -141,6 +141,11 @@ def resolve_url(settings: Settings) -> str:
             )
         return parsed.render_as_string(hide_password=False)
     return embedded_url(settings.pgdata_dir)
+
+
+def libpq_uri(url: URL) -> str:
+    """A SQLAlchemy URL as libpq's connection URI (psycopg's query options are libpq's)."""
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 def get_engine(url: str) -> Engine:

@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from storage import archive
 from storage.archive import ManifestEntry
-from storage.archive_rows import EARLIEST, VectorBuffer, fetch_memories
+from storage.archive_rows import EARLIEST, MemoryReader, VectorBuffer, fetch_memories
 from tasks.bulk_memory import bulk_memory
 from tasks.cold_store import ColdStore, Scratch, memories_part
 
@@ -169,27 +169,27 @@ def archive_namespace(
     """Archive a namespace's memories older than ``cutoff``: ``batch`` rows per read, one
     file per year in each read."""
     after, out, scratch, vectors = 0, NamespaceOutcome(), Scratch(), VectorBuffer()
-    while True:
-        with Session(engine) as session, session.begin():
+    with MemoryReader(engine) as reader:
+        while True:
             span = (EARLIEST, cutoff)
             table = fetch_memories(
-                session, namespace, span, after, batch, year_first=True, vectors=vectors
+                reader, namespace, span, after, batch, year_first=True, vectors=vectors
             )
-        if table.num_rows == 0:
-            return out
-        out.found += table.num_rows
-        after = int(pc.max(table.column("id")).as_py())
-        for part in by_year(table):
-            entry = write_part(engine, cold, part, scratch)
-            verified = verify_part(engine, cold, entry, scratch.last)
-            moved = commit_part(engine, entry, part) if verified else 0
-            if moved:
-                out.archived += moved
-                out.files += 1
-            else:  # stale or unreadable: its rows stay hot for the next run
-                _discard(engine, cold, entry)
-        if table.num_rows < batch:  # the namespace is done; another query would only say so
-            return out
+            if table.num_rows == 0:
+                return out
+            out.found += table.num_rows
+            after = int(pc.max(table.column("id")).as_py())
+            for part in by_year(table):
+                entry = write_part(engine, cold, part, scratch)
+                verified = verify_part(engine, cold, entry, scratch.last)
+                moved = commit_part(engine, entry, part) if verified else 0
+                if moved:
+                    out.archived += moved
+                    out.files += 1
+                else:  # stale or unreadable: its rows stay hot for the next run
+                    _discard(engine, cold, entry)
+            if table.num_rows < batch:  # the namespace is done; another query would say so
+                return out
 
 
 def archive_old(

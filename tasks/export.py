@@ -25,7 +25,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from storage import archive
-from storage.archive_rows import EARLIEST, MEMORY_SCHEMA, fetch_memories
+from storage.archive_rows import EARLIEST, MEMORY_SCHEMA, MemoryReader, fetch_memories
 from storage.episodes import Episode
 from storage.sessions import ChatMessage, ChatSession
 from tasks.cold_store import ColdStore
@@ -36,13 +36,13 @@ _ALL_TIME = (EARLIEST, datetime(9999, 1, 1, tzinfo=UTC))
 def _hot_memories(engine: Engine, namespace: str) -> pa.Table:
     parts: list[pa.Table] = []
     after = 0
-    while True:
-        with Session(engine) as session:
-            part = fetch_memories(session, namespace, _ALL_TIME, after, 50_000, with_pinned=True)
-        if part.num_rows == 0:
-            return pa.concat_tables(parts) if parts else MEMORY_SCHEMA.empty_table()
-        parts.append(part)
-        after = int(part.column("id")[-1].as_py())
+    with MemoryReader(engine) as reader:
+        while True:
+            part = fetch_memories(reader, namespace, _ALL_TIME, after, 50_000, with_pinned=True)
+            if part.num_rows == 0:
+                return pa.concat_tables(parts) if parts else MEMORY_SCHEMA.empty_table()
+            parts.append(part)
+            after = int(part.column("id")[-1].as_py())
 
 
 def _sessions(session: Session, namespace: str) -> dict[str, str]:

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 from storage.config import Settings
-from storage.engine import check_pgvector, open_store, resolve_url
+from storage.engine import check_pgvector, libpq_uri, open_store, resolve_url
 from storage.errors import ConfigurationError, StorageError
 from storage.migrate import head_revision, require_current, upgrade
 
@@ -136,6 +137,13 @@ def test_bad_database_urls_are_configuration_errors(tmp_path: Path) -> None:
     assert resolve_url(Settings(database_url="postgresql://u@h/db", data_dir=tmp_path)).startswith(
         "postgresql+psycopg://"
     )
+
+
+def test_a_url_becomes_the_libpq_uri_bulk_reads_connect_with() -> None:
+    url = make_url("postgresql+psycopg://ann:p%40ss@db.internal:5433/mem?sslmode=require")
+    assert libpq_uri(url) == "postgresql://ann:p%40ss@db.internal:5433/mem?sslmode=require"
+    socket = make_url("postgresql+psycopg://postgres:@/archivist?host=/tmp/pg")
+    assert libpq_uri(socket) == "postgresql://postgres:@/archivist?host=%2Ftmp%2Fpg"
 
 
 def test_unreachable_server_is_a_storage_error(tmp_path: Path) -> None:

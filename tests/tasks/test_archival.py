@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -14,7 +15,9 @@ from sqlalchemy.orm import Session
 from storage.archive_rows import (
     MEMORY_SCHEMA,
     STORED_BYTES_CAST,
+    MemoryReader,
     VectorBuffer,
+    _vectors,
     fetch_memories,
 )
 from storage.archive_search import ArchiveReader
@@ -106,8 +109,8 @@ def test_pinned_memories_are_never_archived(store: Store, tmp_path: Path) -> Non
 
 
 def _first_part(store: Store):
-    with Session(store.engine) as session:
-        old = fetch_memories(session, "alice", (AS_OF - timedelta(days=5000), CUTOFF), 0, 10_000)
+    with MemoryReader(store.engine) as reader:
+        old = fetch_memories(reader, "alice", (AS_OF - timedelta(days=5000), CUTOFF), 0, 10_000)
     return by_year(old)[-1]  # alice's 2025 memories, as the first file of a run would hold
 
 
@@ -326,14 +329,14 @@ def test_a_fetch_by_year_groups_rows_at_year_edges_and_reuses_vector_memory(
     older = put(store, "alice", ["mid 2022", "also 2022"], datetime(2022, 6, 1, tzinfo=UTC))
     span = (new_year - timedelta(days=5000), CUTOFF)
     buffer = VectorBuffer()
-    with Session(store.engine) as session:
-        plain = fetch_memories(session, "alice", span, 0, 100)
-        first = fetch_memories(session, "alice", span, 0, 100, year_first=True, vectors=buffer)
+    with MemoryReader(store.engine) as reader:
+        plain = fetch_memories(reader, "alice", span, 0, 100)
+        first = fetch_memories(reader, "alice", span, 0, 100, year_first=True, vectors=buffer)
         assert first.column("id").to_pylist() == [*older, *late, *early]
         assert [p.num_rows for p in by_year(first)] == [2, 1, 1]
         by_id = {r["id"]: r["embedding"] for r in first.to_pylist()}
         after = early[0]
-        again = fetch_memories(session, "alice", span, after, 100, year_first=True, vectors=buffer)
+        again = fetch_memories(reader, "alice", span, after, 100, year_first=True, vectors=buffer)
 
     assert by_id == {r["id"]: r["embedding"] for r in plain.to_pylist()}
     assert again.column("id").to_pylist() == [*older, *late]  # after early's id, by year
@@ -369,15 +372,42 @@ def test_vectors_read_the_same_as_stored_bytes_and_through_vector_send(store: St
     ids = put(store, "alice", texts, AS_OF - timedelta(days=400))
     want = HashingEmbedder(store.settings.embedding.dim).embed(texts)
     span = (AS_OF - timedelta(days=5000), CUTOFF)
-    with Session(store.engine) as session:
-        assert session.execute(text(STORED_BYTES_CAST)).scalar()  # the embedded server's
-        stored = fetch_memories(session, "alice", span, 0, 100)
-        session.execute(text("DROP CAST (vector AS bytea)"))  # as on a server without it
-        assert not session.execute(text(STORED_BYTES_CAST)).scalar()
-        sent = fetch_memories(session, "alice", span, 0, 100)
-        session.rollback()
+    with MemoryReader(store.engine) as reader:
+        assert reader.stored_bytes  # the embedded server's
+        stored = fetch_memories(reader, "alice", span, 0, 100)
+    with store.engine.begin() as conn:  # as on a server without the cast
+        conn.execute(text("DROP CAST (vector AS bytea)"))
+    try:
+        with MemoryReader(store.engine) as reader:
+            assert not reader.stored_bytes
+            sent = fetch_memories(reader, "alice", span, 0, 100)
+    finally:
+        with store.engine.begin() as conn:
+            conn.execute(text("CREATE CAST (vector AS bytea) WITHOUT FUNCTION"))
+            assert conn.execute(text(STORED_BYTES_CAST)).scalar()
 
     assert stored.column("id").to_pylist() == ids
     assert stored.equals(sent)
     got = stored.column("embedding").to_pylist()
     assert [list(map(float, v)) for v in want] == got
+
+
+@pytest.mark.parametrize("stored_bytes", [True, False])
+def test_vectors_convert_from_any_chunking_into_the_asked_order(stored_bytes: bool) -> None:
+    want = np.random.default_rng(3).standard_normal((7, 5)).astype(np.float32)
+    endian = "<" if stored_bytes else ">"  # stored bytes, or vector_send's big-endian
+    head = np.array([5, 0], dtype=f"{endian}i2").tobytes()  # int16 dimensions, int16 unused
+    values = [head + row.astype(f"{endian}f4").tobytes() for row in want]
+    # A chunk that starts at an offset into its buffers, an empty one, then the rest.
+    sliced = pa.array([b"not a vector", *values[:3]], pa.binary()).slice(1)
+    column = pa.chunked_array([sliced, pa.array([], pa.binary()), pa.array(values[3:])])
+    order = np.array([6, 0, 5, 1, 4, 2, 3])
+
+    got = _vectors(column, VectorBuffer(), stored_bytes, order)
+    in_place = _vectors(column, VectorBuffer(), stored_bytes, None)
+
+    assert np.array_equal(np.array(got.to_pylist(), dtype=np.float32), want[order])
+    assert np.array_equal(np.array(in_place.to_pylist(), dtype=np.float32), want)
+    mixed = pa.chunked_array([pa.array(values[:2]), pa.array([head + bytes(8)])])
+    with pytest.raises(ValueError, match="different dimensions"):
+        _vectors(mixed, VectorBuffer(), stored_bytes, None)
