@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from queue import Empty, SimpleQueue
 
 import numpy as np
 import pyarrow as pa
@@ -37,7 +38,8 @@ from tasks.bulk_memory import bulk_memory
 from tasks.cold_store import ColdStore, Scratch, memories_part
 
 # Namespaces are independent, so two run at once: one's rows are read or deleted by
-# PostgreSQL while the other's Parquet is encoded and hashed (both release the GIL).
+# PostgreSQL while the other's Parquet is encoded and hashed (both release the GIL). Each
+# worker takes the next namespace from a queue when it is done with one.
 ARCHIVE_WORKERS = 2
 
 
@@ -154,42 +156,72 @@ def by_year(table: pa.Table) -> list[pa.Table]:
 
 
 @dataclass
-class NamespaceOutcome:
+class WorkerOutcome:
     found: int = 0
     archived: int = 0
     files: int = 0
 
 
+@dataclass
+class Worker:
+    """What one archival worker keeps from one namespace to the next: its connection for
+    reads, and its memory for vectors and Parquet (memory the kernel maps afresh is zeroed
+    first; at 50 to 100 MB a batch, that was a good part of archival's time)."""
+
+    reader: MemoryReader
+    scratch: Scratch = field(default_factory=Scratch)
+    vectors: VectorBuffer = field(default_factory=VectorBuffer)
+    outcome: WorkerOutcome = field(default_factory=WorkerOutcome)
+
+
 # Archival reads a namespace's old memories in id order (one pass over their pages; a pass
 # per year would read most pages once per year they hold); each batch comes sorted by year,
-# so its files are slices of it. A worker reuses its memory for vectors and Parquet.
+# so its files are slices of it.
 def archive_namespace(
-    engine: Engine, cold: ColdStore, namespace: str, cutoff: datetime, batch: int
-) -> NamespaceOutcome:
+    engine: Engine, cold: ColdStore, worker: Worker, namespace: str, cutoff: datetime, batch: int
+) -> None:
     """Archive a namespace's memories older than ``cutoff``: ``batch`` rows per read, one
-    file per year in each read."""
-    after, out, scratch, vectors = 0, NamespaceOutcome(), Scratch(), VectorBuffer()
+    file per year in each read; ``worker.outcome`` counts them."""
+    after, out = 0, worker.outcome
+    while True:
+        table = fetch_memories(
+            worker.reader,
+            namespace,
+            (EARLIEST, cutoff),
+            after,
+            batch,
+            year_first=True,
+            vectors=worker.vectors,
+        )
+        if table.num_rows == 0:
+            return
+        out.found += table.num_rows
+        after = int(pc.max(table.column("id")).as_py())
+        for part in by_year(table):
+            entry = write_part(engine, cold, part, worker.scratch)
+            verified = verify_part(engine, cold, entry, worker.scratch.last)
+            moved = commit_part(engine, entry, part) if verified else 0
+            if moved:
+                out.archived += moved
+                out.files += 1
+            else:  # stale or unreadable: its rows stay hot for the next run
+                _discard(engine, cold, entry)
+        if table.num_rows < batch:  # the namespace is done; another query would only say so
+            return
+
+
+def _archive_from(
+    engine: Engine, cold: ColdStore, todo: SimpleQueue[str], cutoff: datetime, batch: int
+) -> WorkerOutcome:
+    """One worker: namespaces from ``todo`` until it is empty."""
     with MemoryReader(engine) as reader:
+        worker = Worker(reader)
         while True:
-            span = (EARLIEST, cutoff)
-            table = fetch_memories(
-                reader, namespace, span, after, batch, year_first=True, vectors=vectors
-            )
-            if table.num_rows == 0:
-                return out
-            out.found += table.num_rows
-            after = int(pc.max(table.column("id")).as_py())
-            for part in by_year(table):
-                entry = write_part(engine, cold, part, scratch)
-                verified = verify_part(engine, cold, entry, scratch.last)
-                moved = commit_part(engine, entry, part) if verified else 0
-                if moved:
-                    out.archived += moved
-                    out.files += 1
-                else:  # stale or unreadable: its rows stay hot for the next run
-                    _discard(engine, cold, entry)
-            if table.num_rows < batch:  # the namespace is done; another query would say so
-                return out
+            try:
+                namespace = todo.get_nowait()
+            except Empty:
+                return worker.outcome
+            archive_namespace(engine, cold, worker, namespace, cutoff, batch)
 
 
 def archive_old(
@@ -212,11 +244,16 @@ def archive_old(
     recover(engine, cold, outcome)
     with Session(engine) as session, session.begin():
         outcome.leftovers_dropped = archive.drop_archived_leftovers(session)
-    with bulk_memory(), ThreadPoolExecutor(ARCHIVE_WORKERS) as pool:  # pool ends first
-        done = pool.map(
-            lambda name: archive_namespace(engine, cold, name, cutoff, batch), namespaces
-        )
-        for part in done:
+    todo: SimpleQueue[str] = SimpleQueue()
+    for name in namespaces:
+        todo.put(name)
+    workers = min(ARCHIVE_WORKERS, len(namespaces))
+    with bulk_memory(), ThreadPoolExecutor(workers or 1) as pool:  # the pool ends first
+        running = [
+            pool.submit(_archive_from, engine, cold, todo, cutoff, batch) for _ in range(workers)
+        ]
+        for done in running:
+            part = done.result()
             outcome.candidates += part.found
             outcome.rows_archived += part.archived
             outcome.files += part.files

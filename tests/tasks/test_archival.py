@@ -411,3 +411,22 @@ def test_vectors_convert_from_any_chunking_into_the_asked_order(stored_bytes: bo
     mixed = pa.chunked_array([pa.array(values[:2]), pa.array([head + bytes(8)])])
     with pytest.raises(ValueError, match="different dimensions"):
         _vectors(mixed, VectorBuffer(), stored_bytes, None)
+
+
+def test_two_workers_archive_every_namespace_of_many_once(store: Store, tmp_path: Path) -> None:
+    cold = local_cold(tmp_path)
+    old = AS_OF - timedelta(days=400)
+    ids = {
+        f"ns{n}": put(store, f"ns{n}", [f"fact {i} of ns{n}" for i in range(n + 1)], old)
+        for n in range(7)
+    }
+
+    out = run(store, cold, batch=3)  # several batches in the larger namespaces
+
+    assert out.rows_archived == out.candidates == sum(len(v) for v in ids.values()) == 28
+    assert column(store, "SELECT id FROM memories") == []
+    consistent(store, cold, 28)
+    with store.engine.connect() as conn:
+        rows = conn.execute(text("SELECT namespace, count(*) FROM archived_memories GROUP BY 1"))
+        by_namespace = {name: count for name, count in rows}
+    assert by_namespace == {name: len(v) for name, v in ids.items()}
