@@ -54,6 +54,9 @@ def test_embedded_server_starts_is_reused_and_stops_on_signal(tmp_path: Path, ho
         stdout=subprocess.PIPE,
         env=env,
         text=True,
+        # A shell without job control starts background jobs with SIGINT ignored, and a
+        # child inherits that: Ctrl-C reaches the store as it does in a terminal.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stdout is not None
     # A new data dir's server is restarted once, so the cache size applies at once.
