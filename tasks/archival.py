@@ -8,6 +8,9 @@ point loses and duplicates nothing:
 3. ``commit_part``: delete its rows from ``memories``, index them in
    ``archived_memories`` and mark the manifest ``committed``, in one transaction.
 
+In a local folder, step 1 flushes the file to disk with its name before it returns, so a
+crash of the machine, not only of the process, loses nothing either.
+
 A row leaves the hot table only as its file holds it: if a search counted an access, or
 the row was pinned or deleted, since the fetch, the file is dropped and its rows stay for
 the next run. A re-run first finishes what an earlier run left: an uncommitted manifest

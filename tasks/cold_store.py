@@ -4,11 +4,11 @@
 <archive_url>/memories/namespace=<ns>/year=<yyyy>/part-<min_id>-<max_id>.parquet
 <archive_url>/transcripts/namespace=<ns>/year=<yyyy>/<session>.parquet
 ```
-A file is written whole from memory (one PUT on an object store, one write locally) and
-verified by reading it back: the bytes must hash to the checksum that goes into the
-manifest, and the footer must count the rows written. A rewrite (restore, purge,
-deletion) goes to a new name, so the committed file is never touched until the manifest
-points elsewhere.
+A file is written whole from memory (one PUT on an object store; locally one write, then
+flushed to disk with its name) and verified by reading it back: the bytes must hash to
+the checksum that goes into the manifest, and the footer must count the rows written. A
+rewrite (restore, purge, deletion) goes to a new name, so the committed file is never
+touched until the manifest points elsewhere.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 from fsspec import AbstractFileSystem
-from fsspec.implementations.local import LocalFileSystem
 
 from storage.config import Settings
 from storage.errors import StorageError
+from tasks import durable
 
 # Fast zstd, but not on vectors (it saves 8% of their bytes for a third of the write's
 # time); dictionaries only where values repeat (a float vector never does), statistics only
@@ -121,14 +121,12 @@ class ColdStore:
         return str(self.fs._strip_protocol(uri))
 
     def write(self, relative: str, table: pa.Table, scratch: Scratch | None = None) -> Written:
-        """Write a Parquet file (not yet verified), encoded in ``scratch`` if given."""
+        """Write a Parquet file (not yet verified), encoded in ``scratch`` if given; in a
+        local folder, flushed to disk with its name, so not even a crash of the machine
+        loses it once archival deletes the rows it holds."""
         data = (scratch or Scratch()).encode(table)
         path = self.path(relative)
-        if isinstance(self.fs, LocalFileSystem):
-            self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-            self.fs.pipe_file(path, memoryview(data))
-        else:  # one PUT of the whole object
-            self.fs.pipe_file(path, data.to_pybytes())
+        durable.put(self.fs, path, memoryview(data))  # one PUT on an object store
         return Written(self.uri(path), table.num_rows, hashlib.sha256(data).hexdigest())
 
     def verify(self, uri: str, rows: int, checksum: str, written: pa.Buffer | None = None) -> bool:

@@ -28,6 +28,7 @@ from storage import archive
 from storage.archive_rows import EARLIEST, MEMORY_SCHEMA, MemoryReader, fetch_memories
 from storage.episodes import Episode
 from storage.sessions import ChatMessage, ChatSession
+from tasks import durable
 from tasks.cold_store import ColdStore
 
 _ALL_TIME = (EARLIEST, datetime(9999, 1, 1, tzinfo=UTC))
@@ -76,9 +77,8 @@ def _episodes(session: Session, namespace: str) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
-def _put(fs: AbstractFileSystem, path: str, data: bytes) -> None:
-    fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-    fs.pipe_file(path, data)
+def _put(fs: AbstractFileSystem, path: str, data: bytes | memoryview) -> None:
+    durable.put(fs, path, data)  # the namespace is erased after the export
 
 
 def export_namespace(
@@ -87,10 +87,10 @@ def export_namespace(
     """Write the namespace's bundle under ``<url>/<namespace>/``; returns its counts."""
     fs, root = fsspec.core.url_to_fs(url, **options)
     base = f"{root.rstrip('/')}/{namespace}"
-    fs.makedirs(base, exist_ok=True)
     hot = _hot_memories(engine, namespace)
-    with fs.open(f"{base}/memories.parquet", "wb") as handle:
-        pq.write_table(hot, handle, compression="zstd")
+    encoded = pa.BufferOutputStream()
+    pq.write_table(hot, encoded, compression="zstd")
+    _put(fs, f"{base}/memories.parquet", memoryview(encoded.getvalue()))
     with Session(engine) as session:
         sessions = _sessions(session, namespace)
         episodes = _episodes(session, namespace)

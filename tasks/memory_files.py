@@ -7,16 +7,15 @@ half a file and a crash never truncates one. Daily logs and task files only ever
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
 import fsspec
 from fsspec import AbstractFileSystem
-from fsspec.implementations.local import LocalFileSystem
 
 from storage.config import Settings
+from tasks import durable
 
 
 @dataclass(frozen=True)
@@ -50,15 +49,9 @@ def block_marker(block_key: str) -> str:
 
 
 def atomic_write(fs: AbstractFileSystem, path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so readers see the old or the new file, never a mix."""
-    parent = path.rsplit("/", 1)[0]
-    fs.makedirs(parent, exist_ok=True)
-    if isinstance(fs, LocalFileSystem):
-        tmp = f"{parent}/.{path.rsplit('/', 1)[1]}.{uuid.uuid4().hex}.tmp"
-        fs.pipe_file(tmp, data)
-        fs.mv(tmp, path)
-    else:
-        fs.pipe_file(path, data)  # one PUT: object stores replace objects atomically
+    """Replace ``path`` with ``data`` so readers see the old or the new file, never a mix,
+    and a crash of the machine leaves one of them whole."""
+    durable.replace(fs, path, data)
 
 
 def read_text(fs: AbstractFileSystem, path: str) -> str | None:

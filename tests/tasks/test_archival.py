@@ -31,6 +31,7 @@ from tasks.embedding import HashingEmbedder
 from tasks.privacy import restore
 from tests.storage.memory_factory import put
 from tests.tasks.aging_helpers import AS_OF, column, local_cold, s3_cold, scalar
+from tests.tasks.test_durable import unwritten_pages
 
 CUTOFF = AS_OF - timedelta(days=365)
 
@@ -95,6 +96,8 @@ def test_old_rows_move_to_parquet_partitions_and_leave_the_hot_table(
     consistent(store, cold, 26)
     uris = column(store, "SELECT uri FROM archive_manifest ORDER BY min_id")
     assert all("/memories/namespace=" in u and "/year=" in u for u in uris)
+    if where == "local":  # on disk before its rows were deleted
+        assert [unwritten_pages(Path(cold.local_path(u))) for u in uris] == [0] * len(uris)
     table = cold.read(uris[0])
     assert table.schema.field("embedding").type.value_type.bit_width == 32
     assert set(table.column("access_count").to_pylist()) == {3}

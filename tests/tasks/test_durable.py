@@ -1,0 +1,68 @@
+"""Files written durably are on disk when the call returns: no page of them is dirty.
+
+The kernel's own count, per file, through the ``cachestat`` system call (Linux 6.5).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+from fsspec.implementations.local import LocalFileSystem
+
+from tasks import durable
+
+_CACHESTAT = 451  # the same number on x86-64 and arm64
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class _Range(ctypes.Structure):
+    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+
+class _Stat(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_uint64)
+        for name in ("cache", "dirty", "writeback", "evicted", "recently_evicted")
+    ]
+
+
+def unwritten_pages(path: Path) -> int:
+    """Pages of the file in memory that are not on disk yet (dirty or being written)."""
+    stat, handle = _Stat(), os.open(path, os.O_RDONLY)
+    try:
+        whole = _Range(0, 0)
+        if _libc.syscall(_CACHESTAT, handle, ctypes.byref(whole), ctypes.byref(stat), 0) != 0:
+            raise OSError(ctypes.get_errno(), "cachestat (Linux 6.5 or later) failed")
+    finally:
+        os.close(handle)
+    return int(stat.dirty + stat.writeback)
+
+
+DATA = os.urandom(4 << 20)
+
+
+def test_a_plain_write_leaves_dirty_pages_a_durable_one_none(tmp_path: Path) -> None:
+    fs = LocalFileSystem()
+    fs.pipe_file(str(tmp_path / "plain.bin"), DATA)
+    assert unwritten_pages(tmp_path / "plain.bin") > 0  # what the check would catch
+
+    target = tmp_path / "new" / "folders" / "part.parquet"
+    durable.put(fs, str(target), memoryview(DATA))
+
+    assert target.read_bytes() == DATA
+    assert unwritten_pages(target) == 0
+
+
+def test_a_durable_replace_swaps_in_a_flushed_file_and_leaves_no_temporary(
+    tmp_path: Path,
+) -> None:
+    fs = LocalFileSystem()
+    target = tmp_path / "alice" / "MEMORY.md"
+    durable.replace(fs, str(target), b"old\n")
+    durable.replace(fs, str(target), DATA)
+
+    assert target.read_bytes() == DATA
+    assert unwritten_pages(target) == 0
+    assert [p.name for p in target.parent.iterdir()] == ["MEMORY.md"]
