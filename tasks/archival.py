@@ -90,11 +90,11 @@ def write_part(
 
 
 def verify_part(
-    engine: Engine, cold: ColdStore, entry: ManifestEntry, written: pa.Buffer | None = None
+    engine: Engine, cold: ColdStore, entry: ManifestEntry, scratch: Scratch | None = None
 ) -> bool:
-    """Step 2: read the file back (compared with ``written``, its bytes as just written,
-    if given); mark the manifest 'verified' if it matches."""
-    if not cold.verify(entry.uri, entry.row_count, entry.checksum, written):
+    """Step 2: read the file back (compared with the bytes ``scratch`` just wrote, if
+    given; else by its checksum); mark the manifest 'verified' if it matches."""
+    if not cold.verify(entry.uri, entry.row_count, entry.checksum, scratch):
         return False
     with Session(engine) as session, session.begin():
         archive.relax_commit(session)
@@ -202,7 +202,7 @@ def archive_namespace(
         after = int(pc.max(table.column("id")).as_py())
         for part in by_year(table):
             entry = write_part(engine, cold, part, worker.scratch)
-            verified = verify_part(engine, cold, entry, worker.scratch.last)
+            verified = verify_part(engine, cold, entry, worker.scratch)
             moved = commit_part(engine, entry, part) if verified else 0
             if moved:
                 out.archived += moved

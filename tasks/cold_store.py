@@ -14,7 +14,9 @@ touched until the manifest points elsewhere.
 from __future__ import annotations
 
 import hashlib
+import mmap
 import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -23,6 +25,7 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 from fsspec import AbstractFileSystem
+from fsspec.implementations.local import LocalFileSystem
 
 from storage.config import Settings
 from storage.errors import StorageError
@@ -53,22 +56,25 @@ READ_CHUNK = 8 << 20
 
 
 class Scratch:
-    """A buffer to encode Parquet into, reused from one file to the next by one worker.
+    """Memory to encode Parquet into and to read it back with, reused from one file to the
+    next by one worker.
 
     A file the size of a batch (50 to 100 MB) encoded into a growing buffer was copied at
-    each doubling into memory the kernel had to map and zero afresh; this one is sized
-    from the table (to the next power of two) and kept."""
+    each doubling into memory the kernel had to map and zero afresh; this buffer is sized
+    from the table (to the next power of two) and kept. Both buffers are page-aligned
+    (mapped), so a local file goes to the disk and back without the page cache."""
 
     def __init__(self) -> None:
         self.buffer: pa.Buffer | None = None
         self.last: pa.Buffer | None = None  # the bytes of the last file written with it
+        self._reading: mmap.mmap | None = None
 
     def encode(self, table: pa.Table) -> pa.Buffer:
         """The table as Parquet bytes: a view of the buffer, valid until the next encode."""
         options = _parquet_options(table.column_names)
         need = table.nbytes + table.nbytes // 4 + (1 << 20)  # Parquet's levels and footer
         if self.buffer is None or self.buffer.size < need:
-            self.buffer = pa.allocate_buffer(1 << (need - 1).bit_length())  # few regrowths
+            self.buffer = pa.py_buffer(mmap.mmap(-1, 1 << (need - 1).bit_length()))
         writer = pa.FixedSizeBufferWriter(self.buffer)
         try:
             pq.write_table(table, writer, **options)
@@ -79,6 +85,19 @@ class Scratch:
             self.last = sink.getvalue()
         return self.last
 
+    def encoded_in_place(self) -> bool:
+        """Whether the last file's bytes are at the start of the aligned buffer."""
+        return (
+            self.buffer is not None
+            and self.last is not None
+            and (self.last.address == self.buffer.address)
+        )
+
+    def reading(self) -> memoryview:
+        if self._reading is None:
+            self._reading = mmap.mmap(-1, READ_CHUNK)
+        return memoryview(self._reading)
+
 
 def _sha256(handle: Any) -> str:
     digest = hashlib.sha256()
@@ -87,14 +106,19 @@ def _sha256(handle: Any) -> str:
     return digest.hexdigest()
 
 
-def _same(handle: Any, written: pa.Buffer) -> bool:
+def _same(pieces: Iterable[bytes | memoryview], written: pa.Buffer) -> bool:
     offset = 0
-    while chunk := handle.read(READ_CHUNK):
-        end = offset + len(chunk)
-        if end > written.size or not written.slice(offset, len(chunk)).equals(pa.py_buffer(chunk)):
+    for piece in pieces:
+        end = offset + len(piece)
+        if end > written.size or not written.slice(offset, len(piece)).equals(pa.py_buffer(piece)):
             return False
         offset = end
     return bool(offset == written.size)
+
+
+def _pieces(handle: Any) -> Iterator[bytes]:
+    while chunk := handle.read(READ_CHUNK):
+        yield chunk
 
 
 @dataclass(frozen=True)
@@ -124,21 +148,34 @@ class ColdStore:
         """Write a Parquet file (not yet verified), encoded in ``scratch`` if given; in a
         local folder, flushed to disk with its name, so not even a crash of the machine
         loses it once archival deletes the rows it holds."""
-        data = (scratch or Scratch()).encode(table)
+        scratch = scratch or Scratch()
+        data = scratch.encode(table)
         path = self.path(relative)
-        durable.put(self.fs, path, memoryview(data))  # one PUT on an object store
+        if scratch.encoded_in_place() and scratch.buffer is not None:
+            durable.put_blocks(self.fs, path, memoryview(scratch.buffer), data.size)
+        else:
+            durable.put(self.fs, path, memoryview(data))  # one PUT on an object store
         return Written(self.uri(path), table.num_rows, hashlib.sha256(data).hexdigest())
 
-    def verify(self, uri: str, rows: int, checksum: str, written: pa.Buffer | None = None) -> bool:
+    def verify(self, uri: str, rows: int, checksum: str, scratch: Scratch | None = None) -> bool:
         """Read the file back: the expected row count and the same bytes, compared with
-        ``written`` (the bytes the checksum was made of, still in memory) if given, else
-        by their sha256 (a memory compare is 6x faster than hashing)."""
+        the bytes ``scratch`` last wrote (those the checksum was made of, still in memory)
+        if given, else by their sha256 (a memory compare is 6x faster than hashing). A
+        local file is read from the disk itself where the filesystem allows."""
+        path = self.local_path(uri)
         try:
-            with self.fs.open(self.local_path(uri), "rb") as handle:
-                same = _sha256(handle) == checksum if written is None else _same(handle, written)
-                if not same:
-                    return False
-                handle.seek(0)
+            if scratch is not None and scratch.last is not None:
+                if isinstance(self.fs, LocalFileSystem):
+                    same = _same(durable.read_pieces(path, scratch.reading()), scratch.last)
+                else:
+                    with self.fs.open(path, "rb") as handle:
+                        same = _same(_pieces(handle), scratch.last)
+            else:
+                with self.fs.open(path, "rb") as handle:
+                    same = _sha256(handle) == checksum
+            if not same:
+                return False
+            with self.fs.open(path, "rb") as handle:
                 return bool(pq.read_metadata(handle).num_rows == rows)
         except FileNotFoundError:
             return False

@@ -366,7 +366,7 @@ def test_a_file_is_verified_against_the_bytes_just_written(
     cold.fs.pipe_file(path, bytes(data))
 
     assert scratch.last is not None
-    assert verify_part(store.engine, cold, entry, scratch.last) == (damage == "none")
+    assert verify_part(store.engine, cold, entry, scratch) == (damage == "none")
     assert verify_part(store.engine, cold, entry) == (damage == "none")  # by its sha256
 
 

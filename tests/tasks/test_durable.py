@@ -6,6 +6,7 @@ The kernel's own count, per file, through the ``cachestat`` system call (Linux 6
 from __future__ import annotations
 
 import ctypes
+import mmap
 import os
 from pathlib import Path
 
@@ -66,3 +67,47 @@ def test_a_durable_replace_swaps_in_a_flushed_file_and_leaves_no_temporary(
     assert target.read_bytes() == DATA
     assert unwritten_pages(target) == 0
     assert [p.name for p in target.parent.iterdir()] == ["MEMORY.md"]
+
+
+def cached_pages(path: Path) -> int:
+    stat, handle = _Stat(), os.open(path, os.O_RDONLY)
+    try:
+        whole = _Range(0, 0)
+        if _libc.syscall(_CACHESTAT, handle, ctypes.byref(whole), ctypes.byref(stat), 0) != 0:
+            raise OSError(ctypes.get_errno(), "cachestat (Linux 6.5 or later) failed")
+    finally:
+        os.close(handle)
+    return int(stat.cache)
+
+
+def direct_io_works(folder: Path) -> bool:
+    try:
+        os.close(os.open(folder / "probe", os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o600))
+    except OSError:
+        return False
+    return True
+
+
+def test_big_files_go_to_disk_and_back_past_the_page_cache(tmp_path: Path) -> None:
+    blocks = mmap.mmap(-1, 2 * len(DATA))  # page-aligned, with room after the data
+    blocks[: len(DATA) - 5] = DATA[:-5]
+    target = tmp_path / "archive" / "part.parquet"
+
+    durable.put_blocks(LocalFileSystem(), str(target), memoryview(blocks), len(DATA) - 5)
+
+    direct = direct_io_works(tmp_path)
+    if direct:  # straight to the disk: of 1,024 pages, only the last one is in memory
+        assert cached_pages(target) <= 1  # (read back to cut the file to size)
+    assert unwritten_pages(target) == 0
+    assert target.read_bytes() == DATA[:-5]  # cut to size after whole blocks went out
+    handle = os.open(target, os.O_RDONLY)
+    os.posix_fadvise(handle, 0, 0, os.POSIX_FADV_DONTNEED)  # forget what that read cached
+    os.close(handle)
+    reading = mmap.mmap(-1, 1 << 20)
+    pieces = [bytes(p) for p in durable.read_pieces(str(target), memoryview(reading))]
+    assert b"".join(pieces) == DATA[:-5] and len(pieces) == 4
+    if direct:  # read back from the disk itself
+        assert cached_pages(target) == 0
+    unaligned = memoryview(bytearray(b"x" + DATA))[1:]  # falls back to a plain durable write
+    durable.put_blocks(LocalFileSystem(), str(target), unaligned, len(DATA))
+    assert target.read_bytes() == DATA and unwritten_pages(target) == 0
