@@ -54,21 +54,25 @@ def put_blocks(fs: AbstractFileSystem, path: str, blocks: memoryview, size: int)
         return
     make_dirs(os.path.dirname(path))
     try:
-        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _DIRECT, 0o666)
+        _write_direct(path, blocks[:end], size)
     except OSError as exc:  # a filesystem without direct I/O (tmpfs, some network ones)
         if exc.errno != errno.EINVAL:
             raise
         put(fs, path, blocks[:size])
         return
+    sync_dir(os.path.dirname(path))
+
+
+def _write_direct(path: str, blocks: memoryview, size: int) -> None:
+    handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _DIRECT, 0o666)
     try:
-        rest = blocks[:end]
+        rest = blocks
         while rest:
             rest = rest[os.write(handle, rest) :]
         os.ftruncate(handle, size)  # the last block was written whole
         os.fsync(handle)
     finally:
         os.close(handle)
-    sync_dir(os.path.dirname(path))
 
 
 def read_pieces(path: str, into: memoryview) -> Iterator[memoryview]:
