@@ -144,18 +144,26 @@ class ColdStore:
     def local_path(self, uri: str) -> str:
         return str(self.fs._strip_protocol(uri))
 
-    def write(self, relative: str, table: pa.Table, scratch: Scratch | None = None) -> Written:
+    def write(
+        self, relative: str, table: pa.Table, scratch: Scratch | None = None, flush: bool = True
+    ) -> Written:
         """Write a Parquet file (not yet verified), encoded in ``scratch`` if given; in a
-        local folder, flushed to disk with its name, so not even a crash of the machine
-        loses it once archival deletes the rows it holds."""
+        local folder, flushed to disk with its name (unless ``flush`` is False: then
+        ``flush`` the batch before relying on it), so not even a crash of the machine
+        loses it once its rows are deleted."""
         scratch = scratch or Scratch()
         data = scratch.encode(table)
         path = self.path(relative)
         if scratch.encoded_in_place() and scratch.buffer is not None:
-            durable.put_blocks(self.fs, path, memoryview(scratch.buffer), data.size)
-        else:
-            durable.put(self.fs, path, memoryview(data))  # one PUT on an object store
+            buffer = memoryview(scratch.buffer)
+            durable.put_blocks(self.fs, path, buffer, data.size, flush=flush)
+        else:  # one PUT on an object store
+            durable.put(self.fs, path, memoryview(data), flush=flush)
         return Written(self.uri(path), table.num_rows, hashlib.sha256(data).hexdigest())
+
+    def flush(self, uris: list[str]) -> None:
+        """Make files written with ``flush=False`` durable, together."""
+        durable.flush_all(self.fs, [self.local_path(uri) for uri in uris])
 
     def verify(self, uri: str, rows: int, checksum: str, scratch: Scratch | None = None) -> bool:
         """Read the file back: the expected row count and the same bytes, compared with
@@ -181,9 +189,16 @@ class ColdStore:
             return False
 
     def write_verified(self, relative: str, table: pa.Table) -> Written:
-        written = self.write(relative, table)
-        if not self.verify(written.uri, written.rows, written.checksum):
-            raise StorageError(f"cold file {written.uri} did not read back as written")
+        return self.write_all_verified([(relative, table)])[0]
+
+    def write_all_verified(self, files: list[tuple[str, pa.Table]]) -> list[Written]:
+        """Write files, flush them together and verify each by its checksum."""
+        scratch = Scratch()
+        written = [self.write(relative, table, scratch, flush=False) for relative, table in files]
+        self.flush([w.uri for w in written])
+        for w in written:
+            if not self.verify(w.uri, w.rows, w.checksum):
+                raise StorageError(f"cold file {w.uri} did not read back as written")
         return written
 
     def read(self, uri: str, columns: list[str] | None = None) -> pa.Table:

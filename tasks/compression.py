@@ -82,9 +82,9 @@ def write_transcripts(
     by_session: dict[str, list[object]] = {c.session_id: [] for c in batch}
     for row in messages:
         by_session[row.session_id].append(tuple(row))
+    files = [(names[c.session_id], _transcript(c, by_session[c.session_id])) for c in batch]
     ids = []
-    for c in batch:
-        written = cold.write_verified(names[c.session_id], _transcript(c, by_session[c.session_id]))
+    for c, written in zip(batch, cold.write_all_verified(files), strict=True):
         entry = {
             "kind": archive.TRANSCRIPT,
             "namespace": c.namespace,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import errno
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -27,16 +27,29 @@ from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
 
-def put(fs: AbstractFileSystem, path: str, data: bytes | memoryview) -> None:
-    """Write a whole file (the folders it needs are made); on a local disk, durably."""
+def put(fs: AbstractFileSystem, path: str, data: bytes | memoryview, *, flush: bool = True) -> None:
+    """Write a whole file (the folders it needs are made); on a local disk, durably, or
+    with ``flush=False`` not yet: ``flush_all`` the files of a batch before relying on them
+    (many small files are flushed for far fewer disk flushes together than one by one)."""
     if not isinstance(fs, LocalFileSystem):
         fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
         fs.pipe_file(path, bytes(data))  # one PUT
         return
     make_dirs(os.path.dirname(path))
     fs.pipe_file(path, data)
-    sync_file(path)
-    sync_dir(os.path.dirname(path))
+    if flush:
+        flush_all(fs, [path])
+
+
+def flush_all(fs: AbstractFileSystem, paths: Sequence[str]) -> None:
+    """Make files written with ``flush=False`` durable: each file's bytes, then each of
+    their folders once (nothing to do on an object store)."""
+    if not isinstance(fs, LocalFileSystem):
+        return
+    for path in paths:
+        sync_file(path)
+    for folder in sorted({os.path.dirname(path) for path in paths}):
+        sync_dir(folder)
 
 
 # Direct I/O moves whole blocks of the device, from and to block-aligned memory; 4 KiB is a
@@ -45,12 +58,14 @@ BLOCK = 4096
 _DIRECT = getattr(os, "O_DIRECT", 0)  # Linux
 
 
-def put_blocks(fs: AbstractFileSystem, path: str, blocks: memoryview, size: int) -> None:
+def put_blocks(
+    fs: AbstractFileSystem, path: str, blocks: memoryview, size: int, *, flush: bool = True
+) -> None:
     """``put`` of ``blocks[:size]``, where ``blocks`` starts on a block boundary and holds
     at least ``size`` rounded up to whole blocks: locally, written straight to the disk."""
     end = -(-size // BLOCK) * BLOCK
     if not (isinstance(fs, LocalFileSystem) and _DIRECT and aligned(blocks) and end <= len(blocks)):
-        put(fs, path, blocks[:size])
+        put(fs, path, blocks[:size], flush=flush)
         return
     make_dirs(os.path.dirname(path))
     try:
@@ -58,9 +73,10 @@ def put_blocks(fs: AbstractFileSystem, path: str, blocks: memoryview, size: int)
     except OSError as exc:  # a filesystem without direct I/O (tmpfs, some network ones)
         if exc.errno != errno.EINVAL:
             raise
-        put(fs, path, blocks[:size])
+        put(fs, path, blocks[:size], flush=flush)
         return
-    sync_dir(os.path.dirname(path))
+    if flush:
+        flush_all(fs, [path])
 
 
 def _write_direct(path: str, blocks: memoryview, size: int) -> None:
@@ -70,7 +86,6 @@ def _write_direct(path: str, blocks: memoryview, size: int) -> None:
         while rest:
             rest = rest[os.write(handle, rest) :]
         os.ftruncate(handle, size)  # the last block was written whole
-        os.fsync(handle)
     finally:
         os.close(handle)
 

@@ -111,3 +111,16 @@ def test_big_files_go_to_disk_and_back_past_the_page_cache(tmp_path: Path) -> No
     unaligned = memoryview(bytearray(b"x" + DATA))[1:]  # falls back to a plain durable write
     durable.put_blocks(LocalFileSystem(), str(target), unaligned, len(DATA))
     assert target.read_bytes() == DATA and unwritten_pages(target) == 0
+
+
+def test_a_batch_written_unflushed_is_on_disk_after_one_flush(tmp_path: Path) -> None:
+    fs = LocalFileSystem()
+    paths = [tmp_path / f"year={2020 + i % 2}" / f"session-{i}.parquet" for i in range(6)]
+    for path in paths:
+        durable.put(fs, str(path), DATA[:65536], flush=False)
+    assert sum(unwritten_pages(p) for p in paths) > 0  # not yet
+
+    durable.flush_all(fs, [str(p) for p in paths])
+
+    assert [unwritten_pages(p) for p in paths] == [0] * len(paths)
+    assert all(p.read_bytes() == DATA[:65536] for p in paths)
