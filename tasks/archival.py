@@ -4,7 +4,7 @@ Each file goes through three steps, each its own transaction, so an interruption
 point loses and duplicates nothing:
 
 1. ``write_part``: write the Parquet file, then record it (manifest ``written``);
-2. ``verify_part``: read it back (sha256 of the bytes, row count), manifest ``verified``;
+2. ``verify_part``: read it back (the bytes as written, row count), manifest ``verified``;
 3. ``commit_part``: delete its rows from ``memories``, index them in
    ``archived_memories`` and mark the manifest ``committed``, in one transaction.
 
