@@ -29,8 +29,8 @@ class _Stat(ctypes.Structure):
     ]
 
 
-def unwritten_pages(path: Path) -> int:
-    """Pages of the file in memory that are not on disk yet (dirty or being written)."""
+def _cachestat(path: Path) -> _Stat:
+    """The kernel's count of the file's pages in memory, whole file."""
     stat, handle = _Stat(), os.open(path, os.O_RDONLY)
     try:
         whole = _Range(0, 0)
@@ -38,7 +38,18 @@ def unwritten_pages(path: Path) -> int:
             raise OSError(ctypes.get_errno(), "cachestat (Linux 6.5 or later) failed")
     finally:
         os.close(handle)
+    return stat
+
+
+def unwritten_pages(path: Path) -> int:
+    """Pages of the file in memory that are not on disk yet (dirty or being written)."""
+    stat = _cachestat(path)
     return int(stat.dirty + stat.writeback)
+
+
+def cached_pages(path: Path) -> int:
+    """Pages of the file in memory's file cache."""
+    return int(_cachestat(path).cache)
 
 
 DATA = os.urandom(4 << 20)
@@ -67,17 +78,6 @@ def test_a_durable_replace_swaps_in_a_flushed_file_and_leaves_no_temporary(
     assert target.read_bytes() == DATA
     assert unwritten_pages(target) == 0
     assert [p.name for p in target.parent.iterdir()] == ["MEMORY.md"]
-
-
-def cached_pages(path: Path) -> int:
-    stat, handle = _Stat(), os.open(path, os.O_RDONLY)
-    try:
-        whole = _Range(0, 0)
-        if _libc.syscall(_CACHESTAT, handle, ctypes.byref(whole), ctypes.byref(stat), 0) != 0:
-            raise OSError(ctypes.get_errno(), "cachestat (Linux 6.5 or later) failed")
-    finally:
-        os.close(handle)
-    return int(stat.cache)
 
 
 def direct_io_works(folder: Path) -> bool:
