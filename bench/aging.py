@@ -151,13 +151,13 @@ def main() -> None:
     os.environ.pop("ARCHIVIST_DATABASE_URL", None)
 
     from storage.config import Settings
+    from storage.embedding import HashingEmbedder
     from storage.engine import open_store
     from storage.migrate import upgrade
-    from tasks.aging import decay
-    from tasks.archival import archive_old
-    from tasks.cold_store import ColdStore
-    from tasks.compression import compress_old
-    from tasks.embedding import HashingEmbedder
+    from tasks.aging._archival import archive_old
+    from tasks.aging._cold_store import ColdStore
+    from tasks.aging._compression import compress_old
+    from tasks.aging._run import decay
 
     settings = Settings()
     store = open_store(settings)

@@ -32,11 +32,11 @@ import uuid
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from storage import queue
 from storage.config import Settings
-from storage.retrieval import Retriever
-from tasks.embedding import Embedder
-from tasks.queue_ops import DrainReport, drain_once, run_worker
+from storage.embedding import Embedder
+from storage.queue import _table as queue
+from storage.retrieval._search import Retriever
+from tasks.queue._ops import DrainReport, drain_once, run_worker
 
 WORDS = "trip lisbon dentist window seat budget flight hotel dinner passport train meeting".split()
 
@@ -56,9 +56,9 @@ def main() -> None:
     if args.claim_batch:
         os.environ["ARCHIVIST_QUEUE__CLAIM_BATCH"] = str(args.claim_batch)
 
+    from storage.embedding import make_embedder
     from storage.engine import open_store
     from storage.migrate import upgrade
-    from tasks.embedding import make_embedder
 
     settings = Settings()
     store = open_store(settings)

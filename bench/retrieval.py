@@ -38,13 +38,14 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from storage.config import Settings
+from storage.embedding import HashingEmbedder
 from storage.engine import open_store
 from storage.memories import NewMemory, insert_memories
 from storage.migrate import upgrade
 from storage.retrieval import Retriever
+from storage.retrieval._candidates import neighbours
 from tasks.ann_index import refresh_ann_index
-from tasks.embedding import HashingEmbedder
-from tasks.sample_data import generate_bulk
+from tasks.samples import generate_bulk
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 PLAIN = text(
@@ -155,7 +156,7 @@ def ann_recall(engine: Engine, retriever: Retriever, ns: str, queries: list[str]
                 "start": None,
                 "end": None,
             }
-            got = retriever._neighbours(conn, params, n_indexed=1)["ann_ids"]  # noqa: SLF001
+            got = neighbours(conn, retriever.settings, params, n_indexed=1)["ann_ids"]
         found += len(exact & set(got))
     return found / (10 * len(queries))
 

@@ -52,7 +52,7 @@ def main() -> None:
     from storage.config import Settings
     from storage.engine import open_store
     from storage.migrate import upgrade
-    from tasks.sample_data import generate_bulk
+    from tasks.samples import generate_bulk
 
     settings = Settings()
     store = open_store(settings)

@@ -7,12 +7,12 @@ from datetime import datetime
 
 import click
 
-from deployments.eval_command import eval_command
-from deployments.ops_commands import serve_command, watchdog_command
-from deployments.privacy_commands import COMMANDS as PRIVACY_COMMANDS
+from deployments.commands.eval import eval_command
+from deployments.commands.ops import serve_command, watchdog_command
+from deployments.commands.privacy import COMMANDS as PRIVACY_COMMANDS
+from deployments.commands.status import quality_command, status_command
+from deployments.commands.tidy import tidy_command
 from deployments.settings_loader import load_settings
-from deployments.status_commands import quality_command, status_command
-from deployments.tidy_commands import tidy_command
 from storage.config import Settings
 from storage.errors import ArchivistError
 
@@ -45,7 +45,7 @@ def db() -> None:
 @db.command("upgrade")
 def db_upgrade() -> None:
     """Create or migrate the schema (needs pgvector on the server)."""
-    from deployments.commands import upgrade_schema
+    from deployments.commands.sync import upgrade_schema
 
     click.echo(upgrade_schema(load_settings()))
 
@@ -54,7 +54,7 @@ def db_upgrade() -> None:
 @click.argument("url")
 def ingest(url: str) -> None:
     """Load JSONL transcripts from URL (a folder, a file, or s3://...) into the store."""
-    from deployments.commands import ingest_transcripts
+    from deployments.commands.sync import ingest_transcripts
 
     ingest_transcripts(load_settings(), url, click.echo)
 
@@ -82,7 +82,7 @@ def sync(
     transcripts_url: str | None,
 ) -> None:
     """Run memory-sync-daily once and print its report."""
-    from deployments.commands import run_sync
+    from deployments.commands.sync import run_sync
 
     report = run_sync(
         load_settings(),
@@ -101,7 +101,7 @@ def sync(
 def demo(days: int) -> None:
     """Generate sample conversations, load them, and back-fill the daily sync up to today."""
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    from deployments.commands import run_demo
+    from deployments.commands.sync import run_demo
 
     run_demo(load_settings(), days, click.echo)
 
@@ -133,7 +133,7 @@ def search(
     no_record: bool,
 ) -> None:
     """Search NAMESPACE's memories for QUERY."""
-    from deployments.retrieval_commands import render_hits, run_search
+    from deployments.commands.retrieval import render_hits, run_search
 
     settings = load_settings()
     hits = run_search(
@@ -156,7 +156,7 @@ def search(
 @click.argument("message", required=False)
 def prime(namespace: str, message: str | None) -> None:
     """Print what the assistant should remember when NAMESPACE starts a conversation."""
-    from deployments.retrieval_commands import run_prime
+    from deployments.commands.retrieval import run_prime
 
     run_prime(load_settings(), namespace, message, click.echo)
 
@@ -170,7 +170,7 @@ def prime(namespace: str, message: str | None) -> None:
 )
 def index(min_rows: int | None) -> None:
     """Move large namespaces' memories into the HNSW index (fast search at scale)."""
-    from deployments.retrieval_commands import run_index
+    from deployments.commands.retrieval import run_index
 
     run_index(load_settings(), min_rows, click.echo)
 
@@ -191,7 +191,7 @@ _OPS = ["ADD_MEMORY", "RECORD_MESSAGE", "SAVE_PREFERENCE", "UPDATE_GOAL", "FORGE
 @click.option("--key", help="Idempotency key: the same key again gives the same item.")
 def enqueue(namespace: str, op: str, payload: str, key: str | None) -> None:
     """Queue one memory write (validated now, executed by a drain or the worker)."""
-    from deployments.queue_commands import enqueue_item
+    from deployments.commands.queue import enqueue_item
 
     enqueue_item(load_settings(), namespace, op, payload, key, click.echo)
 
@@ -204,7 +204,7 @@ def queue_group() -> None:
 @queue_group.command("stats")
 def queue_stats() -> None:
     """Counts per status, the oldest wait, and dead items with their errors."""
-    from deployments.queue_commands import show_stats
+    from deployments.commands.queue import show_stats
 
     show_stats(load_settings(), click.echo)
 
@@ -214,7 +214,7 @@ def queue_stats() -> None:
 @click.option("--max-batches", type=click.IntRange(1, 100_000), default=50, show_default=True)
 def queue_drain(as_of: datetime | None, max_batches: int) -> None:
     """Run memory-queue-drain once and print its report."""
-    from deployments.queue_commands import run_drain
+    from deployments.commands.queue import run_drain
 
     click.echo(run_drain(load_settings(), as_of, max_batches).markdown())
 
@@ -223,7 +223,7 @@ def queue_drain(as_of: datetime | None, max_batches: int) -> None:
 @click.option("--once", is_flag=True, help="Drain what is due, then exit.")
 def worker(once: bool) -> None:
     """Drain the queue continuously with low latency (no Prefect); Ctrl-C stops it."""
-    from deployments.queue_commands import work
+    from deployments.commands.queue import work
 
     work(load_settings(), once, click.echo)
 

@@ -14,8 +14,6 @@ from prefect import Flow
 
 from storage.errors import ConfigurationError
 
-TAG = "archivist"
-
 
 @dataclass(frozen=True)
 class DeploymentSpec:

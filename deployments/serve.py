@@ -16,7 +16,8 @@ from prefect import serve
 from prefect.deployments.runner import RunnerDeployment
 from prefect.schedules import Cron, Interval, Schedule
 
-from deployments.schedule import DEPLOYMENTS, TAG, DeploymentSpec, load_flow
+from deployments.schedule import DEPLOYMENTS, DeploymentSpec, load_flow
+from flows.common import TAG
 from storage.config import Settings
 
 

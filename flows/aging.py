@@ -11,16 +11,17 @@ from pydantic import Field
 from flows.common import NAMESPACE_PATTERN, resolve_as_of
 from storage.aging import DecayParams
 from storage.config import Settings
-from tasks.aging import AgingReport, cutoffs, timed
-from tasks.aging_steps import (
+from tasks.aging import (
+    AgingReport,
     archive_task,
     compress_task,
+    cutoffs,
     decay_task,
     delete_task,
+    open_cold_store,
+    timed,
 )
-from tasks.cold_store import open_cold_store
-from tasks.notify import notify_flow_failure
-from tasks.steps import connect_task, finish_run, publish_report, start_run
+from tasks.common import connect_task, finish_run, notify_flow_failure, publish_report, start_run
 
 FLOW_NAME = "memory-aging"
 

@@ -1,4 +1,4 @@
-"""Helpers shared by every flow's parameters."""
+"""What every flow shares: its parameters' helpers and the deployments' tag."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from storage.config import Settings
 
 NAMESPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+TAG = "archivist"  # every deployment carries it; the watchdog watches what has it
 
 
 def resolve_as_of(as_of: datetime | None, settings: Settings) -> datetime:

@@ -11,8 +11,8 @@ from pydantic import Field
 from flows.common import NAMESPACE_PATTERN, resolve_as_of
 from flows.sync_recipe import sync_sessions
 from storage.config import Settings
-from tasks.notify import notify_flow_failure
-from tasks.report import SyncReport
+from tasks.common import notify_flow_failure
+from tasks.sync import SyncReport
 
 FLOW_NAME = "memory-sync-daily"
 

@@ -11,11 +11,10 @@ from pydantic import Field
 from flows.common import NAMESPACE_PATTERN
 from storage.config import Settings
 from storage.engine import Store
-from tasks.cold_store import open_cold_store
-from tasks.memory_files import open_memory_root
-from tasks.notify import notify_flow_failure
+from tasks.aging import open_cold_store
+from tasks.common import connect_task, notify_flow_failure
+from tasks.files import open_memory_root
 from tasks.privacy import ForgetOutcome, forget
-from tasks.steps import connect_task
 
 
 @task(name="forget-namespace", cache_policy=NO_CACHE)

@@ -10,9 +10,10 @@ from pydantic import Field
 
 from flows.common import resolve_as_of
 from storage.config import Settings
-from tasks.notify import notify_flow_failure
-from tasks.quality_steps import (
+from tasks.common import notify_flow_failure
+from tasks.quality import (
     FLOW_NAME,
+    QualityReport,
     open_store_task,
     publish_task,
     raise_on_critical,
@@ -20,7 +21,6 @@ from tasks.quality_steps import (
     run_suites_task,
     start_run_task,
 )
-from tasks.quality_types import QualityReport
 
 
 @flow(

@@ -10,15 +10,14 @@ from pydantic import Field
 
 from flows.common import resolve_as_of
 from storage.config import Settings
-from tasks.notify import notify_flow_failure
-from tasks.queue_ops import default_worker_name
-from tasks.queue_steps import (
+from tasks.common import connect_task, finish_run, notify_flow_failure, publish_report, start_run
+from tasks.queue import (
     QueueRunReport,
+    default_worker_name,
     drain_task,
     purge_task,
     stats_task,
 )
-from tasks.steps import connect_task, finish_run, publish_report, start_run
 
 FLOW_NAME = "memory-queue-drain"
 

@@ -11,20 +11,18 @@ from datetime import UTC, datetime
 from prefect import get_run_logger
 
 from storage.config import Settings
-from tasks.outbox import FlushOutcome
-from tasks.report import SyncReport, build_report
-from tasks.steps import (
+from tasks.common import connect_task, finish_run, publish_report, start_run
+from tasks.sync import (
+    BatchOutcome,
+    FlushOutcome,
+    SyncReport,
     build_context,
-    connect_task,
-    finish_run,
+    build_report,
     ingest_task,
     plan_task,
     process_batch_task,
-    publish_report,
-    start_run,
     write_files_task,
 )
-from tasks.sync import BatchOutcome
 
 
 def sync_sessions(

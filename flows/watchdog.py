@@ -8,12 +8,11 @@ from typing import Annotated
 from prefect import flow
 from pydantic import Field
 
-from deployments.schedule import TAG
-from flows.common import resolve_as_of
+from flows.common import TAG, resolve_as_of
 from storage.config import Settings
-from tasks.notify import notify_flow_failure
-from tasks.watchdog_run import WatchdogReport
-from tasks.watchdog_steps import (
+from tasks.common import notify_flow_failure
+from tasks.watchdog import (
+    WatchdogReport,
     decide_task,
     notify_task,
     observe_task,

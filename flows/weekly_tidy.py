@@ -10,11 +10,11 @@ from pydantic import Field
 
 from flows.common import NAMESPACE_PATTERN, resolve_as_of
 from storage.config import Settings
-from tasks.notify import notify_flow_failure
-from tasks.steps import connect_task, finish_run, publish_report, start_run
-from tasks.tidy import make_context
-from tasks.tidy_report import TidyReport, build_report
-from tasks.tidy_steps import (
+from tasks.common import connect_task, finish_run, notify_flow_failure, publish_report, start_run
+from tasks.tidy import (
+    TidyReport,
+    build_report,
+    make_context,
     namespaces_task,
     tidy_namespace_task,
 )

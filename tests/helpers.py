@@ -11,14 +11,15 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from storage.embedding import Embedder, HashingEmbedder
 from storage.engine import Store
 from storage.records import MessageRecord, SessionRecord
 from storage.sessions import record_messages, record_session
-from tasks.embedding import Embedder, HashingEmbedder
-from tasks.extraction.heuristic import HeuristicExtractor
-from tasks.memory_files import open_memory_root
-from tasks.outbox import FlushOutcome, flush_blocks
-from tasks.sync import BatchOutcome, SyncContext, SyncPlan, plan_sync, process_batch
+from tasks.extraction._heuristic import HeuristicExtractor
+from tasks.files._memory_files import open_memory_root
+from tasks.sync._outbox import FlushOutcome, flush_blocks
+from tasks.sync._process import plan_sync, process_batch
+from tasks.sync._types import BatchOutcome, SyncContext, SyncPlan
 
 
 def add_session(

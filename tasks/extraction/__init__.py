@@ -1,6 +1,8 @@
 """Extraction: turn a session state into an episode, memories and (for sub-agents) a task card."""
 
-from tasks.extraction.types import (
+from tasks.extraction._factory import make_extractor
+from tasks.extraction._heuristic import HeuristicExtractor
+from tasks.extraction._types import (
     EpisodeDraft,
     Extraction,
     Extractor,
@@ -14,8 +16,10 @@ __all__ = [
     "EpisodeDraft",
     "Extraction",
     "Extractor",
+    "HeuristicExtractor",
     "MemoryDraft",
     "OpenThread",
     "Outcome",
     "TaskCard",
+    "make_extractor",
 ]

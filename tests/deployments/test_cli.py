@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from deployments.cli import main
-from deployments.commands import demo_days
+from deployments.commands.sync import demo_days
 from storage.config import Settings
 from storage.migrate import head_revision
 from tests.helpers import files

@@ -9,8 +9,9 @@ import pytest
 import yaml  # type: ignore[import-untyped]
 from prefect.client.schemas.schedules import CronSchedule, IntervalSchedule
 
-from deployments.schedule import DEPLOYMENTS, TAG, DeploymentSpec, load_flow
+from deployments.schedule import DEPLOYMENTS, DeploymentSpec, load_flow
 from deployments.serve import build_deployments
+from flows.common import TAG
 from storage.config import Settings
 from storage.errors import ConfigurationError
 

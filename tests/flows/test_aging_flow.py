@@ -8,13 +8,13 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import text
 
-from deployments.privacy_commands import COMMANDS
+from deployments.commands.privacy import COMMANDS
 from flows.aging import memory_aging
 from flows.forget import memory_forget
 from storage.config import Settings
 from storage.engine import open_store
 from tests.storage.memory_factory import put
-from tests.tasks.aging_helpers import AS_OF, LONG_AGO, MONTHS_AGO, RECENTLY, synced_session
+from tests.tasks.aging.helpers import AS_OF, LONG_AGO, MONTHS_AGO, RECENTLY, synced_session
 
 
 def counts(settings: Settings) -> dict[str, int]:

@@ -9,9 +9,9 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from flows.queue_drain import memory_queue_drain
-from storage import queue
 from storage.config import Settings
 from storage.engine import open_store
+from storage.queue import _table as queue
 from tests.flows.test_daily_sync import artifact_markdown
 
 T = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

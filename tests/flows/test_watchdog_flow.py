@@ -15,7 +15,7 @@ from prefect.flow_engine import run_flow
 from prefect.schedules import Cron, Interval
 from sqlalchemy import text
 
-from deployments.schedule import TAG
+from flows.common import TAG
 from flows.watchdog import memory_cron_watchdog
 from storage.config import Settings
 from storage.engine import open_store

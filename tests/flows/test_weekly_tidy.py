@@ -11,7 +11,7 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 from sqlalchemy import text
 
-from deployments.tidy_commands import tidy_command
+from deployments.commands.tidy import tidy_command
 from flows.weekly_tidy import memory_weekly_tidy
 from storage.config import Settings
 from storage.engine import open_store

@@ -9,9 +9,9 @@ from datetime import datetime
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from storage.embedding import HashingEmbedder
 from storage.engine import Store
 from storage.memories import NewMemory, insert_memories
-from tasks.embedding import HashingEmbedder
 
 
 def put(

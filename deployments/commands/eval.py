@@ -1,0 +1,231 @@
+"""``archivist eval``: retrieval quality on a labelled set, as a table and as JSON.
+
+The eval builds memory in the configured store (that is what it measures), so point it at a
+scratch one: ``ARCHIVIST_DATA_DIR=/tmp/archivist-eval archivist db upgrade`` and then
+``ARCHIVIST_DATA_DIR=/tmp/archivist-eval archivist eval SESSIONS.jsonl QUERIES.jsonl``.
+It refuses to run when a labelled session id is already stored under another namespace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from deployments.settings_loader import load_settings
+from storage.config import Settings
+from storage.errors import ArchivistError
+from storage.scoring import PRESETS, resolve_weights
+
+if TYPE_CHECKING:
+    from tasks.evaluation import BuildReport, EvalInputs, QueryRun, QuestionScore
+
+Echo = Callable[[str], None]
+
+
+def _ks(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[int, ...]:
+    return parse_ks(value)
+
+
+def parse_ks(text: str) -> tuple[int, ...]:
+    """``"1,5,10"`` as sorted distinct positive cut-offs."""
+    try:
+        ks = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError as exc:
+        raise click.BadParameter(f"{text!r} is not a comma-separated list of numbers") from exc
+    if not ks or ks[0] < 1:
+        raise click.BadParameter(f"{text!r}: give cut-offs of 1 or more, e.g. 1,5,10")
+    return tuple(ks)
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """Everything one eval produced: inputs, how memory was built, hits and scores."""
+
+    preset: str
+    weights: dict[str, float]
+    ks: tuple[int, ...]
+    inputs: EvalInputs
+    build: BuildReport
+    runs: tuple[QueryRun, ...]
+    scores: tuple[QuestionScore, ...]
+
+
+def _weights_of(settings: Settings, preset: str | None) -> tuple[str, dict[str, float]]:
+    if preset is None and settings.retrieval.weights:
+        return "custom", resolve_weights("custom", settings.retrieval.weights)
+    label = preset or settings.retrieval.preset
+    return label, resolve_weights(label)
+
+
+def run_eval(
+    settings: Settings,
+    sessions: Path,
+    queries: Path,
+    *,
+    preset: str | None,
+    ks: Sequence[int],
+) -> EvalResult:
+    """Read the labelled set, build memory the daily sync's way, ask every question, score."""
+    from storage.retrieval import Retriever
+    from tasks.evaluation import (
+        build_memory,
+        check_namespaces,
+        load_inputs,
+        run_queries,
+        score_question,
+    )
+
+    inputs = load_inputs(
+        (str(sessions), sessions.read_text("utf-8")), (str(queries), queries.read_text("utf-8"))
+    )
+    retriever = Retriever.from_settings(settings)
+    check_namespaces(retriever.engine, inputs.transcripts)
+    build = build_memory(
+        retriever.engine,
+        inputs.transcripts,
+        retriever.embedder,
+        settings.tz,
+        settings.sync.batch_size,
+    )
+    label, weights = _weights_of(settings, preset)
+    runs = run_queries(retriever, inputs.queries, max(ks), weights)
+    namespaces = {t.session.id: t.session.namespace for t in inputs.transcripts}
+    scores = [score_question(r.query, r.hits, ks, namespaces) for r in runs]
+    return EvalResult(label, weights, tuple(ks), inputs, build, tuple(runs), tuple(scores))
+
+
+def _weights(result: EvalResult) -> str:
+    return ", ".join(f"{name}={value:g}" for name, value in result.weights.items() if value)
+
+
+def _timings(result: EvalResult) -> dict[str, float]:
+    from tasks.evaluation import percentile
+
+    ms = [r.ms for r in result.runs]
+    return {"p50": round(percentile(ms, 50), 2), "p95": round(percentile(ms, 95), 2)}
+
+
+def render(result: EvalResult, echo: Echo) -> None:
+    """Problems, how memory was built, the table, leaks and timings."""
+    from tasks.evaluation import OVERALL, render_table, summarise
+
+    inputs, build = result.inputs, result.build
+    for problem in inputs.problems:
+        echo(f"  bad input: {problem}")
+    echo(
+        f"labelled set: {len(inputs.transcripts)} sessions, {build.messages} messages, "
+        f"{len(inputs.queries)} questions; {len(inputs.problems)} problems"
+    )
+    echo(
+        f"memory built with the daily sync's steps, as of the end of each of {build.days} days "
+        f"with messages, min_user_messages=1 (short sessions are kept), no memory files: "
+        f"{build.written.sessions} session states written, "
+        f"{build.written.memories_added} memories added"
+        + (" (the store already held them)" if not build.written.sessions else "")
+    )
+    if build.without_memory:
+        echo(f"  sessions without memory (no user message): {', '.join(build.without_memory)}")
+    summary = summarise(result.scores, result.ks)
+    echo(f"preset {result.preset} ({_weights(result)}); recall@k for k = {list(result.ks)}")
+    echo(render_table(summary, result.ks))
+    unlabelled = sum(s.messages is None and s.sessions is None for s in result.scores)
+    echo(
+        f"cross-namespace leaks: {summary[OVERALL].leaks} "
+        f"(in {sum(s.hits for s in result.scores)} hits; {unlabelled} questions without "
+        "evidence are scored only on leaks)"
+    )
+    timing = _timings(result)
+    echo(f"timing: p50 {timing['p50']:.1f} ms, p95 {timing['p95']:.1f} ms per query")
+
+
+def _question(result: EvalResult, index: int) -> dict[str, Any]:
+    from tasks.evaluation import level_as_dict
+
+    run, score = result.runs[index], result.scores[index]
+    hits = [
+        {
+            "memory_id": h.memory_id,
+            "kind": h.kind,
+            "session_id": h.session_id,
+            "message_ids": list(h.message_ids),
+            "score": round(h.score, 4),
+        }
+        for h in run.hits
+    ]
+    return {
+        "id": score.id,
+        "category": score.category,
+        "namespace": run.query.namespace,
+        "asked_at": run.query.asked_at.isoformat(),
+        "ms": round(run.ms, 2),
+        "messages": level_as_dict(score.messages),
+        "sessions": level_as_dict(score.sessions),
+        "cross_namespace_leaks": score.leaks,
+        "hits": hits,
+    }
+
+
+def as_dict(result: EvalResult) -> dict[str, Any]:
+    """The JSON form: summary per category and overall, timings, build, problems, questions."""
+    from tasks.evaluation import group_as_dict, summarise
+
+    summary = summarise(result.scores, result.ks)
+    build = result.build
+    return {
+        "preset": result.preset,
+        "weights": {name: value for name, value in result.weights.items() if value},
+        "ks": list(result.ks),
+        "summary": {name: group_as_dict(group) for name, group in summary.items()},
+        "timing_ms": _timings(result),
+        "build": {
+            "sessions": build.sessions,
+            "messages": build.messages,
+            "days": build.days,
+            "min_user_messages": 1,
+            "memories_added": build.written.memories_added,
+            "sessions_without_memory": build.without_memory,
+        },
+        "problems": [str(p) for p in result.inputs.problems],
+        "questions": [_question(result, i) for i in range(len(result.runs))],
+    }
+
+
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+@click.command("eval")
+@click.argument("sessions", metavar="SESSIONS.jsonl", type=_FILE)
+@click.argument("queries", metavar="QUERIES.jsonl", type=_FILE)
+@click.option("--preset", type=click.Choice(sorted(PRESETS)), help="Default: the configured one.")
+@click.option(
+    "--k", "ks", default="1,5,10", show_default=True, callback=_ks, help="Cut-offs of recall@k."
+)
+@click.option("--json", "json_path", help="Write the results as JSON to this file ('-': print).")
+def eval_command(
+    sessions: Path, queries: Path, preset: str | None, ks: tuple[int, ...], json_path: str | None
+) -> None:
+    """Measure retrieval on labelled SESSIONS and QUERIES; writes memory into the store.
+
+    Run it on a scratch store (ARCHIVIST_DATA_DIR=/tmp/archivist-eval). Evidence messages
+    are named "<session_id>:<message_id>".
+    """
+    try:
+        result = run_eval(load_settings(), sessions, queries, preset=preset, ks=ks)
+    except ArchivistError as exc:
+        raise click.ClickException(str(exc)) from exc
+    render(result, click.echo)
+    if json_path == "-":
+        click.echo(json.dumps(as_dict(result), indent=2, ensure_ascii=False))
+    elif json_path:
+        try:
+            Path(json_path).write_text(json.dumps(as_dict(result), indent=2, ensure_ascii=False))
+        except OSError as exc:
+            raise click.ClickException(
+                f"cannot write the JSON results to {json_path}: {exc}"
+            ) from exc
+        click.echo(f"results written to {json_path}")

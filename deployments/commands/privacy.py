@@ -1,0 +1,135 @@
+"""The CLI's ageing and privacy commands: ``aging``, ``forget``, ``pin``, ``unpin``,
+``purge --session``, ``restore``. Added to ``archivist`` by ``deployments.cli``."""
+
+from __future__ import annotations
+
+import getpass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import click
+
+from deployments.settings_loader import load_settings
+from storage.config import Settings
+
+if TYPE_CHECKING:
+    from storage.engine import Store
+    from tasks.aging import ColdStore
+    from tasks.files import MemoryRoot
+
+_AS_OF_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
+
+
+def _actor() -> str:
+    return f"cli:{getpass.getuser()}"
+
+
+def _open(settings: Settings) -> tuple[Store, ColdStore, MemoryRoot]:
+    """The checked store, the cold tier and the memory files."""
+    from storage.connect import connect
+    from tasks.aging import open_cold_store
+    from tasks.files import open_memory_root
+
+    store, _ = connect(settings)
+    return store, open_cold_store(settings), open_memory_root(settings)
+
+
+@click.command("aging")
+@click.option("--as-of", type=click.DateTime(_AS_OF_FORMATS), default=None)
+@click.option("--namespace", help="Only this namespace.")
+@click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
+def aging_command(as_of: datetime | None, namespace: str | None, dry_run: bool) -> None:
+    """Run memory-aging once: decay, compress, archive, delete (when enabled)."""
+    from flows.aging import memory_aging
+
+    settings = load_settings()
+    if as_of is not None and as_of.tzinfo is None:
+        as_of = as_of.replace(tzinfo=settings.tz)
+    click.echo(memory_aging(as_of=as_of, namespace=namespace, dry_run=dry_run).markdown())
+
+
+@click.command("forget")
+@click.argument("namespace")
+@click.option("--confirm", is_flag=True, help="Required: erasure cannot be undone.")
+@click.option("--export", "export_to", help="Export a bundle to this fsspec URL first.")
+def forget_command(namespace: str, confirm: bool, export_to: str | None) -> None:
+    """Erase everything of NAMESPACE: rows, vectors, files, cold tier; one audit entry."""
+    if not confirm:
+        raise click.UsageError(f"forgetting {namespace!r} cannot be undone: add --confirm")
+    from tasks.privacy import forget
+
+    settings = load_settings()
+    store, cold, root = _open(settings)
+    out = forget(
+        store.engine,
+        cold,
+        root,
+        namespace,
+        actor=_actor(),
+        export_to=export_to,
+        export_options=settings.storage_options,
+    )
+    if out.exported is not None:
+        click.echo(f"exported to {export_to}: {out.exported}")
+    rows = ", ".join(f"{table} {n}" for table, n in out.rows.items() if n)
+    click.echo(
+        f"forgot {namespace}: {rows or 'no rows'}; {out.cold_files} cold files, "
+        f"{out.memory_files} memory files"
+    )
+
+
+def _pin(memory_id: int, pinned: bool) -> None:
+    from tasks.privacy import set_pin
+
+    store, cold, _ = _open(load_settings())
+    namespace = set_pin(store.engine, cold, memory_id, pinned, actor=_actor())
+    click.echo(f"memory {memory_id} ({namespace}) {'pinned' if pinned else 'unpinned'}")
+
+
+@click.command("pin")
+@click.argument("memory_id", type=int)
+def pin_command(memory_id: int) -> None:
+    """Pin a memory: it never decays, compresses, archives or is deleted."""
+    _pin(memory_id, True)
+
+
+@click.command("unpin")
+@click.argument("memory_id", type=int)
+def unpin_command(memory_id: int) -> None:
+    """Let a pinned memory age again."""
+    _pin(memory_id, False)
+
+
+@click.command("purge")
+@click.option("--session", "session_id", required=True, help="The session to erase.")
+@click.option("--confirm", is_flag=True, help="Required: erasure cannot be undone.")
+def purge_command(session_id: str, confirm: bool) -> None:
+    """Erase one session and all derived from it (memories, episode, blocks, transcript)."""
+    if not confirm:
+        raise click.UsageError(f"purging session {session_id!r} cannot be undone: add --confirm")
+    from tasks.privacy import purge_session
+
+    store, cold, root = _open(load_settings())
+    counts = purge_session(store.engine, cold, root, session_id, actor=_actor())
+    click.echo(f"purged {session_id}: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
+
+
+@click.command("restore")
+@click.argument("memory_id", type=int)
+def restore_command(memory_id: int) -> None:
+    """Bring an archived memory back to the hot table."""
+    from tasks.privacy import restore
+
+    store, cold, _ = _open(load_settings())
+    restore(store.engine, cold, memory_id, actor=_actor())
+    click.echo(f"memory {memory_id} restored")
+
+
+COMMANDS = (
+    aging_command,
+    forget_command,
+    pin_command,
+    unpin_command,
+    purge_command,
+    restore_command,
+)

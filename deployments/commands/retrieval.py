@@ -1,0 +1,88 @@
+"""The CLI's search, prime and index commands: plain functions over a Retriever."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from storage.config import Settings
+from storage.retrieval import Hit, Retriever, TimeRange
+from storage.scoring import PRESETS, parse_weights, resolve_weights
+
+Echo = Callable[[str], None]
+
+
+def run_search(
+    settings: Settings,
+    namespace: str,
+    query: str,
+    *,
+    limit: int,
+    time_range: TimeRange | None,
+    kinds: Sequence[str] | None,
+    preset: str | None,
+    weights: str | None,
+    as_of: datetime | None,
+    record_access: bool,
+) -> list[Hit]:
+    """One search with the CLI's options resolved into weights."""
+    retriever = Retriever.from_settings(settings)
+    chosen = None
+    if weights:
+        chosen = resolve_weights("custom", parse_weights(weights))
+    elif preset:
+        chosen = resolve_weights(preset, PRESETS[preset])
+    return retriever.search(
+        namespace,
+        query,
+        limit=limit,
+        time_range=time_range,
+        kinds=kinds,
+        as_of=as_of,
+        weights=chosen,
+        record_access=record_access,
+    )
+
+
+def render_hits(hits: Sequence[Hit], explain: bool, echo: Echo) -> None:
+    """A readable table: rank, score, kind, date, text; with the breakdown when asked."""
+    if not hits:
+        echo("no memories found")
+        return
+    echo(f"{'#':>2}  {'score':>6}  {'kind':<10} {'when':<16} memory")
+    for rank, hit in enumerate(hits, start=1):
+        text = " ".join(hit.content.split())
+        short = text if len(text) <= 90 else text[:87] + "..."
+        echo(
+            f"{rank:>2}  {hit.score:6.3f}  {hit.kind:<10} {hit.occurred_at:%Y-%m-%d %H:%M} {short}"
+        )
+        if explain:
+            source = f"session {hit.session_id}, messages {', '.join(hit.message_ids[:8])}"
+            for line in textwrap.wrap(hit.explain(), 100):
+                echo(f"{'':>28}{line}")
+            echo(f"{'':>28}id {hit.memory_id}, {source}")
+
+
+def run_prime(settings: Settings, namespace: str, message: str | None, echo: Echo) -> None:
+    """Print the priming text."""
+    priming = Retriever.from_settings(settings).prime(namespace, message)
+    echo(priming.formatted)
+
+
+def run_index(settings: Settings, min_rows: int | None, echo: Echo) -> dict[str, int]:
+    """Flag large namespaces' memories into the HNSW index, with progress."""
+    from storage.engine import open_store
+    from storage.migrate import require_current
+    from tasks.ann_index import refresh_ann_index
+
+    store = open_store(settings)
+    require_current(store.engine, settings)
+    threshold = min_rows or settings.retrieval.ann_min_namespace_rows
+    done = refresh_ann_index(
+        store.engine,
+        threshold,
+        on_progress=lambda ns, n, total: echo(f"  {ns}: {n}/{total} rows indexed"),
+    )
+    echo(f"{sum(done.values())} rows indexed in {len(done)} namespaces of >= {threshold} rows")
+    return done

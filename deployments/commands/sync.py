@@ -1,0 +1,117 @@
+"""What the CLI commands do, as plain functions that take settings and a printer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date, datetime, time, timedelta
+
+import fsspec
+
+from storage.config import Settings
+from storage.engine import open_store
+from storage.migrate import upgrade
+from tasks.sync import IngestReport, JsonlTranscripts, SyncReport, ingest
+
+Echo = Callable[[str], None]
+
+
+def upgrade_schema(settings: Settings) -> str:
+    """Apply pending migrations and say what happened."""
+    store = open_store(settings)
+    before, after = upgrade(store.engine, settings)
+    where = "embedded PostgreSQL in " + str(settings.pgdata_dir) if store.embedded else "database"
+    if before == after:
+        return f"schema already at revision {after} ({where})"
+    return f"schema upgraded {before or 'empty'} -> {after} ({where})"
+
+
+def ingest_transcripts(settings: Settings, url: str, echo: Echo) -> IngestReport:
+    """Load transcripts and print counts and every problem."""
+    from storage.migrate import require_current
+
+    store = open_store(settings)
+    require_current(store.engine, settings)
+    fs, root = fsspec.core.url_to_fs(url, **settings.storage_options)
+    source = JsonlTranscripts(fs, root)
+    total = len(source.files())
+    if total == 0:
+        echo(f"no *.jsonl files under {url}")
+    report = ingest(
+        store.engine,
+        source,
+        on_batch=lambda r: echo(f"  loaded {r.sessions}/{total} files, {r.messages} messages"),
+    )
+    for problem in report.problems:
+        echo(f"  bad input: {problem}")
+    echo(
+        f"ingested {report.sessions} sessions, {report.messages} messages from {report.files} "
+        f"files; {len(report.problems)} problems"
+    )
+    return report
+
+
+def run_sync(
+    settings: Settings,
+    *,
+    as_of: datetime | None,
+    namespace: str | None,
+    dry_run: bool,
+    window_hours: float | None,
+    min_user_messages: int | None,
+    transcripts_url: str | None,
+) -> SyncReport:
+    """One run of the daily sync flow."""
+    from flows.daily_sync import memory_sync_daily
+
+    return memory_sync_daily(
+        as_of=as_of,
+        window_hours=window_hours or settings.sync.window_hours,
+        min_user_messages=(
+            settings.sync.min_user_messages if min_user_messages is None else min_user_messages
+        ),
+        namespace=namespace,
+        dry_run=dry_run,
+        transcripts_url=transcripts_url,
+    )
+
+
+def demo_days(settings: Settings, days: int, now: datetime) -> list[datetime]:
+    """The 23:00 sync times to back-fill: the last ``days`` ones that have passed."""
+    local = now.astimezone(settings.tz)
+    last: date = local.date() if local.time() >= time(23) else local.date() - timedelta(days=1)
+    return [
+        datetime.combine(last - timedelta(days=n), time(23), tzinfo=settings.tz)
+        for n in range(days - 1, -1, -1)
+    ]
+
+
+def run_demo(settings: Settings, days: int, echo: Echo, now: datetime | None = None) -> None:
+    """Sample data in, daily sync back-filled day by day, and where to look."""
+    from flows.daily_sync import memory_sync_daily
+    from tasks.files import open_memory_root
+    from tasks.samples import generate_demo, write_transcripts
+
+    now = now or datetime.now(settings.tz)
+    echo(upgrade_schema(settings))
+    runs = demo_days(settings, days, now)
+    files = generate_demo(runs[-1].date(), settings.tz, days=days)
+    fs, root = fsspec.core.url_to_fs(str(settings.data_dir / "demo" / "transcripts"))
+    written = write_transcripts(fs, root, files)
+    echo(f"sample transcripts: {len(files)} files in {root} ({written} new or changed)")
+    ingest_transcripts(settings, root, echo)
+    echo(f"back-filling memory-sync-daily for {len(runs)} days (Prefect starts first)...")
+    for number, as_of in enumerate(runs, start=1):
+        report = memory_sync_daily(as_of=as_of)
+        w = report.written
+        echo(
+            f"  [{number:>2}/{len(runs)}] {as_of:%Y-%m-%d %H:%M}: {report.sessions_seen} sessions,"
+            f" {w.sessions} written, {report.unchanged + report.later_state} unchanged,"
+            f" {report.skipped_few_user_messages} too short, {w.memories_added} memories,"
+            f" {report.blocks_appended} blocks"
+        )
+    memory = open_memory_root(settings)
+    echo(f"memory files: {memory.root}")
+    for folder in sorted(memory.fs.ls(memory.root, detail=False)):
+        count = len(memory.fs.glob(f"{folder}/memory/**/*.md"))
+        echo(f"  {folder.rsplit('/', 1)[-1]}: {count} files")
+    echo("run `archivist demo` or `archivist sync` again: an unchanged day writes nothing.")

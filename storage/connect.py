@@ -1,0 +1,21 @@
+"""Open the store for work: connection, schema check, and an embedder that fits it."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from storage.config import Settings
+from storage.embedding import Embedder, make_embedder
+from storage.engine import Store, open_store
+from storage.meta import check_compatible
+from storage.migrate import require_current
+
+
+def connect(settings: Settings) -> tuple[Store, Embedder]:
+    """Open the store, check its schema and that the configured embedder fits it."""
+    store = open_store(settings)
+    require_current(store.engine, settings)
+    embedder = make_embedder(settings.embedding, store.engine)
+    with Session(store.engine) as session:
+        check_compatible(session, settings, embedder.dim)
+    return store, embedder

@@ -1,0 +1,57 @@
+"""Build the embedder the settings name: hashing or an OpenAI-compatible endpoint, cached."""
+
+from __future__ import annotations
+
+import httpx
+from sqlalchemy import Engine
+
+from storage.config import EmbeddingSettings
+from storage.embedding._cached import CachedEmbedder
+from storage.embedding._hashing import HashingEmbedder
+from storage.embedding._http import OpenAIEmbedder
+from storage.embedding._protocol import Embedder
+from storage.errors import ConfigurationError
+
+
+def make_embedder(
+    settings: EmbeddingSettings,
+    engine: Engine | None = None,
+    client: httpx.Client | None = None,
+) -> Embedder:
+    """Build the embedder the settings name, behind the vector cache when given an engine."""
+    embedder = _base_embedder(settings, client)
+    if engine is not None and uses_cache(settings):
+        return CachedEmbedder(embedder, engine)
+    return embedder
+
+
+def uses_cache(settings: EmbeddingSettings) -> bool:
+    """Whether vectors go through the cache table.
+
+    ``auto`` caches remote models only: the local hashing embedder computes a vector in
+    about 50 us, faster than a cache round trip, and caching it would store every vector
+    twice.
+    """
+    if settings.cache == "auto":
+        return settings.provider != "hashing"
+    return settings.cache == "on"
+
+
+def _base_embedder(settings: EmbeddingSettings, client: httpx.Client | None) -> Embedder:
+    if settings.provider == "hashing":
+        return HashingEmbedder(dim=settings.dim)
+    if settings.base_url is None or settings.model is None:  # the settings validator forbids it
+        raise ConfigurationError(
+            "the openai embedding provider needs ARCHIVIST_EMBEDDING__BASE_URL and "
+            "ARCHIVIST_EMBEDDING__MODEL"
+        )
+    return OpenAIEmbedder(
+        settings.base_url,
+        settings.model,
+        settings.dim,
+        client=client,
+        api_key=settings.api_key.get_secret_value() if settings.api_key else None,
+        batch_size=settings.batch_size,
+        timeout=settings.timeout_seconds,
+        max_retries=settings.max_retries,
+    )

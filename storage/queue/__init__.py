@@ -1,0 +1,43 @@
+"""``memory_write_queue``: durable memory writes, claimed by any number of drainers."""
+
+from storage.queue._payloads import (
+    ForgetMemory,
+    MemoryText,
+    QueueItem,
+    QueueStats,
+    RecordMessage,
+    parse_stored,
+)
+from storage.queue._table import (
+    claim,
+    complete,
+    dead_items,
+    enqueue,
+    fail,
+    forget_memory,
+    notifications,
+    purge_completed,
+    queue_stats,
+    reclaim_stuck,
+    relax_commit,
+)
+
+__all__ = [
+    "ForgetMemory",
+    "MemoryText",
+    "QueueItem",
+    "QueueStats",
+    "RecordMessage",
+    "claim",
+    "complete",
+    "dead_items",
+    "enqueue",
+    "fail",
+    "forget_memory",
+    "notifications",
+    "parse_stored",
+    "purge_completed",
+    "queue_stats",
+    "reclaim_stuck",
+    "relax_commit",
+]

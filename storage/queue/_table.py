@@ -1,0 +1,245 @@
+"""``memory_write_queue``: durable memory writes, claimed by any number of drainers.
+
+    enqueue -> pending --claim--> processing --complete--> completed --purge--> gone
+                  ^                    |
+                  +--- fail / stuck ---+  while attempts < max_attempts (with backoff)
+                                       +--> dead, kept with its last error
+
+Payloads are validated at enqueue time (``_payloads``); a bad one raises
+``InputError`` and stores nothing. Every function takes ``now``: a pinned time, or
+``None`` for the database clock, so producers and drainers on different hosts agree.
+A claim is (worker, attempt): completing or failing an item whose claim was taken over
+(by stuck reclaim) changes nothing, so its work can be rolled back with it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any, Literal, cast
+
+import psycopg
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    Engine,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    delete,
+    select,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from storage.base import Base
+from storage.config import QueueSettings
+from storage.errors import InputError
+from storage.memories import Memory
+from storage.queue._payloads import DeadItem, QueueItem, QueueStats, Reclaimed, validate_payload
+from storage.queue._sql import (
+    ASYNC_COMMIT,
+    BY_KEY,
+    CLAIM,
+    COMPLETE,
+    DEAD,
+    ENQUEUE,
+    FAIL,
+    LISTEN,
+    PURGE,
+    RECLAIM,
+    STATS,
+    UNLISTEN,
+)
+
+_MAX_ERROR_CHARS = 2000
+
+
+class QueueItemRow(Base):
+    __tablename__ = "memory_write_queue"
+    __table_args__ = (
+        UniqueConstraint("namespace", "idempotency_key"),
+        Index(
+            "ix_memory_write_queue_claim",
+            "status",
+            "available_at",
+            "id",
+            postgresql_where=text("status IN ('pending', 'processing')"),
+        ),
+        Index(
+            "ix_memory_write_queue_completed",
+            "completed_at",
+            postgresql_where=text("status = 'completed'"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    namespace: Mapped[str] = mapped_column(String(100))
+    op: Mapped[str] = mapped_column(String(30))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(20), server_default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, server_default="0")
+    max_attempts: Mapped[int] = mapped_column(Integer)
+    available_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    claimed_by: Mapped[str | None] = mapped_column(String(100))
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+
+
+def enqueue(
+    session: Session,
+    namespace: str,
+    op: str,
+    payload: Mapping[str, Any],
+    *,
+    idempotency_key: str | None = None,
+    max_attempts: int | None = None,
+    now: datetime | None = None,
+) -> int:
+    """Validate and queue one write; the same idempotency key again returns the first id."""
+    parsed = validate_payload(namespace, op, payload)
+    _check_options(idempotency_key, max_attempts)
+    params = {
+        "namespace": namespace,
+        "op": op,
+        "payload": parsed.model_dump_json(exclude_none=True),
+        "idempotency_key": idempotency_key,
+        "max_attempts": max_attempts or QueueSettings().max_attempts,
+        "now": now,
+    }
+    new_id = session.execute(ENQUEUE, params).scalar()
+    if new_id is None:  # the key is already queued: hand back that item
+        new_id = session.execute(BY_KEY, params).scalar_one()
+    return int(new_id)
+
+
+def _check_options(idempotency_key: str | None, max_attempts: int | None) -> None:
+    if idempotency_key is not None and not 1 <= len(idempotency_key) <= 200:
+        raise InputError("idempotency_key must be 1 to 200 characters long")
+    if max_attempts is not None and not 1 <= max_attempts <= 50:
+        raise InputError(f"max_attempts must be between 1 and 50, got {max_attempts}")
+
+
+def relax_commit(session: Session) -> None:
+    """Let this transaction commit without waiting for the WAL flush (drainers only)."""
+    session.execute(ASYNC_COMMIT)
+
+
+def claim(session: Session, worker: str, limit: int, now: datetime | None) -> list[QueueItem]:
+    """Take up to ``limit`` due items, oldest first, skipping rows other drainers hold."""
+    rows = session.execute(CLAIM, {"worker": worker, "limit": limit, "now": now}).mappings()
+    items = [QueueItem(**row) for row in rows]
+    return sorted(items, key=lambda item: item.id)
+
+
+def complete(
+    session: Session,
+    done: Sequence[tuple[QueueItem, Mapping[str, Any]]],
+    now: datetime | None,
+) -> set[int]:
+    """Mark items completed with their results; returns the ids whose claim still held."""
+    if not done:
+        return set()
+    params = {
+        "ids": [item.id for item, _ in done],
+        "workers": [item.claimed_by for item, _ in done],
+        "attempts": [item.attempts for item, _ in done],
+        "results": [json.dumps(result) for _, result in done],
+        "now": now,
+    }
+    return set(session.execute(COMPLETE, params).scalars())
+
+
+def backoff(attempts: int, settings: QueueSettings) -> timedelta:
+    """Wait before the next attempt after ``attempts`` failed ones: base * 2**(n-1), capped."""
+    seconds = settings.backoff_base_seconds * 2 ** max(0, attempts - 1)
+    return timedelta(seconds=min(settings.backoff_max_seconds, seconds))
+
+
+def fail(
+    session: Session,
+    item: QueueItem,
+    error: str,
+    now: datetime | None,
+    settings: QueueSettings,
+) -> Literal["pending", "dead", "lost"]:
+    """Record a failed attempt: back to pending after a backoff, or dead when none are left."""
+    params = {
+        "id": item.id,
+        "worker": item.claimed_by,
+        "attempts": item.attempts,
+        "error": error[:_MAX_ERROR_CHARS],
+        "delay": backoff(item.attempts, settings),
+        "now": now,
+    }
+    status = session.execute(FAIL, params).scalar()
+    if status is None:
+        return "lost"
+    return "dead" if status == "dead" else "pending"
+
+
+def reclaim_stuck(session: Session, now: datetime | None, stuck_after: timedelta) -> Reclaimed:
+    """Give back items processing for longer than ``stuck_after``; exhausted ones go dead."""
+    statuses = list(session.execute(RECLAIM, {"now": now, "stuck_after": stuck_after}).scalars())
+    return Reclaimed(requeued=statuses.count("pending"), dead=statuses.count("dead"))
+
+
+def purge_completed(session: Session, now: datetime | None, older_than: timedelta) -> int:
+    """Delete completed items finished more than ``older_than`` ago; returns how many."""
+    result = session.execute(PURGE, {"now": now, "older_than": older_than})
+    return int(getattr(result, "rowcount", 0))
+
+
+def queue_stats(
+    session: Session, now: datetime | None, settings: QueueSettings | None = None
+) -> QueueStats:
+    """Counts per status, ready and stuck items, and how long the oldest pending one waits."""
+    stuck_after = timedelta(seconds=(settings or QueueSettings()).stuck_after_seconds)
+    row = session.execute(STATS, {"now": now, "stuck_after": stuck_after}).mappings().one()
+    oldest = row["oldest_pending_seconds"]
+    return QueueStats(
+        **{k: int(v) for k, v in row.items() if k != "oldest_pending_seconds"},
+        oldest_pending_seconds=None if oldest is None else float(oldest),
+    )
+
+
+def dead_items(session: Session, limit: int = 20) -> list[DeadItem]:
+    """The most recently failed dead items, with their errors."""
+    return [DeadItem(**row) for row in session.execute(DEAD, {"limit": limit}).mappings()]
+
+
+def forget_memory(
+    session: Session, namespace: str, memory_id: int
+) -> Literal["deleted", "missing", "foreign"]:
+    """Delete a memory of ``namespace``; one of another namespace is never touched."""
+    stmt = delete(Memory).where(Memory.id == memory_id, Memory.namespace == namespace)
+    if session.execute(stmt.returning(Memory.id)).scalar() is not None:
+        return "deleted"
+    owner = session.execute(select(Memory.namespace).where(Memory.id == memory_id)).scalar()
+    return "missing" if owner is None else "foreign"
+
+
+@contextmanager
+def notifications(engine: Engine) -> Iterator[Callable[[float], bool]]:
+    """A wait(timeout) that returns early, True, when an item is enqueued (LISTEN/NOTIFY)."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(LISTEN)
+        raw = cast(psycopg.Connection[Any], conn.connection.driver_connection)
+
+        def wait(timeout: float) -> bool:
+            return any(True for _ in raw.notifies(timeout=timeout, stop_after=1))
+
+        try:
+            yield wait
+        finally:
+            conn.execute(UNLISTEN)

@@ -1,0 +1,18 @@
+"""Retrieval for assistants: composite-scored hybrid search and conversation priming.
+
+Imports no Prefect and nothing from ``tasks``, so an assistant can
+``from storage.retrieval import Retriever`` alone. ``Retriever`` lives in ``_search``; the
+candidates, ranking, priming, cold-tier search and SQL are its private modules.
+"""
+
+from storage.errors import RetrievalError
+from storage.retrieval._search import Retriever
+from storage.retrieval._types import Hit, Priming, TimeRange
+
+__all__ = [
+    "Hit",
+    "Priming",
+    "RetrievalError",
+    "Retriever",
+    "TimeRange",
+]

@@ -1,0 +1,117 @@
+"""Candidates of a search: the request, its statement's parameters, the planner, HNSW walks.
+
+The dense top ``limit x overfetch`` (pgvector cosine; HNSW with iterative scans over large
+namespaces' indexed rows, an exact scan of everything else) united with the lexical top
+(BM25 over PostgreSQL lexemes, with per-namespace statistics cached in ``StatsCache``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection
+
+from storage.config import RetrievalSettings
+from storage.retrieval._inputs import DF_CAP, lexical_params, vector_literal
+from storage.retrieval._sql import ANN_NEIGHBOURS, PLANNER, QUERY_TERMS, TERM_STATS
+from storage.retrieval._stats import StatsCache
+
+_BM25_K1, _BM25_B = 1.2, 0.75
+
+
+@dataclass(frozen=True)
+class Request:
+    """One search, validated: what to look for, where, and how many."""
+
+    namespace: str
+    query: str
+    vector: np.ndarray
+    limit: int
+    start: datetime | None = None
+    end: datetime | None = None
+    kinds: Sequence[str] | None = None
+    include_archived: bool = False
+
+
+def search_params(
+    conn: Connection, request: Request, settings: RetrievalSettings, stats: StatsCache, cfg: str
+) -> tuple[dict[str, Any], int] | None:
+    """The candidate statement's parameters and the count of indexed rows; None if empty."""
+    n_docs, avg_len, n_indexed, terms = lexical_stats(
+        conn, stats, cfg, request.namespace, request.query
+    )
+    if n_docs == 0:
+        return None
+    n = request.limit * settings.overfetch
+    tiers = ["fresh", "compressed"] + (["archived"] if request.include_archived else [])
+    params = {
+        "namespace": request.namespace,
+        "qvec": vector_literal(request.vector),
+        "n": n,
+        "n_lexical": max(n, 50),
+        "tiers": tiers,
+        "kinds": list(request.kinds) if request.kinds else None,
+        "start": request.start,
+        "end": request.end,
+        "k1": _BM25_K1,
+        "b": _BM25_B,
+        "avg_len": avg_len,
+        **lexical_params(terms, n_docs),
+    }
+    return params, n_indexed
+
+
+def lexical_stats(
+    conn: Connection, stats: StatsCache, cfg: str, namespace: str, query: str
+) -> tuple[int, float, int, list[tuple[str, int]]]:
+    """Size, mean length, has-index flag and (lexeme, df) pairs; cached where harmless."""
+    row = conn.execute(QUERY_TERMS, {"cfg": cfg, "query": query, "namespace": namespace}).one()
+    lexemes = list(dict.fromkeys(row.lexemes))
+    size = stats.size(namespace)
+    known = stats.df(namespace, lexemes)
+    missing = [lexeme for lexeme in lexemes if lexeme not in known]
+    if size is None or missing:
+        params = {
+            "namespace": namespace,
+            "with_size": size is None,
+            "lexemes": missing,
+            "df_cap": DF_CAP,
+        }
+        rows = conn.execute(TERM_STATS, params).all()
+        if size is None:
+            size = (int(rows[0].n_docs), float(rows[0].avg_len))
+            stats.put_size(namespace, *size)
+        fetched = {r.lexeme: int(r.df) for r in rows if r.lexeme is not None}
+        stats.put_df(namespace, fetched)
+        known |= fetched
+    return size[0], size[1], int(row.has_ann), [(t, known.get(t, 0)) for t in lexemes]
+
+
+def plan(conn: Connection, settings: RetrievalSettings, *, force_index: bool, exact: bool) -> None:
+    """Planner settings for the next statement: the HNSW walk, or exact scans only."""
+    conn.execute(
+        PLANNER,
+        {
+            "ef_search": str(settings.ef_search),
+            "other": "off" if force_index else "on",
+            "indexscan": "off" if exact else "on",
+        },
+    )
+
+
+def neighbours(
+    conn: Connection, settings: RetrievalSettings, params: dict[str, Any], n_indexed: int
+) -> dict[str, list[Any]]:
+    """HNSW neighbours among indexed rows; exact when filters starved the index."""
+    if n_indexed == 0:  # a walk of the index would look for rows it cannot hold
+        return {"ann_ids": [], "ann_dists": []}
+    plan(conn, settings, force_index=True, exact=False)
+    rows = conn.execute(ANN_NEIGHBOURS, params).all()
+    if len(rows) < min(params["n"], n_indexed):
+        plan(conn, settings, force_index=False, exact=True)
+        rows = conn.execute(ANN_NEIGHBOURS, params).all()
+    return {"ann_ids": [r.id for r in rows], "ann_dists": [float(r.dist) for r in rows]}

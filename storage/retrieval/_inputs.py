@@ -1,0 +1,103 @@
+"""What a search is given: validation, time ranges, and the parameters its SQL takes."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta, tzinfo
+from typing import Any
+
+import numpy as np
+
+from storage import scoring
+from storage.errors import ConfigurationError, RetrievalError
+from storage.retrieval._types import TimeRange
+
+KINDS = (
+    "episode",
+    "task_card",
+    "turn",
+    "fact",
+    "preference",
+    "decision",
+    "note",
+    "goal",
+    "long_term",
+)
+NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+MAX_QUERY_CHARS = 10_000
+DF_CAP = 1000
+
+
+def check_request(
+    namespace: str, query: str, limit: int, kinds: Sequence[str] | None, max_limit: int
+) -> None:
+    """Refuse a search that cannot be answered, saying why."""
+    if not NAMESPACE.match(namespace):
+        raise RetrievalError(f"bad namespace {namespace!r}: letters, digits, '.', '_', '-'")
+    if not query or not query.strip():
+        raise RetrievalError("empty query: say what to search for")
+    if len(query) > MAX_QUERY_CHARS:
+        raise RetrievalError(f"query of {len(query)} characters; at most {MAX_QUERY_CHARS}")
+    if not 1 <= limit <= max_limit:
+        raise RetrievalError(f"limit {limit} out of range 1..{max_limit}")
+    unknown = sorted(set(kinds or ()) - set(KINDS))
+    if unknown:
+        raise RetrievalError(f"unknown kind(s) {unknown}; known: {list(KINDS)}")
+
+
+def custom_weights(weights: Mapping[str, float]) -> dict[str, float]:
+    try:
+        return scoring.resolve_weights("custom", weights)
+    except ConfigurationError as exc:
+        raise RetrievalError(str(exc)) from exc
+
+
+def aware(moment: datetime) -> datetime:
+    if moment.tzinfo is None:
+        raise RetrievalError(f"as_of {moment.isoformat()} has no time zone")
+    return moment
+
+
+def vector_literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
+
+
+def lexical_params(terms: Sequence[tuple[str, int]], n_docs: int) -> dict[str, Any]:
+    """BM25 idf per lexeme, and an OR query of the lexemes worth matching on."""
+    idf = {t: math.log(1 + (n_docs - df + 0.5) / (df + 0.5)) for t, df in terms if df > 0}
+    # Candidates come from the terms that narrow the search: a word in more than 5% of a
+    # namespace would make the lexical side rank thousands of rows, and its low idf adds
+    # little. Such words still count in the BM25 of every candidate found otherwise.
+    common = max(50, n_docs // 20)
+    found = sorted((df, t) for t, df in terms if df > 0)
+    useful = [t for df, t in found if df <= common] or [t for _, t in found[:1]]
+    tsquery = " | ".join("'" + t.replace("'", "''") + "'" for t in sorted(useful)) or None
+    return {"lexemes": list(idf), "idfs": list(idf.values()), "tsquery": tsquery}
+
+
+def resolve_time_range(
+    time_range: TimeRange | None, now: datetime, tz: tzinfo
+) -> tuple[datetime | None, datetime | None]:
+    """[start, end) of a named range in the configured zone, or of an explicit pair."""
+    if time_range is None or time_range == "all":
+        return None, None
+    if isinstance(time_range, tuple):
+        start, end = time_range
+        if start.tzinfo is None or end.tzinfo is None:
+            raise RetrievalError("time_range needs time zones on both ends")
+        if start > end:
+            raise RetrievalError(f"reversed time range: {start.isoformat()} > {end.isoformat()}")
+        return start, end
+    local = now.astimezone(tz)
+    midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
+    starts = {
+        "today": midnight,
+        "week": midnight - timedelta(days=local.weekday()),
+        "month": midnight.replace(day=1),
+        "recent": now - timedelta(days=30),
+    }
+    if time_range not in starts:
+        raise RetrievalError(f"unknown time range {time_range!r}; use {[*starts, 'all']}")
+    return starts[time_range], now + timedelta(microseconds=1)

@@ -1,0 +1,185 @@
+"""Conversation priming (seed 003): recent episodes, open threads, salient facts, entities."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from sqlalchemy import Connection, Engine
+
+from storage import scoring
+from storage.config import RetrievalSettings
+from storage.retrieval._ranking import make_hit
+from storage.retrieval._sql import EPISODE_ENTITIES, RECENT_EPISODES, RECORD_ACCESS, TOP_FACTS
+from storage.retrieval._types import Hit, PrimedEpisode, PrimedThread, Priming
+
+FACT_KINDS = ["fact", "preference", "decision"]
+_SCAN = 50
+
+
+class Searcher(Protocol):
+    """What priming needs of a retriever: its store, its settings, search in a transaction."""
+
+    engine: Engine
+    settings: RetrievalSettings
+
+    def search_in(
+        self,
+        conn: Connection,
+        namespace: str,
+        query: str,
+        limit: int,
+        kinds: Sequence[str] | None,
+        now: datetime,
+    ) -> list[Hit]: ...
+
+
+def build_priming(
+    retriever: Searcher,
+    namespace: str,
+    initial_message: str | None,
+    now: datetime,
+    record_access: bool,
+) -> Priming:
+    """Everything priming needs, read in one transaction."""
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+    message = (initial_message or "").strip() or None
+    with retriever.engine.begin() as conn:
+        rows = conn.execute(RECENT_EPISODES, {"namespace": namespace, "now": now, "scan": _SCAN})
+        episodes, threads, episode_ids = _episodes(retriever, list(rows), now)
+        timings["episodes"] = _lap(clock)
+        facts = _facts(retriever, conn, namespace, message, now)
+        timings["facts"] = _lap(clock)
+        entities = _entities(retriever, conn, namespace, message, now, episodes)
+        timings["entities"] = _lap(clock)
+        if record_access:
+            ids = [h.memory_id for h in facts] + episode_ids
+            if ids:
+                context = f"prime: {(message or '')[:500]}"
+                conn.execute(RECORD_ACCESS, {"ids": ids, "context": context, "at": now})
+    formatted = format_priming(namespace, episodes, threads, facts, entities)
+    timings["total"] = _lap(clock)
+    return Priming(namespace, episodes, threads, facts, entities, formatted, timings)
+
+
+def _lap(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)
+
+
+def _episodes(
+    retriever: Searcher, rows: Sequence[Any], now: datetime
+) -> tuple[tuple[PrimedEpisode, ...], tuple[PrimedThread, ...], list[int]]:
+    settings = retriever.settings
+    episodes: list[PrimedEpisode] = []
+    ids: list[int] = []
+    for row in rows:
+        touched = row.last_accessed_at or row.ended_at
+        value = scoring.salience(
+            row.access_count, (now - touched).total_seconds() / 86400, settings.half_life_days
+        )
+        if value > settings.prime_min_salience and len(episodes) < settings.prime_episodes:
+            episodes.append(
+                PrimedEpisode(row.session_id, row.summary, tuple(row.topics), row.ended_at, value)
+            )
+            if row.memory_id is not None:
+                ids.append(row.memory_id)
+    return tuple(episodes), _threads(rows, settings.prime_threads), ids
+
+
+def _threads(rows: Sequence[Any], limit: int) -> tuple[PrimedThread, ...]:
+    seen: set[str] = set()
+    threads: list[PrimedThread] = []
+    for row in rows:  # newest episode first
+        for thread in row.open_threads:
+            key = thread["context"].casefold()
+            if key in seen or len(threads) >= limit:
+                continue
+            seen.add(key)
+            threads.append(
+                PrimedThread(
+                    row.session_id,
+                    thread["topic"],
+                    thread["status"],
+                    thread["context"],
+                    row.ended_at,
+                )
+            )
+    return tuple(threads)
+
+
+def _facts(
+    retriever: Searcher, conn: Connection, namespace: str, message: str | None, now: datetime
+) -> tuple[Hit, ...]:
+    limit = retriever.settings.prime_facts
+    if limit == 0:
+        return ()
+    if message is not None:
+        found = retriever.search_in(conn, namespace, message, limit * 3, FACT_KINDS, now)
+        return _distinct(found, limit)
+    rows = conn.execute(
+        TOP_FACTS, {"namespace": namespace, "kinds": FACT_KINDS, "now": now, "scan": _SCAN * 4}
+    ).all()
+    weights = {"importance": 1.0, "salience": 1.0}
+    half_life = retriever.settings.half_life_days
+    hits = [make_hit(row, 0.0, 0.0, 0.0, now, weights, half_life) for row in rows]
+    hits.sort(key=lambda h: (-h.factors["importance"] * h.factors["salience"], h.memory_id))
+    return _distinct(hits, limit)
+
+
+def _distinct(hits: Sequence[Hit], limit: int) -> tuple[Hit, ...]:
+    """The first ``limit`` hits with distinct text (the same fact told in two sessions)."""
+    seen: set[str] = set()
+    out: list[Hit] = []
+    for hit in hits:
+        key = " ".join(hit.content.casefold().split())
+        if key not in seen and len(out) < limit:
+            seen.add(key)
+            out.append(hit)
+    return tuple(out)
+
+
+def _entities(
+    retriever: Searcher,
+    conn: Connection,
+    namespace: str,
+    message: str | None,
+    now: datetime,
+    episodes: Sequence[PrimedEpisode],
+) -> tuple[str, ...]:
+    if message is not None:
+        related = retriever.search_in(conn, namespace, message, 5, ["episode"], now)
+        sessions = [h.session_id for h in related if h.session_id]
+    else:
+        sessions = [e.session_id for e in episodes]
+    rows = conn.execute(EPISODE_ENTITIES, {"namespace": namespace, "sessions": sessions})
+    by_session = {r.session_id: r.entities for r in rows}
+    ordered = [e for sid in sessions for e in by_session.get(sid, [])]
+    return tuple(dict.fromkeys(ordered))[:10]
+
+
+def format_priming(
+    namespace: str,
+    episodes: Sequence[PrimedEpisode],
+    threads: Sequence[PrimedThread],
+    facts: Sequence[Hit],
+    entities: Sequence[str],
+) -> str:
+    """The priming as "what I remember" text for a system prompt."""
+    if not (episodes or threads or facts):
+        return f"I don't remember anything about {namespace} yet."
+    lines = [f"What I remember about {namespace}:"]
+    if episodes:
+        lines += ["", "Recent conversations:"]
+        lines += [f"- {e.ended_at:%Y-%m-%d}: {e.summary}" for e in episodes]
+    if threads:
+        lines += ["", "Still open:"]
+        lines += [f"- {t.context} (since {t.since:%Y-%m-%d})" for t in threads]
+    if facts:
+        lines += ["", "Things I know:"]
+        lines += [f"- {h.content}" for h in facts]
+    if entities:
+        lines += ["", "Related: " + ", ".join(entities)]
+    return "\n".join(lines)

@@ -1,0 +1,212 @@
+"""Retrieval for assistants: composite-scored hybrid search and conversation priming.
+
+Imports no Prefect, so an assistant can ``from storage.retrieval._search import Retriever`` alone.
+
+    retriever = Retriever.from_settings(Settings())
+    hits = retriever.search("alice", "when is the dentist?", limit=5)
+    print(retriever.prime("alice", "Hi! About the trip...").formatted)
+
+Search is scoped to one namespace. Candidates are the dense top ``limit x overfetch``
+(pgvector cosine; HNSW with iterative scans over large namespaces' indexed rows, an exact
+scan of everything else) united with the lexical top (BM25 over PostgreSQL lexemes).
+Each hit's score is a weighted sum of named factors (``storage.scoring``), all shown in
+``Hit.factors``. Bad input raises ``RetrievalError``; an unknown namespace gives ``[]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+
+from storage import scoring
+from storage.config import RetrievalSettings, Settings
+from storage.embedding import Embedder
+from storage.errors import RetrievalError
+from storage.retrieval._archived import ArchiveReader, ColdQuery, archived_candidates, demote
+from storage.retrieval._candidates import Request, neighbours, plan, search_params
+from storage.retrieval._inputs import (
+    NAMESPACE,
+    aware,
+    check_request,
+    custom_weights,
+    resolve_time_range,
+)
+from storage.retrieval._priming import build_priming
+from storage.retrieval._ranking import rank
+from storage.retrieval._sql import (
+    CANDIDATES,
+    EXPLAIN_ANN,
+    EXPLAIN_CANDIDATES,
+    RECORD_ACCESS,
+)
+from storage.retrieval._stats import StatsCache
+from storage.retrieval._types import Hit, Priming, TimeRange
+
+
+class Retriever:
+    """Search and priming over one store; thread-safe (each call uses its own connection)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        embedder: Embedder,
+        settings: RetrievalSettings | None = None,
+        tz: tzinfo = UTC,
+        text_search_config: str = "english",
+    ) -> None:
+        self.engine = engine
+        self.embedder = embedder
+        self.settings = settings or RetrievalSettings()
+        self.tz = tz
+        self.text_search_config = text_search_config
+        self.weights = scoring.resolve_weights(self.settings.preset, self.settings.weights)
+        self.stats = StatsCache(self.settings.stats_ttl_seconds)
+        self.archive = ArchiveReader()  # how include_archived opens the cold tier's files
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Retriever:
+        """Open the configured store and embedder, checking that both fit the schema."""
+        from sqlalchemy.orm import Session
+
+        from storage.connect import connect
+        from storage.meta import read_facts
+
+        store, embedder = connect(settings)
+        with Session(store.engine) as session:
+            config = read_facts(session).get("text_search_config", "english")
+        retriever = cls(store.engine, embedder, settings.retrieval, settings.tz, config)
+        retriever.archive = ArchiveReader(options=settings.storage_options)
+        return retriever
+
+    def search(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        limit: int = 10,
+        time_range: TimeRange | None = None,
+        kinds: Sequence[str] | None = None,
+        as_of: datetime | None = None,
+        weights: Mapping[str, float] | None = None,
+        record_access: bool = True,
+        include_archived: bool = False,
+    ) -> list[Hit]:
+        """The ``limit`` best memories of ``namespace`` for ``query``, best first."""
+        check_request(namespace, query, limit, kinds, self.settings.max_limit)
+        now = aware(as_of) if as_of is not None else datetime.now(UTC)
+        start, end = resolve_time_range(time_range, now, self.tz)
+        used = self.weights if weights is None else custom_weights(weights)
+        request = Request(
+            namespace,
+            query,
+            self.embedder.embed([query])[0],
+            limit,
+            start,
+            end,
+            kinds,
+            include_archived,
+        )
+        try:
+            with self.engine.begin() as conn:
+                hits = self._search(conn, request, now, used)
+                if record_access and hits:
+                    self._record(conn, hits, query, now)
+        except DBAPIError as exc:
+            raise RetrievalError(f"search in namespace {namespace!r} failed: {exc.orig}") from exc
+        return hits
+
+    def prime(
+        self,
+        namespace: str,
+        initial_message: str | None = None,
+        *,
+        as_of: datetime | None = None,
+        record_access: bool = True,
+    ) -> Priming:
+        """What to remember when a conversation starts (seed 003), with readable text."""
+        if not NAMESPACE.match(namespace):
+            raise RetrievalError(f"bad namespace {namespace!r}")
+        now = aware(as_of) if as_of is not None else datetime.now(UTC)
+        try:
+            return build_priming(self, namespace, initial_message, now, record_access)
+        except DBAPIError as exc:
+            raise RetrievalError(f"priming namespace {namespace!r} failed: {exc.orig}") from exc
+
+    def search_in(
+        self,
+        conn: Connection,
+        namespace: str,
+        query: str,
+        limit: int,
+        kinds: Sequence[str] | None,
+        now: datetime,
+    ) -> list[Hit]:
+        """Search inside the caller's transaction (priming uses it); records no access."""
+        check_request(namespace, query, limit, kinds, self.settings.max_limit)
+        request = Request(namespace, query, self.embedder.embed([query])[0], limit, kinds=kinds)
+        return self._search(conn, request, now, self.weights)
+
+    def _search(
+        self, conn: Connection, request: Request, now: datetime, weights: Mapping[str, float]
+    ) -> list[Hit]:
+        prepared = self._params(conn, request)
+        if prepared is None:
+            return self._with_archived(conn, request, [], None, now, weights)
+        params, n_indexed = prepared
+        params |= neighbours(conn, self.settings, params, n_indexed)
+        # Bitmap scans only: the planner otherwise walks a whole large namespace through a
+        # btree to test tsv @@ q row by row (45 ms at 18k rows, against 5 via GIN).
+        plan(conn, self.settings, force_index=False, exact=True)
+        rows = conn.execute(CANDIDATES, params).all()
+        if request.include_archived:
+            return self._with_archived(conn, request, rows, params, now, weights)
+        return rank(rows, now, weights, self.settings)[: request.limit]
+
+    def _with_archived(
+        self,
+        conn: Connection,
+        request: Request,
+        rows: Sequence[Any],
+        params: dict[str, Any] | None,
+        now: datetime,
+        weights: Mapping[str, float],
+    ) -> list[Hit]:
+        """Hot candidates plus the cold tier's, ranked together; archived hits at 0.9x."""
+        if not request.include_archived:
+            return []
+        n = request.limit * self.settings.overfetch
+        cold = ColdQuery.of(request, n, self.text_search_config)
+        found = archived_candidates(conn, self.archive, cold, params)
+        return demote(rank([*rows, *found], now, weights, self.settings))[: request.limit]
+
+    def explain_plan(
+        self, namespace: str, query: str, *, limit: int = 10, kinds: Sequence[str] | None = None
+    ) -> str:
+        """PostgreSQL's plan for this search (which index serves which namespace)."""
+        check_request(namespace, query, limit, kinds, self.settings.max_limit)
+        request = Request(namespace, query, self.embedder.embed([query])[0], limit, kinds=kinds)
+        with self.engine.connect() as conn:
+            prepared = self._params(conn, request)
+            if prepared is None:
+                return "empty namespace: no plan"
+            params, n_indexed = prepared
+            lines: list[str] = []
+            if n_indexed:
+                plan(conn, self.settings, force_index=True, exact=False)
+                lines += conn.execute(EXPLAIN_ANN, params).scalars().all()
+            params |= {"ann_ids": [], "ann_dists": []}
+            plan(conn, self.settings, force_index=False, exact=True)
+            lines += conn.execute(EXPLAIN_CANDIDATES, params).scalars().all()
+            conn.rollback()
+        return "\n".join(lines)
+
+    def _params(self, conn: Connection, request: Request) -> tuple[dict[str, Any], int] | None:
+        return search_params(conn, request, self.settings, self.stats, self.text_search_config)
+
+    def _record(self, conn: Connection, hits: Sequence[Hit], query: str, at: datetime) -> None:
+        ids = [h.memory_id for h in hits]
+        conn.execute(RECORD_ACCESS, {"ids": ids, "context": f"search: {query[:500]}", "at": at})

@@ -1,0 +1,153 @@
+"""Ageing as plain functions: salience decay, opt-in deletion, and the run report.
+
+Compression lives in ``_compression`` and archival in ``_archival``; the flow
+``memory-aging`` calls them in the order decay, compress, archive, delete.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from storage import aging, archive
+from storage.aging import DecayParams
+from storage.config import AgingSettings
+from tasks.aging._archival import ArchiveOutcome, take_out_all
+from tasks.aging._cold_store import ColdStore
+from tasks.aging._compression import CompressOutcome
+
+
+@dataclass
+class DecayOutcome:
+    """Rows looked at and rows whose salience moved by more than epsilon (written)."""
+
+    memories_seen: int = 0
+    memories_written: int = 0
+    episodes_seen: int = 0
+    episodes_written: int = 0
+    batches: int = 0
+
+
+@dataclass
+class DeleteOutcome:
+    """What deletion removed; nothing unless ``deletion_enabled``."""
+
+    enabled: bool = False
+    hot_rows: int = 0
+    archived_rows: int = 0
+    sessions: int = 0
+    transcripts: int = 0
+
+
+@dataclass(frozen=True)
+class Cutoffs:
+    compress: datetime
+    archive: datetime
+    delete: datetime
+
+
+def cutoffs(as_of: datetime, policy: AgingSettings) -> Cutoffs:
+    """The moments before which a memory is compressed, archived and deleted."""
+    return Cutoffs(
+        compress=as_of - timedelta(days=policy.compress_after_days),
+        archive=as_of - timedelta(days=policy.archive_after_days),
+        delete=as_of - timedelta(days=policy.delete_after_days),
+    )
+
+
+def decay(engine: Engine, params: DecayParams, batch: int = 50_000) -> DecayOutcome:
+    """Seed 003's salience for memories, then episodes: one statement per id batch."""
+    out = DecayOutcome()
+    for episodes in (False, True):
+        with Session(engine) as session:
+            ids = aging.id_range(session, params.namespace, episodes=episodes)
+        for lo in range(ids.start, ids.stop, batch):
+            with Session(engine) as session, session.begin():
+                seen, written = aging.decay_batch(
+                    session, params, lo, lo + batch, episodes=episodes
+                )
+            out.batches += 1
+            if episodes:
+                out.episodes_seen += seen
+                out.episodes_written += written
+            else:
+                out.memories_seen += seen
+                out.memories_written += written
+    return out
+
+
+def delete_old(
+    engine: Engine,
+    cold: ColdStore,
+    cutoff: datetime,
+    namespace: str | None,
+    enabled: bool,
+    dry_run: bool,
+) -> DeleteOutcome:
+    """Past ``cutoff``: archived rows (files rewritten), transcripts, hot rows, sessions."""
+    if not enabled:
+        return DeleteOutcome()
+    out = DeleteOutcome(enabled=True)
+    with Session(engine) as session:
+        grouped = archive.old_archived(session, cutoff, namespace)
+        transcripts = archive.old_transcripts(session, cutoff, namespace)
+    if dry_run:
+        with Session(engine) as session:
+            out.hot_rows, _ = aging.delete_expired(session, cutoff, namespace, True)
+        out.archived_rows = sum(len(ids) for ids in grouped.values())
+        out.transcripts = len(transcripts)
+        return out
+    out.archived_rows = take_out_all(engine, cold, grouped, None)
+    for entry in transcripts:
+        with Session(engine) as session, session.begin():
+            archive.delete_manifests(session, [entry.id])
+        cold.remove(entry.uri)
+        out.transcripts += 1
+    with Session(engine) as session, session.begin():
+        out.hot_rows, out.sessions = aging.delete_expired(session, cutoff, namespace, False)
+    return out
+
+
+@dataclass
+class AgingReport:
+    """What one ``memory-aging`` run did, step by step (a dry run: what it would do)."""
+
+    as_of: str
+    namespace: str | None
+    dry_run: bool
+    decay: DecayOutcome = field(default_factory=DecayOutcome)
+    compression: CompressOutcome = field(default_factory=CompressOutcome)
+    archival: ArchiveOutcome = field(default_factory=ArchiveOutcome)
+    deletion: DeleteOutcome = field(default_factory=DeleteOutcome)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def markdown(self) -> str:
+        lines = [
+            f"# memory-aging as of {self.as_of}",
+            f"namespace: {self.namespace or 'all'} · dry run: {'yes' if self.dry_run else 'no'}",
+            "",
+            "| step | counts | seconds |",
+            "| --- | --- | --- |",
+        ]
+        for step in ("decay", "compression", "archival", "deletion"):
+            counts = ", ".join(f"{k} {v}" for k, v in asdict(getattr(self, step)).items())
+            lines.append(f"| {step} | {counts} | {self.seconds.get(step, 0.0):.2f} |")
+        return "\n".join(lines) + "\n"
+
+
+@contextmanager
+def timed(report: AgingReport, step: str) -> Iterator[None]:
+    """Record a step's wall time in the report."""
+    started = time.perf_counter()
+    yield
+    report.seconds[step] = round(time.perf_counter() - started, 3)

@@ -1,0 +1,80 @@
+"""Thin Prefect tasks over the ageing functions: names, retries on I/O, logged counts."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from storage.aging import DecayParams
+from storage.embedding import Embedder
+from storage.engine import Store
+from tasks.aging._archival import ArchiveOutcome, archive_old
+from tasks.aging._cold_store import ColdStore
+from tasks.aging._compression import CompressOutcome, compress_old
+from tasks.aging._run import DecayOutcome, DeleteOutcome, decay, delete_old
+from tasks.common import IO_RETRY
+
+COMPRESS_BATCH = 500
+
+
+@task(name="decay-salience", cache_policy=NO_CACHE, **IO_RETRY)
+def decay_task(store: Store, params: DecayParams) -> DecayOutcome:
+    out = decay(store.engine, params, store.settings.aging.decay_batch)
+    get_run_logger().info(
+        "decay: %d/%d memories and %d/%d episodes moved by more than %g",
+        out.memories_written,
+        out.memories_seen,
+        out.episodes_written,
+        out.episodes_seen,
+        params.epsilon,
+    )
+    return out
+
+
+@task(name="compress-sessions", cache_policy=NO_CACHE, **IO_RETRY)
+def compress_task(
+    store: Store,
+    cold: ColdStore,
+    embedder: Embedder,
+    cutoff: datetime,
+    namespace: str | None,
+    dry_run: bool,
+) -> CompressOutcome:
+    out = compress_old(store.engine, cold, embedder, cutoff, namespace, COMPRESS_BATCH, dry_run)
+    get_run_logger().info(
+        "compression: %d sessions, %d turns folded, %d messages to the cold tier",
+        out.sessions,
+        out.turns_folded,
+        out.messages_archived,
+    )
+    return out
+
+
+@task(name="archive-memories", cache_policy=NO_CACHE, **IO_RETRY)
+def archive_task(
+    store: Store, cold: ColdStore, cutoff: datetime, namespace: str | None, dry_run: bool
+) -> ArchiveOutcome:
+    batch = store.settings.aging.archive_batch
+    out = archive_old(store.engine, cold, cutoff, namespace, batch, dry_run)
+    get_run_logger().info(
+        "archival: %d candidates, %d rows in %d files (%d recovered, %d discarded)",
+        out.candidates,
+        out.rows_archived,
+        out.files,
+        out.recovered,
+        out.discarded,
+    )
+    return out
+
+
+@task(name="delete-expired", cache_policy=NO_CACHE, **IO_RETRY)
+def delete_task(
+    store: Store, cold: ColdStore, cutoff: datetime, namespace: str | None, dry_run: bool
+) -> DeleteOutcome:
+    enabled = store.settings.aging.deletion_enabled
+    out = delete_old(store.engine, cold, cutoff, namespace, enabled, dry_run)
+    if not enabled:
+        get_run_logger().info("deletion is off (ARCHIVIST_AGING__DELETION_ENABLED)")
+    return out

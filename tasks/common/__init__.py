@@ -1,0 +1,19 @@
+"""What every flow's steps share: open the store, record the run, retries, failure notices."""
+
+from tasks.common._notice import Notice, NoticeKind
+from tasks.common._notify import Channel, notify_flow_failure, open_notifier
+from tasks.common._retry import IO_RETRY
+from tasks.common._steps import connect_task, finish_run, publish_report, start_run
+
+__all__ = [
+    "Channel",
+    "IO_RETRY",
+    "Notice",
+    "NoticeKind",
+    "connect_task",
+    "finish_run",
+    "notify_flow_failure",
+    "open_notifier",
+    "publish_report",
+    "start_run",
+]

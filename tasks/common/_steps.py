@@ -1,0 +1,59 @@
+"""Thin Prefect tasks every flow shares: open the store, record the run, publish its report."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Protocol
+
+from prefect import task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
+from sqlalchemy.orm import Session
+
+from storage import runs
+from storage.config import Settings
+from storage.connect import connect
+from storage.embedding import Embedder
+from storage.engine import Store
+from tasks.common._retry import IO_RETRY
+
+
+@task(name="open-store", cache_policy=NO_CACHE, **IO_RETRY)
+def connect_task(settings: Settings) -> tuple[Store, Embedder]:
+    return connect(settings)
+
+
+@task(name="start-run", cache_policy=NO_CACHE)
+def start_run(store: Store, flow: str, as_of: datetime, parameters: dict[str, Any]) -> uuid.UUID:
+    with Session(store.engine) as session, session.begin():
+        return runs.start_run(session, flow, as_of, parameters, flow_run.get_id())
+
+
+class RunReport(Protocol):
+    """What every flow's report offers: a time, a dict for the runs table, markdown."""
+
+    @property
+    def as_of(self) -> object: ...
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+    def markdown(self) -> str: ...
+
+
+@task(name="finish-run", cache_policy=NO_CACHE)
+def finish_run(store: Store, run_id: Any, report: RunReport) -> None:
+    """Record that the run completed, with its report."""
+    with Session(store.engine) as session, session.begin():
+        runs.finish_run(session, run_id, "completed", report.as_dict())
+
+
+@task(name="publish-report", cache_policy=NO_CACHE)
+def publish_report(flow: str, report: RunReport) -> None:
+    """The report as the Prefect artifact ``<flow>-report``."""
+    create_markdown_artifact(
+        key=f"{flow}-report",
+        markdown=report.markdown(),
+        description=f"{flow} as of {report.as_of}",
+    )

@@ -1,0 +1,179 @@
+"""``archivist eval``'s inputs: labelled sessions and questions, read and checked.
+
+SESSIONS is one JSONL file holding many sessions: each ``{"type": "session"}`` line starts
+a session and the message lines after it belong to it (the transcript format of
+``tasks.sync``, concatenated). QUERIES holds one question a line (``EvalQuery``); evidence
+messages are named ``"<session_id>:<message_id>"`` because message ids are only unique
+within a session. Bad lines in either file are reported with their line number and
+skipped, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from storage.errors import InputError
+from tasks.sync import Problem, Transcript, parse_transcript
+
+_FIRST_ON = re.compile(r"first on line (\d+)")
+
+
+class EvalQuery(BaseModel):
+    """One labelled question, asked in a namespace at a time."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(min_length=1, max_length=200)
+    namespace: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    question: str = Field(min_length=1, max_length=10_000)
+    asked_at: datetime
+    category: str = Field(min_length=1, max_length=100)
+    evidence_message_ids: tuple[str, ...] = ()
+    evidence_session_ids: tuple[str, ...] = ()
+
+    @field_validator("asked_at")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        if value.utcoffset() is None:
+            raise ValueError("asked_at needs a UTC offset, e.g. 2026-11-20T10:00:00Z")
+        return value
+
+    @model_validator(mode="after")
+    def _qualified(self) -> EvalQuery:
+        prefixes = tuple(f"{sid}:" for sid in self.evidence_session_ids)
+        bad = [m for m in self.evidence_message_ids if not m.startswith(prefixes) or m in prefixes]
+        if bad:
+            raise ValueError(
+                f"evidence message ids {bad} are not '<session_id>:<message_id>' with a session "
+                "listed in evidence_session_ids"
+            )
+        return self
+
+
+Numbered = tuple[int, EvalQuery]
+
+
+def _describe(exc: ValidationError) -> str:
+    if any(err["type"] == "json_invalid" for err in exc.errors()):
+        return "not valid JSON"
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'object'}: {err['msg']}" for err in exc.errors()
+    )
+
+
+def _parse_query(name: str, lineno: int, line: str) -> Problem | EvalQuery:
+    try:
+        return EvalQuery.model_validate_json(line)
+    except ValidationError as exc:
+        return Problem(name, lineno, f"{_describe(exc)}; line skipped")
+
+
+def read_queries(name: str, text: str) -> tuple[list[Numbered], list[Problem]]:
+    """Valid questions with their line numbers, and a problem for every bad line."""
+    queries: list[Numbered] = []
+    problems: list[Problem] = []
+    first_line: dict[str, int] = {}
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parsed = _parse_query(name, lineno, line)
+        if isinstance(parsed, Problem):
+            problems.append(parsed)
+        elif parsed.id in first_line:
+            reason = f"duplicate question id {parsed.id!r} (first on line {first_line[parsed.id]})"
+            problems.append(Problem(name, lineno, f"{reason}; kept the first"))
+        else:
+            first_line[parsed.id] = lineno
+            queries.append((lineno, parsed))
+    return queries, problems
+
+
+def _starts_session(line: str) -> bool:
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(obj, dict) and obj.get("type") == "session"
+
+
+def _shift(problem: Problem, offset: int) -> Problem:
+    """A chunk's problem on the whole file's lines (including the duplicate's first line)."""
+    line = None if problem.line is None else problem.line + offset
+    reason = _FIRST_ON.sub(lambda m: f"first on line {int(m[1]) + offset}", problem.reason)
+    return Problem(problem.file, line, reason.replace("file skipped", "session skipped"))
+
+
+def read_sessions(name: str, text: str) -> tuple[list[Transcript], list[Problem]]:
+    """Every session of a multi-session JSONL file; problems carry the file's line numbers."""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if _starts_session(line)]
+    head = starts[0] if starts else len(lines)
+    problems = [
+        Problem(name, i + 1, "line before the first session line; skipped")
+        for i in range(head)
+        if lines[i].strip()
+    ]
+    transcripts: list[Transcript] = []
+    first_line: dict[str, int] = {}
+    for start, end in zip(starts, [*starts[1:], len(lines)], strict=True):
+        transcript, found = parse_transcript(name, "\n".join(lines[start:end]))
+        problems += [_shift(p, start) for p in found]
+        if transcript is None:
+            continue
+        sid = transcript.session.id
+        if sid in first_line:
+            reason = f"duplicate session id {sid!r} (first on line {first_line[sid]})"
+            problems.append(Problem(name, start + 1, f"{reason}; session skipped"))
+            continue
+        first_line[sid] = start + 1
+        transcripts.append(transcript)
+    return transcripts, problems
+
+
+def check_evidence(
+    name: str, queries: Sequence[Numbered], transcripts: Sequence[Transcript]
+) -> tuple[list[EvalQuery], list[Problem]]:
+    """Questions whose evidence is in the sessions file, in their namespace; the rest reported."""
+    namespaces = {t.session.id: t.session.namespace for t in transcripts}
+    messages = {f"{t.session.id}:{m.id}" for t in transcripts for m in t.messages}
+    kept: list[EvalQuery] = []
+    problems: list[Problem] = []
+    for lineno, query in queries:
+        wrong = [s for s in query.evidence_session_ids if namespaces.get(s) != query.namespace]
+        missing = [m for m in query.evidence_message_ids if m not in messages]
+        if wrong:
+            reason = f"evidence sessions {wrong} are not sessions of namespace {query.namespace!r}"
+        elif missing:
+            reason = f"evidence messages {missing} are not in the sessions file"
+        else:
+            kept.append(query)
+            continue
+        problems.append(Problem(name, lineno, f"question {query.id!r}: {reason}; skipped"))
+    return kept, problems
+
+
+@dataclass(frozen=True)
+class EvalInputs:
+    """The labelled set: sessions, checked questions, and every problem found reading them."""
+
+    transcripts: tuple[Transcript, ...]
+    queries: tuple[EvalQuery, ...]
+    problems: tuple[Problem, ...]
+
+
+def load_inputs(sessions: tuple[str, str], queries: tuple[str, str]) -> EvalInputs:
+    """Parse ``(name, text)`` of the sessions and queries files; no valid question is an error."""
+    transcripts, problems = read_sessions(*sessions)
+    numbered, query_problems = read_queries(*queries)
+    checked, evidence_problems = check_evidence(queries[0], numbered, transcripts)
+    if not checked:
+        raise InputError(f"no usable question in {queries[0]}; see the problems reported")
+    return EvalInputs(
+        tuple(transcripts), tuple(checked), (*problems, *query_problems, *evidence_problems)
+    )

@@ -1,0 +1,48 @@
+"""Build the extractor the settings name."""
+
+from __future__ import annotations
+
+import httpx
+
+from storage.config import ExtractorSettings, Settings
+from storage.errors import ConfigurationError
+from tasks.extraction._command import CommandExtractor
+from tasks.extraction._heuristic import HeuristicExtractor
+from tasks.extraction._llm import LLMExtractor
+from tasks.extraction._none import NoneExtractor
+from tasks.extraction._types import Extractor
+
+
+def make_extractor(settings: Settings, client: httpx.Client | None = None) -> Extractor:
+    """The extractor of ``settings.extractor.mode``; ``client`` serves the llm mode."""
+    config = settings.extractor
+    if config.mode == "llm":
+        return _llm(config, client)
+    if config.mode == "command":
+        if not config.command:
+            raise ConfigurationError("the command extractor needs ARCHIVIST_EXTRACTOR__COMMAND")
+        return CommandExtractor(
+            config.command,
+            timeout=config.timeout_seconds,
+            max_input_chars=config.max_input_chars,
+        )
+    if config.mode == "none":
+        return NoneExtractor()
+    return HeuristicExtractor()
+
+
+def _llm(config: ExtractorSettings, client: httpx.Client | None) -> LLMExtractor:
+    if not (config.base_url and config.model):
+        raise ConfigurationError(
+            "the llm extractor needs ARCHIVIST_EXTRACTOR__BASE_URL and ARCHIVIST_EXTRACTOR__MODEL"
+        )
+    key = config.api_key.get_secret_value() if config.api_key is not None else None
+    return LLMExtractor(
+        config.base_url,
+        config.model,
+        api_key=key,
+        client=client,
+        timeout=config.timeout_seconds,
+        max_retries=config.max_retries,
+        max_input_chars=config.max_input_chars,
+    )

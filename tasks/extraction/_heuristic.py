@@ -1,0 +1,159 @@
+"""Deterministic, offline extractor: regexes and word lists, no model, no network.
+
+Each message is analysed once (tokens, cue scores, sentences only when a cue fires), and
+the episode, memories and task card are assembled from those analyses, so the cost stays
+linear in the text and bounded per message by `analysis.SCAN_CAP`.
+
+The parts live by role: `text` (tokens, sentences, links, names), `scoring` (urgency,
+sentiment, risk, vehemence, importance), `analysis` (the per-message pass), `episode`
+(topics, outcomes, threads, entities, user state), `summary` and `task_card`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from storage.records import SessionState
+from tasks.extraction import _lexicon as lexicon
+from tasks.extraction._analysis import SPOKEN, Msg, analyse, cued
+from tasks.extraction._episode import (
+    find_entities,
+    find_open_threads,
+    find_outcomes,
+    find_topics,
+    read_user_state,
+    speaker_names,
+)
+from tasks.extraction._scoring import (
+    Cues,
+    episode_cues,
+    episode_importance,
+    memory_importance,
+    score,
+)
+from tasks.extraction._summary import summarise
+from tasks.extraction._task_card import task_card
+from tasks.extraction._text import (
+    TOKEN,
+    clip,
+    dedup_key,
+    is_content,
+    is_question,
+    lowercase,
+    phrases,
+)
+from tasks.extraction._types import EpisodeDraft, Extraction, MemoryDraft, MemoryKind, Outcome
+
+__all__ = ["HeuristicExtractor"]
+
+_TURN_CAP = 2_000
+_MIN_TURN = 12
+_PREFERENCE = phrases(
+    r"i (?:really )?(?:prefer|like|love|hate|dislike|enjoy)\b",
+    r"i (?:don't|do not) (?:like|want|enjoy)\b",
+    r"i'd rather\b",
+    r"always\b",
+    r"never\b",
+)
+_FACT = phrases(r"i(?: am|'m|'ve| work| live| have| was born| study)\b", r"my\b")
+
+
+def _salient_kind(sentence: str, lower: str, tokens: Sequence[str]) -> MemoryKind | None:
+    """Preference or personal fact stated by the user; questions state nothing."""
+    if is_question(sentence) or not any(is_content(w) for w in tokens):
+        return None
+    if _PREFERENCE.search(lower):
+        return "preference"
+    return "fact" if _FACT.search(lower) else None
+
+
+def _memory(kind: MemoryKind, content: str, msg: Msg, cues: Cues) -> MemoryDraft:
+    importance = memory_importance(kind, cues)
+    return MemoryDraft(
+        kind, content, (msg.record.id,), msg.record.timestamp, importance, cues.vehemence
+    )
+
+
+def _sentence_memory(
+    kind: MemoryKind, sentence: str, msg: Msg, tokens: Sequence[str]
+) -> MemoryDraft:
+    content = f"{msg.record.speaker}: {clip(sentence, 500)}"
+    return _memory(kind, content, msg, score(tokens, sentence))
+
+
+def _message_memories(msg: Msg, seen: set[str]) -> list[MemoryDraft]:
+    """A turn for the message, then each new fact or preference the user stated in it."""
+    drafts: list[MemoryDraft] = []
+    if len(msg.text) >= _MIN_TURN:
+        turn = f"{msg.record.speaker}: {msg.record.content.strip()[:_TURN_CAP]}"
+        drafts.append(_memory("turn", turn, msg, msg.cues))
+    if msg.record.role != "user":
+        return drafts
+    for sentence, lower in cued(msg, lexicon.SALIENT_CUES):
+        if not (_PREFERENCE.search(lower) or _FACT.search(lower)):
+            continue
+        tokens = TOKEN.findall(lower)
+        kind = _salient_kind(sentence, lower, tokens)
+        key = dedup_key(lower) if kind is not None else ""
+        if kind is not None and key not in seen:
+            seen.add(key)
+            drafts.append(_sentence_memory(kind, sentence, msg, tokens))
+    return drafts
+
+
+def _memories(msgs: Sequence[Msg], outcomes: Sequence[Outcome]) -> tuple[MemoryDraft, ...]:
+    """Turns, facts, preferences and decisions, in message order."""
+    decided: dict[str, list[Outcome]] = {}
+    for outcome in outcomes:
+        if outcome.type != "action":
+            decided.setdefault(outcome.message_ids[0], []).append(outcome)
+    seen: set[str] = set()
+    drafts: list[MemoryDraft] = []
+    for msg in msgs:
+        if msg.record.role not in SPOKEN:
+            continue
+        drafts.extend(_message_memories(msg, seen))
+        for outcome in decided.get(msg.record.id, []):
+            key = dedup_key(lowercase(outcome.content))
+            if key not in seen:
+                seen.add(key)
+                tokens = TOKEN.findall(lowercase(outcome.content))
+                drafts.append(_sentence_memory("decision", outcome.content, msg, tokens))
+    return tuple(drafts)
+
+
+class HeuristicExtractor:
+    """Extractor built from regexes and word lists: fast, offline, deterministic."""
+
+    @property
+    def name(self) -> str:
+        """Identifier recorded with every memory this extractor writes."""
+        return "heuristic-v1"
+
+    def extract(self, state: SessionState) -> Extraction:
+        """Episode, memories and, for sub-agent sessions, a task card for one state."""
+        msgs = [analyse(m) for m in state.messages]
+        spoken = [m for m in msgs if m.record.role in SPOKEN]
+        users = [m for m in spoken if m.record.role == "user"]
+        speakers = speaker_names(spoken)
+        own_names = {w for name in speakers for w in TOKEN.findall(lowercase(name))}
+        topics = find_topics(spoken, own_names)
+        outcomes = find_outcomes(spoken)
+        threads = find_open_threads(msgs, topics)
+        memories = _memories(msgs, outcomes)
+        cues = episode_cues([m.cues for m in spoken], [m.cues for m in users])
+        episode = EpisodeDraft(
+            summary=summarise(msgs, topics, outcomes, threads),
+            topics=topics,
+            entities=find_entities(spoken, speakers),
+            user_state=read_user_state(users, topics, own_names),
+            outcomes=outcomes,
+            open_threads=threads,
+            importance=episode_importance(cues, outcomes, threads, memories),
+            vehemence=cues.vehemence,
+            urgency=cues.urgency,
+            sentiment=cues.sentiment,
+            risk=cues.risk,
+        )
+        card = task_card(msgs, threads) if state.session.kind == "subagent" else None
+        return Extraction(episode=episode, memories=memories, task_card=card)

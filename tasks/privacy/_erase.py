@@ -1,0 +1,160 @@
+"""Privacy: forget a namespace, purge a session, pin and unpin, restore from the archive.
+
+Each action writes one ``audit_log`` row (counts and ids, never content) in the
+transaction of its database change. Files go before the rows that point at them are
+deleted (forget, purge), so an interruption leaves something a re-run can finish, never a
+file the database no longer knows about; a repeated ``forget`` finds nothing and says so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from storage import archive, audit, privacy
+from storage.archive import insert_rows
+from storage.errors import InputError, StorageError
+from tasks.aging import ColdStore, namespace_folders, take_out_all
+from tasks.files import MemoryRoot, atomic_write, block_marker, read_text
+from tasks.privacy._export import export_namespace
+
+_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+@dataclass
+class ForgetOutcome:
+    namespace: str
+    rows: dict[str, int] = field(default_factory=dict)
+    cold_files: int = 0
+    memory_files: int = 0
+    exported: dict[str, int] | None = None
+
+
+def forget(
+    engine: Engine,
+    cold: ColdStore,
+    root: MemoryRoot,
+    namespace: str,
+    *,
+    actor: str,
+    export_to: str | None = None,
+    export_options: dict[str, Any] | None = None,
+) -> ForgetOutcome:
+    """Erase everything of a namespace (optionally exporting it first); one audit row."""
+    if not _NAMESPACE.match(namespace):
+        raise InputError(f"bad namespace {namespace!r}: letters, digits, '.', '_', '-'")
+    out = ForgetOutcome(namespace)
+    if export_to is not None:
+        out.exported = export_namespace(engine, cold, namespace, export_to, export_options or {})
+    out.cold_files = sum(cold.remove_tree(folder) for folder in namespace_folders(namespace))
+    out.memory_files = _remove_memory_folder(root, namespace)
+    with Session(engine) as session, session.begin():
+        out.rows = privacy.forget_rows(session, namespace)
+        left = privacy.remaining(session, namespace)
+        if left:
+            raise StorageError(
+                f"forget {namespace!r} left rows in {left}; add those tables to storage.privacy"
+            )
+        details = {**out.rows, "cold_files": out.cold_files, "memory_files": out.memory_files}
+        details["exported"] = export_to is not None
+        audit.record(session, "forget", actor=actor, namespace=namespace, details=details)
+    return out
+
+
+def _remove_memory_folder(root: MemoryRoot, namespace: str) -> int:
+    path = root.path(namespace)
+    if not root.fs.exists(path):
+        return 0
+    count = len(root.fs.find(path))
+    root.fs.rm(path, recursive=True)
+    return count
+
+
+def purge_session(
+    engine: Engine, cold: ColdStore, root: MemoryRoot, session_id: str, *, actor: str
+) -> dict[str, int]:
+    """Erase one session and all derived from it, in the store, the archive and the files."""
+    with Session(engine) as session:
+        namespace = privacy.session_namespace(session, session_id)
+        grouped = archive.archived_of_sessions(session, [session_id])
+        transcripts = archive.transcripts_of(session, [session_id])
+    if namespace is None and not grouped and not transcripts:
+        raise InputError(f"unknown session {session_id!r}: nothing to purge")
+    archived = take_out_all(engine, cold, grouped, None)
+    for entry in transcripts:
+        cold.remove(entry.uri)
+    with Session(engine) as session, session.begin():
+        counts, blocks = privacy.purge_session_rows(session, session_id)
+        archive.delete_manifests(session, [e.id for e in transcripts])
+        counts |= {"archived_memories": archived, "transcripts": len(transcripts)}
+        counts["file_blocks_removed"] = sum(_cut_block(root, path, key) for path, key in blocks)
+        audit.record(
+            session,
+            "purge_session",
+            actor=actor,
+            namespace=namespace or (transcripts[0].namespace if transcripts else None),
+            target=f"session:{session_id}"[:300],
+            details=counts,
+        )
+    return counts
+
+
+def _cut_block(root: MemoryRoot, relative: str, key: str) -> int:
+    """Remove one block (its marker up to the next block or the end) from a memory file."""
+    path = root.path(relative)
+    body = read_text(root.fs, path)
+    marker = block_marker(key)
+    if body is None or marker not in body:
+        return 0
+    start = body.index(marker)
+    following = body.find("<!-- archivist:block ", start + len(marker))
+    end = len(body) if following < 0 else following
+    atomic_write(root.fs, path, (body[:start].rstrip("\n") + "\n\n" + body[end:]).encode())
+    return 1
+
+
+def restore(engine: Engine, cold: ColdStore, memory_id: int, *, actor: str) -> int:
+    """Bring an archived memory back to the hot table, with its id, vector and counters."""
+    with Session(engine) as session:
+        grouped = archive.locate(session, [memory_id])
+    if not grouped:
+        raise InputError(f"memory {memory_id} is not in the archive")
+
+    def put_back(session: Session, rows: pa.Table) -> None:
+        insert_rows(session, rows)
+        archive.relink_episodes(session, rows.column("id").to_pylist())
+        namespace = str(rows.column("namespace")[0]) if rows.num_rows else None
+        audit.record(
+            session,
+            "restore",
+            actor=actor,
+            namespace=namespace,
+            target=f"memory:{memory_id}",
+            details={"rows": rows.num_rows},
+        )
+
+    return take_out_all(engine, cold, grouped, put_back)
+
+
+def set_pin(engine: Engine, cold: ColdStore, memory_id: int, pinned: bool, *, actor: str) -> str:
+    """Pin (never ages) or unpin a memory; an archived one is restored first to be pinned."""
+    with Session(engine) as session, session.begin():
+        namespace = privacy.set_pinned(session, memory_id, pinned)
+        if namespace is not None:
+            action = "pin" if pinned else "unpin"
+            audit.record(
+                session, action, actor=actor, namespace=namespace, target=f"memory:{memory_id}"
+            )
+            return namespace
+    if pinned:
+        with Session(engine) as session:
+            archived = bool(archive.locate(session, [memory_id]))
+        if archived:
+            restore(engine, cold, memory_id, actor=actor)
+            return set_pin(engine, cold, memory_id, pinned, actor=actor)
+    raise InputError(f"memory {memory_id} does not exist (or is archived: restore it first)")

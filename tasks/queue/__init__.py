@@ -1,0 +1,15 @@
+"""``memory-queue-drain``'s work: execute queued writes, drain, and the continuous worker."""
+
+from tasks.queue._ops import DrainReport, default_worker_name, drain_once, run_worker
+from tasks.queue._steps import QueueRunReport, drain_task, purge_task, stats_task
+
+__all__ = [
+    "DrainReport",
+    "QueueRunReport",
+    "default_worker_name",
+    "drain_once",
+    "drain_task",
+    "purge_task",
+    "run_worker",
+    "stats_task",
+]

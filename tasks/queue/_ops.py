@@ -1,0 +1,311 @@
+"""Executing queued writes: batched memory inserts, messages, forgets; drainers and the worker.
+
+A batch is claimed in one short transaction, then executed and completed in another, so
+an item's work and its completion commit together: a crash in between leaves the item
+processing, stuck reclaim hands it out again, and it runs exactly once. Memory writes of
+a batch share one embed call and one binary COPY. When a batch fails, its items run one
+by one, so one bad item fails alone and goes through ``fail`` (backoff, then dead).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from storage import queue
+from storage.config import Settings
+from storage.embedding import Embedder
+from storage.errors import ArchivistError, InputError
+from storage.memories import NewMemory, insert_memories
+from storage.queue import ForgetMemory, MemoryText, QueueItem, RecordMessage, parse_stored
+from storage.sessions import load_sessions, record_message, record_session
+
+# What an item's execution can raise that is the item's failure rather than a bug here:
+# our own errors (bad references, an embedder that gave up) and the database's refusals.
+ITEM_ERRORS = (ArchivistError, DBAPIError)
+_KEPT_ERRORS = 20
+
+
+@dataclass
+class DrainReport:
+    """What drainers did: per batch, per drain pass, or merged over a run."""
+
+    batches: int = 0
+    claimed: int = 0
+    completed: int = 0
+    retried: int = 0
+    dead: int = 0
+    lost: int = 0
+    reclaimed: int = 0
+    reclaimed_dead: int = 0
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    def merge(self, other: DrainReport) -> None:
+        for name, value in asdict(other).items():
+            if name == "errors":
+                self.errors = (self.errors + other.errors)[:_KEPT_ERRORS]
+            else:
+                setattr(self, name, getattr(self, name) + value)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def default_worker_name() -> str:
+    """host:pid:thread, so claims say which drainer holds them."""
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"[:100]
+
+
+def execute(
+    session: Session, items: Sequence[QueueItem], embedder: Embedder, now: datetime
+) -> list[dict[str, Any]]:
+    """Do the items' work (messages, then memory writes, then forgets); results in item order."""
+    parsed = [(item, parse_stored(item.op, item.payload)) for item in items]
+    results: dict[int, dict[str, Any]] = {}
+    results |= _record(session, [(i, p) for i, p in parsed if isinstance(p, RecordMessage)])
+    texts = [(i, p) for i, p in parsed if isinstance(p, MemoryText)]
+    results |= _write_memories(session, texts, embedder, now)
+    results |= _forget(session, [(i, p) for i, p in parsed if isinstance(p, ForgetMemory)])
+    return [results[item.id] for item in items]
+
+
+def _record(
+    session: Session, items: Sequence[tuple[QueueItem, RecordMessage]]
+) -> dict[int, dict[str, Any]]:
+    known = load_sessions(session, [p.session.id for _, p in items])
+    out = {}
+    for item, payload in items:
+        existing = known.get(payload.session.id)
+        if existing is not None and existing.namespace != item.namespace:
+            raise InputError(
+                f"queue item {item.id}: session {payload.session.id!r} belongs to another "
+                "namespace; nothing recorded"
+            )
+        record_session(session, payload.session)
+        record_message(session, payload.session.id, payload.message)
+        out[item.id] = {"session_id": payload.session.id, "message_id": payload.message.id}
+    return out
+
+
+def _write_memories(
+    session: Session,
+    items: Sequence[tuple[QueueItem, MemoryText]],
+    embedder: Embedder,
+    now: datetime,
+) -> dict[int, dict[str, Any]]:
+    if not items:
+        return {}
+    _check_sessions(session, items)
+    vectors = embedder.embed([payload.content for _, payload in items])
+    rows = [
+        _new_memory(item, payload, vector, embedder.name, now)
+        for (item, payload), vector in zip(items, vectors, strict=True)
+    ]
+    ids = insert_memories(session, rows)
+    return {
+        item.id: {"memory_id": mid, "kind": row.kind}
+        for (item, _), mid, row in zip(items, ids, rows, strict=True)
+    }
+
+
+def _check_sessions(session: Session, items: Sequence[tuple[QueueItem, MemoryText]]) -> None:
+    wanted = sorted({p.session_id for _, p in items if p.session_id is not None})
+    known = load_sessions(session, wanted) if wanted else {}
+    for item, payload in items:
+        if payload.session_id is None:
+            continue
+        found = known.get(payload.session_id)
+        if found is None or found.namespace != item.namespace:
+            raise InputError(
+                f"queue item {item.id}: session {payload.session_id!r} is not recorded in "
+                f"namespace {item.namespace!r}; record it first (RECORD_MESSAGE)"
+            )
+
+
+def _new_memory(
+    item: QueueItem, payload: MemoryText, vector: Any, model: str, now: datetime
+) -> NewMemory:
+    kind = payload.memory_kind
+    # The item id in the key: a retried item cannot add a second copy of its memory.
+    raw_key = "\x1f".join((kind, payload.content, f"queue:{item.id}"))
+    return NewMemory(
+        namespace=item.namespace,
+        kind=kind,
+        content=payload.content,
+        content_key=hashlib.sha256(raw_key.encode("utf-8")).hexdigest(),
+        embedding=vector,
+        embedding_model=model,
+        importance=0.5 if payload.importance is None else payload.importance,
+        vehemence=0.0,
+        session_id=payload.session_id,
+        message_ids=(),
+        run_id=None,
+        extractor="queue",
+        occurred_at=payload.occurred_at or item.created_at,
+        created_at=now,
+    )
+
+
+def _forget(
+    session: Session, items: Sequence[tuple[QueueItem, ForgetMemory]]
+) -> dict[int, dict[str, Any]]:
+    out = {}
+    for item, payload in items:
+        outcome = queue.forget_memory(session, item.namespace, payload.memory_id)
+        if outcome == "foreign":
+            raise InputError(
+                f"queue item {item.id}: memory {payload.memory_id} belongs to another namespace "
+                f"than {item.namespace!r}; not deleted"
+            )
+        out[item.id] = {"memory_id": payload.memory_id, "deleted": outcome == "deleted"}
+    return out
+
+
+def run_batch(
+    bind: Engine | Connection,
+    items: Sequence[QueueItem],
+    embedder: Embedder,
+    settings: Settings,
+    now: datetime,
+) -> DrainReport:
+    """Execute claimed items together, or one by one when the batch as a whole fails."""
+    report = DrainReport(batches=1, claimed=len(items))
+    try:
+        if _execute_and_complete(bind, items, embedder, now):
+            report.completed = len(items)
+            return report
+    except ITEM_ERRORS as exc:
+        if len(items) == 1:
+            _record_failure(bind, items[0], exc, now, settings, report)
+            return report
+    for item in items:
+        try:
+            if _execute_and_complete(bind, [item], embedder, now):
+                report.completed += 1
+            else:
+                report.lost += 1
+        except ITEM_ERRORS as exc:
+            _record_failure(bind, item, exc, now, settings, report)
+    return report
+
+
+def _execute_and_complete(
+    bind: Engine | Connection, items: Sequence[QueueItem], embedder: Embedder, now: datetime
+) -> bool:
+    """One transaction; rolled back (False) when a claim was taken over meanwhile."""
+    with Session(bind) as session:
+        queue.relax_commit(session)
+        results = execute(session, items, embedder, now)
+        done = queue.complete(session, list(zip(items, results, strict=True)), now)
+        if len(done) < len(items):
+            session.rollback()
+            return False
+        session.commit()
+        return True
+
+
+def _record_failure(
+    bind: Engine | Connection,
+    item: QueueItem,
+    exc: Exception,
+    now: datetime,
+    settings: Settings,
+    report: DrainReport,
+) -> None:
+    error = f"{type(exc).__name__}: {exc}"
+    with Session(bind) as session, session.begin():
+        status = queue.fail(session, item, error, now, settings.queue)
+    if status == "lost":
+        report.lost += 1
+        return
+    if status == "dead":
+        report.dead += 1
+    else:
+        report.retried += 1
+    if len(report.errors) < _KEPT_ERRORS:
+        report.errors.append(f"item {item.id} ({item.op}, attempt {item.attempts}): {error}")
+
+
+def drain_once(
+    engine: Engine,
+    embedder: Embedder,
+    settings: Settings,
+    worker: str,
+    now: datetime | None = None,
+    *,
+    max_batches: int | None = None,
+    stop: threading.Event | None = None,
+    on_batch: Callable[[DrainReport], None] | None = None,
+) -> DrainReport:
+    """Reclaim stuck items, then claim and run batches until none is due (or ``max_batches``)."""
+    started = time.perf_counter()
+    # One connection for the whole pass: no pool checkout and ping per transaction.
+    with engine.connect() as conn:
+        report = _reclaim(conn, settings, now)
+        while max_batches is None or report.batches < max_batches:
+            if stop is not None and stop.is_set():
+                break
+            batch = _claim_and_run(conn, embedder, settings, worker, now)
+            if batch is None:
+                break
+            report.merge(batch)
+            if on_batch is not None:
+                on_batch(batch)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _claim_and_run(
+    conn: Connection, embedder: Embedder, settings: Settings, worker: str, now: datetime | None
+) -> DrainReport | None:
+    started = time.perf_counter()
+    with Session(conn) as session, session.begin():
+        queue.relax_commit(session)
+        items = queue.claim(session, worker, settings.queue.claim_batch, now)
+    if not items:
+        return None
+    batch = run_batch(conn, items, embedder, settings, now or items[0].claimed_at)
+    batch.seconds = time.perf_counter() - started
+    return batch
+
+
+def _reclaim(conn: Connection, settings: Settings, now: datetime | None) -> DrainReport:
+    stuck_after = timedelta(seconds=settings.queue.stuck_after_seconds)
+    with Session(conn) as session, session.begin():
+        reclaimed = queue.reclaim_stuck(session, now, stuck_after)
+    return DrainReport(reclaimed=reclaimed.requeued, reclaimed_dead=reclaimed.dead)
+
+
+def run_worker(
+    engine: Engine,
+    embedder: Embedder,
+    settings: Settings,
+    *,
+    stop: threading.Event,
+    worker: str | None = None,
+    on_report: Callable[[DrainReport], None] | None = None,
+) -> DrainReport:
+    """Drain until ``stop`` is set; between passes wait for NOTIFY or ``poll_seconds``.
+
+    An enqueue wakes the worker within milliseconds (the insert trigger notifies
+    ``archivist_queue``); the poll catches items whose backoff ran out and stuck ones.
+    """
+    name = worker or default_worker_name()
+    total = DrainReport()
+    with queue.notifications(engine) as wait:
+        while not stop.is_set():
+            total.merge(drain_once(engine, embedder, settings, name, stop=stop, on_batch=on_report))
+            wait(settings.queue.poll_seconds)
+    return total

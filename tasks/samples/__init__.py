@@ -1,0 +1,10 @@
+"""Deterministic sample conversations: the demo's transcripts and bulk benchmark data."""
+
+from tasks.samples._bulk import generate_bulk
+from tasks.samples._demo import generate_demo, write_transcripts
+
+__all__ = [
+    "generate_bulk",
+    "generate_demo",
+    "write_transcripts",
+]

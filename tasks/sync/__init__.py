@@ -1,0 +1,42 @@
+"""The session flows' work: ingest transcripts, plan, extract and write, the files, the report."""
+
+from tasks.sync._outbox import FlushOutcome
+from tasks.sync._process import plan_sync, process_batch
+from tasks.sync._report import SyncReport, build_report
+from tasks.sync._steps import (
+    build_context,
+    ingest_task,
+    plan_task,
+    process_batch_task,
+    write_files_task,
+)
+from tasks.sync._transcripts import (
+    IngestReport,
+    JsonlTranscripts,
+    Problem,
+    Transcript,
+    ingest,
+    parse_transcript,
+)
+from tasks.sync._types import BatchOutcome, SyncContext
+
+__all__ = [
+    "BatchOutcome",
+    "FlushOutcome",
+    "IngestReport",
+    "JsonlTranscripts",
+    "Problem",
+    "SyncContext",
+    "SyncReport",
+    "Transcript",
+    "build_context",
+    "build_report",
+    "ingest",
+    "ingest_task",
+    "parse_transcript",
+    "plan_sync",
+    "plan_task",
+    "process_batch",
+    "process_batch_task",
+    "write_files_task",
+]

@@ -1,0 +1,58 @@
+"""Deliver queued file blocks to the memory files, exactly once each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from storage import blocks
+from tasks.files import MemoryRoot, append_blocks
+from tasks.sync._render import daily_header, tasks_header
+
+
+@dataclass
+class FlushOutcome:
+    """How many blocks reached which files."""
+
+    blocks_appended: int = 0
+    blocks_already_present: int = 0
+    files: list[str] = field(default_factory=list)
+
+
+def header_for(path: str) -> str:
+    """The header a new memory file starts with, from its path."""
+    namespace, _, rest = path.partition("/")
+    day = date.fromisoformat(rest.rsplit("/", 1)[-1].removesuffix(".md"))
+    return tasks_header(namespace, day) if "/tasks/" in path else daily_header(namespace, day)
+
+
+def flush_blocks(
+    engine: Engine,
+    root: MemoryRoot,
+    namespace: str | None = None,
+    on_file: Callable[[str], None] | None = None,
+) -> FlushOutcome:
+    """Append every pending block to its file, then mark it written (one file at a time)."""
+    with Session(engine) as session:
+        pending = blocks.pending_blocks(session, namespace)
+        session.expunge_all()
+    by_path: dict[str, list[blocks.FileBlock]] = {}
+    for block in pending:
+        by_path.setdefault(block.path, []).append(block)
+    outcome = FlushOutcome()
+    for path, items in by_path.items():
+        added = append_blocks(
+            root, path, header_for(path), [(b.block_key, b.content) for b in items]
+        )
+        with Session(engine) as session, session.begin():
+            blocks.mark_written(session, [b.id for b in items])
+        outcome.blocks_appended += added
+        outcome.blocks_already_present += len(items) - added
+        outcome.files.append(path)
+        if on_file is not None:
+            on_file(path)
+    return outcome

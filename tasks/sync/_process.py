@@ -1,0 +1,205 @@
+"""The per-session step of the sync: plan, derive memories, write them, queue file blocks.
+
+Everything one batch writes (memories, episodes, file blocks, fingerprints) commits in one
+transaction, so an interruption leaves either the whole batch or none of it; the file
+blocks reach the files afterwards through the outbox (``storage.blocks``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from storage import blocks, episodes, memories, processed
+from storage import sessions as raw
+from storage.processed import Candidate
+from storage.records import SessionState
+from tasks.extraction import Extraction
+from tasks.sync._render import task_card_text
+from tasks.sync._rows import block_row, episode_row, processed_row
+from tasks.sync._types import (
+    BatchOutcome,
+    Derived,
+    MemoryRow,
+    PreparedBatch,
+    SyncContext,
+    SyncPlan,
+)
+
+
+def plan_sync(
+    session: Session,
+    as_of: datetime,
+    window_hours: float,
+    min_user_messages: int,
+    namespace: str | None,
+    idle_minutes: float | None = None,
+) -> SyncPlan:
+    """Sessions with activity in (as_of - window, as_of], sorted into work and skips.
+
+    With ``idle_minutes``, sessions with a message in the last ``idle_minutes`` are left
+    for a later run (session summaries wait until a conversation has gone quiet).
+    """
+    start = as_of - timedelta(hours=window_hours)
+    found = processed.find_candidates(session, start, as_of, namespace)
+    quiet_since = as_of - timedelta(minutes=idle_minutes) if idle_minutes else as_of
+    active = tuple(c.session_id for c in found if c.last_message_at > quiet_since)
+    candidates = [c for c in found if c.last_message_at <= quiet_since]
+    few = tuple(c.session_id for c in candidates if c.user_messages < min_user_messages)
+    rest = [c for c in candidates if c.user_messages >= min_user_messages]
+    unchanged = tuple(c.session_id for c in rest if c.fingerprint == c.processed_fingerprint)
+    # Back-filling an earlier day must not roll a session back to an older state.
+    later = tuple(
+        c.session_id
+        for c in rest
+        if c.fingerprint != c.processed_fingerprint
+        and c.processed_as_of is not None
+        and c.processed_as_of > as_of
+    )
+    work = tuple(
+        c for c in rest if c.fingerprint != c.processed_fingerprint and c.session_id not in later
+    )
+    return SyncPlan(as_of, start, len(found), work, few, unchanged, later, active)
+
+
+def load_states(
+    session: Session, candidates: Sequence[Candidate], as_of: datetime
+) -> list[SessionState]:
+    """The state of each candidate session as of ``as_of``."""
+    ids = [c.session_id for c in candidates]
+    records = raw.load_sessions(session, ids)
+    messages = raw.load_messages(session, ids, as_of)
+    return [
+        SessionState(
+            session=records[c.session_id],
+            messages=tuple(messages[c.session_id]),
+            fingerprint=c.fingerprint,
+        )
+        for c in candidates
+    ]
+
+
+def derive(state: SessionState, extraction: Extraction) -> Derived:
+    """The memory rows of one state: its episode, task card (sub-agents) and memories."""
+    episode = extraction.episode
+    ids = tuple(m.id for m in state.messages)
+    last = state.messages[-1].timestamp
+    rows = [MemoryRow("episode", episode.summary, ids, last, episode.importance, episode.vehemence)]
+    if extraction.task_card is not None:
+        text = task_card_text(extraction.task_card)
+        rows.append(MemoryRow("task_card", text, ids, last, episode.importance, episode.vehemence))
+    rows += [
+        MemoryRow(m.kind, m.content, m.message_ids, m.occurred_at, m.importance, m.vehemence)
+        for m in extraction.memories
+    ]
+    unique = list({row.key: row for row in reversed(rows)}.values())[::-1]  # first wins
+    return Derived(state, extraction, unique)
+
+
+def read_batch(
+    session: Session, ctx: SyncContext, candidates: Sequence[Candidate]
+) -> tuple[list[SessionState], dict[tuple[str, str, str], int]]:
+    """The batch's session states and the memories they already have (reads only)."""
+    states = load_states(session, candidates, ctx.as_of)
+    return states, memories.existing_keys(session, [c.session_id for c in candidates])
+
+
+def derive_batch(
+    ctx: SyncContext, states: Sequence[SessionState], existing: Mapping[tuple[str, str, str], int]
+) -> PreparedBatch:
+    """Extract every state and embed the memories not stored yet; touches no database.
+
+    Model calls (an LLM extractor, an HTTP embedder) happen here, outside any transaction.
+    """
+    derived = [derive(state, ctx.extractor.extract(state)) for state in states]
+    wanted = _wanted(derived)
+    new_keys = [key for key in wanted if key not in existing]
+    vectors = ctx.embedder.embed([wanted[key].content for key in new_keys])
+    return PreparedBatch(derived, dict(zip(new_keys, vectors, strict=True)))
+
+
+def write_batch(session: Session, ctx: SyncContext, batch: PreparedBatch) -> BatchOutcome:
+    """Write a prepared batch in the caller's transaction, against the memories stored now."""
+    derived = batch.derived
+    existing = memories.existing_keys(session, [d.state.session.id for d in derived])
+    wanted = _wanted(derived)
+    stale = [mid for key, mid in existing.items() if key not in wanted]
+    new_keys = [key for key in wanted if key not in existing]
+    outcome = _outcome(derived, len(wanted), len(new_keys), len(stale))
+    if ctx.dry_run:
+        return outcome
+    memories.delete_memories(session, stale)
+    new_ids = _insert(session, ctx, derived, new_keys, wanted, batch.vectors)
+    ids = {key: mid for key, mid in existing.items() if key in wanted} | new_ids
+    episodes.upsert_episodes(session, [episode_row(d, ids, ctx) for d in derived])
+    blocks.add_blocks(session, [block_row(d, ids, ctx) for d in derived])
+    processed.mark_processed(session, [processed_row(d, ctx) for d in derived])
+    return outcome
+
+
+def process_batch(
+    session: Session, ctx: SyncContext, candidates: Sequence[Candidate]
+) -> BatchOutcome:
+    """Read, derive and write one batch with one session (the flow splits the three)."""
+    states, existing = read_batch(session, ctx, candidates)
+    return write_batch(session, ctx, derive_batch(ctx, states, existing))
+
+
+def _wanted(derived: Sequence[Derived]) -> dict[tuple[str, str, str], MemoryRow]:
+    return {(d.state.session.id, r.kind, r.key): r for d in derived for r in d.rows}
+
+
+def _outcome(derived: Sequence[Derived], wanted: int, added: int, removed: int) -> BatchOutcome:
+    tokens = [d.extraction.tokens for d in derived]
+    return BatchOutcome(
+        sessions=len(derived),
+        memories_added=added,
+        memories_removed=removed,
+        memories_kept=wanted - added,
+        episodes=len(derived),
+        task_cards=sum(d.extraction.task_card is not None for d in derived),
+        blocks_queued=len(derived),
+        prompt_tokens=sum(t.get("prompt", 0) for t in tokens),
+        completion_tokens=sum(t.get("completion", 0) for t in tokens),
+        llm_calls=sum(t.get("llm_calls", 0) for t in tokens),
+        extractor_fallbacks=sum(t.get("fallback", 0) for t in tokens),
+    )
+
+
+def _insert(
+    session: Session,
+    ctx: SyncContext,
+    derived: Sequence[Derived],
+    new_keys: Sequence[tuple[str, str, str]],
+    wanted: dict[tuple[str, str, str], MemoryRow],
+    vectors: Mapping[tuple[str, str, str], np.ndarray],
+) -> dict[tuple[str, str, str], int]:
+    namespaces = {d.state.session.id: d.state.session.namespace for d in derived}
+    late = [key for key in new_keys if key not in vectors]  # removed by someone meanwhile
+    embedded = dict(vectors) | dict(
+        zip(late, ctx.embedder.embed([wanted[k].content for k in late]), strict=True)
+    )
+    rows = [
+        memories.NewMemory(
+            namespace=namespaces[key[0]],
+            kind=wanted[key].kind,
+            content=wanted[key].content,
+            content_key=wanted[key].key,
+            embedding=embedded[key],
+            embedding_model=ctx.embedder.name,
+            importance=wanted[key].importance,
+            vehemence=wanted[key].vehemence,
+            session_id=key[0],
+            message_ids=wanted[key].message_ids,
+            run_id=ctx.run_id,
+            extractor=ctx.extractor.name,
+            occurred_at=wanted[key].occurred_at,
+            created_at=ctx.as_of,
+        )
+        for key in new_keys
+    ]
+    ids = memories.insert_memories(session, rows, half_life_days=ctx.half_life_days)
+    return dict(zip(new_keys, ids, strict=True))

@@ -1,0 +1,93 @@
+"""Markdown for the memory files: one block per session state, traceable to memory ids."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date, tzinfo
+
+from storage.records import SessionState
+from tasks.extraction import EpisodeDraft, TaskCard
+from tasks.files import block_marker
+
+
+def block_key(state: SessionState, target: str) -> str:
+    """Identifies one session state in one file kind (``daily`` or ``task``)."""
+    return f"{target}:{state.session.id}@{state.fingerprint[:16]}"
+
+
+def daily_header(namespace: str, day: date) -> str:
+    return f"# Memory log · {namespace} · {day:%Y-%m-%d}\n"
+
+
+def tasks_header(namespace: str, day: date) -> str:
+    return f"# Task cards · {namespace} · {day:%Y-%m-%d}\n"
+
+
+def _trace(state: SessionState, memory_ids: Sequence[int]) -> str:
+    ids = ",".join(str(i) for i in memory_ids)
+    return f"<!-- session={state.session.id} state={state.fingerprint[:16]} memories={ids} -->"
+
+
+def _span(state: SessionState, tz: tzinfo) -> str:
+    first = state.messages[0].timestamp.astimezone(tz)
+    last = state.messages[-1].timestamp.astimezone(tz)
+    start = f"{first:%Y-%m-%d %H:%M}"
+    end = f"{last:%H:%M}" if first.date() == last.date() else f"{last:%Y-%m-%d %H:%M}"
+    return f"{start}–{end}"
+
+
+def _join(items: Sequence[str], empty: str = "none") -> str:
+    return "; ".join(items) if items else empty
+
+
+def render_daily_block(
+    state: SessionState, episode: EpisodeDraft, memory_ids: Sequence[int], tz: tzinfo
+) -> str:
+    """The daily-log block of one session state."""
+    session = state.session
+    title = session.title or (episode.topics[0] if episode.topics else session.id)
+    mood = ", ".join(f"{k}={v}" for k, v in sorted(episode.user_state.items()))
+    lines = [
+        f"## {_span(state, tz)} · {title} ({session.kind}, {session.agent})",
+        block_marker(block_key(state, "daily")),
+        _trace(state, memory_ids),
+        "",
+        episode.summary,
+        "",
+        f"- Topics: {_join(episode.topics)}",
+        f"- Entities: {_join(episode.entities)}",
+        f"- Outcomes: {_join([f'{o.type}: {o.content}' for o in episode.outcomes])}",
+        f"- Open threads: {_join([t.context for t in episode.open_threads])}",
+        f"- User state: {mood or 'unknown'}",
+        f"- Importance {episode.importance:.2f} · vehemence {episode.vehemence:.2f}",
+    ]
+    return "\n".join(lines)
+
+
+def render_task_card(
+    state: SessionState, card: TaskCard, memory_ids: Sequence[int], tz: tzinfo
+) -> str:
+    """The result-only card of a sub-agent session state (seed 004)."""
+    goal = card.goal if len(card.goal) <= 80 else card.goal[:77] + "..."
+    lines = [
+        f"## Task · {goal} · {_span(state, tz)}",
+        block_marker(block_key(state, "task")),
+        _trace(state, memory_ids),
+        "",
+        f"- Goal: {card.goal}",
+        f"- Boundary: {_join(card.boundary)}",
+        f"- Acceptance: {_join(card.acceptance)}",
+        f"- Actions: {_join(card.actions)}",
+        f"- Artifacts: {_join(card.artifacts)}",
+        f"- Status: {card.status}",
+        f"- Next: {_join(card.next)}",
+    ]
+    return "\n".join(lines)
+
+
+def task_card_text(card: TaskCard) -> str:
+    """A task card as one retrievable memory text."""
+    return (
+        f"Task: {card.goal} Status: {card.status}. Actions: {_join(card.actions)}. "
+        f"Artifacts: {_join(card.artifacts)}. Next: {_join(card.next)}."
+    )

@@ -1,0 +1,113 @@
+"""The sync run report: returned by the flow, stored with the run, shown as an artifact."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from tasks.sync._outbox import FlushOutcome
+from tasks.sync._transcripts import IngestReport
+from tasks.sync._types import BatchOutcome, SyncPlan
+
+
+@dataclass
+class SyncReport:
+    """What one sync run saw, skipped, wrote and touched."""
+
+    flow: str
+    as_of: str
+    window_start: str
+    namespace: str | None
+    dry_run: bool
+    sessions_seen: int
+    skipped_few_user_messages: int
+    unchanged: int
+    later_state: int
+    still_active: int
+    written: BatchOutcome
+    blocks_appended: int
+    blocks_recovered: int
+    files_touched: list[str]
+    ingest: dict[str, Any] | None = None
+    seconds: float = 0.0
+    skipped_sessions: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def markdown(self) -> str:
+        w = self.written
+        bad = self.ingest["bad_input"] if self.ingest else 0
+        rows = [
+            ("as of", self.as_of),
+            ("window start", self.window_start),
+            ("namespace", self.namespace or "all"),
+            ("dry run", "yes" if self.dry_run else "no"),
+            ("sessions seen", self.sessions_seen),
+            ("skipped: fewer user messages than the minimum", self.skipped_few_user_messages),
+            ("unchanged (same fingerprint)", self.unchanged),
+            ("already processed at a later time", self.later_state),
+            ("still active (not idle long enough)", self.still_active),
+            ("sessions written", w.sessions),
+            (
+                "memories added / removed / kept",
+                f"{w.memories_added} / {w.memories_removed} / {w.memories_kept}",
+            ),
+            ("episodes", w.episodes),
+            ("task cards", w.task_cards),
+            (
+                "extractor: calls / fallbacks / tokens in / out",
+                f"{w.llm_calls} / {w.extractor_fallbacks} / {w.prompt_tokens} / "
+                f"{w.completion_tokens}",
+            ),
+            (
+                "blocks appended (of which from an earlier run)",
+                f"{self.blocks_appended} ({self.blocks_recovered})",
+            ),
+            ("files touched", len(self.files_touched)),
+            ("bad input lines or files", bad),
+            ("seconds", f"{self.seconds:.2f}"),
+        ]
+        lines = [f"# {self.flow} report", "", "| item | value |", "| --- | --- |"]
+        lines += [f"| {k} | {v} |" for k, v in rows]
+        if self.files_touched:
+            lines += ["", "## Files touched", ""] + [f"- `{p}`" for p in self.files_touched]
+        if self.ingest and self.ingest["problems"]:
+            lines += ["", "## Bad input", ""] + [f"- {p}" for p in self.ingest["problems"]]
+        return "\n".join(lines)
+
+
+def build_report(
+    flow: str,
+    plan: SyncPlan,
+    namespace: str | None,
+    dry_run: bool,
+    written: BatchOutcome,
+    recovered: FlushOutcome,
+    flushed: FlushOutcome,
+    ingest: IngestReport | None,
+    started: datetime,
+    finished: datetime,
+) -> SyncReport:
+    """Assemble the report of one run."""
+    files = sorted(set(recovered.files) | set(flushed.files))
+    return SyncReport(
+        flow=flow,
+        as_of=plan.as_of.isoformat(),
+        window_start=plan.window_start.isoformat(),
+        namespace=namespace,
+        dry_run=dry_run,
+        sessions_seen=plan.seen,
+        skipped_few_user_messages=len(plan.skipped_few_user_messages),
+        unchanged=len(plan.unchanged),
+        later_state=len(plan.later_state),
+        still_active=len(plan.still_active),
+        written=written,
+        blocks_appended=recovered.blocks_appended + flushed.blocks_appended,
+        blocks_recovered=recovered.blocks_appended,
+        files_touched=files,
+        ingest=ingest.as_dict() if ingest is not None else None,
+        seconds=(finished - started).total_seconds(),
+        skipped_sessions=list(plan.skipped_few_user_messages[:50]),
+    )

@@ -1,0 +1,97 @@
+"""Thin Prefect tasks of the session flows: ingest, plan, process a batch, write the files."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import fsspec
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from sqlalchemy.orm import Session
+
+from storage.config import Settings
+from storage.embedding import Embedder
+from storage.engine import Store
+from storage.processed import Candidate
+from tasks.common import IO_RETRY
+from tasks.extraction import make_extractor
+from tasks.files import open_memory_root
+from tasks.sync._outbox import FlushOutcome, flush_blocks
+from tasks.sync._process import derive_batch, plan_sync, read_batch, write_batch
+from tasks.sync._transcripts import IngestReport, JsonlTranscripts, ingest
+from tasks.sync._types import BatchOutcome, SyncContext, SyncPlan
+
+
+@task(name="ingest-transcripts", cache_policy=NO_CACHE, **IO_RETRY)
+def ingest_task(store: Store, url: str, dry_run: bool) -> IngestReport:
+    """Load JSONL transcripts into the raw tables (dry run: parse and report only)."""
+    logger = get_run_logger()
+    fs, root = fsspec.core.url_to_fs(url, **store.settings.storage_options)
+    report = ingest(store.engine, JsonlTranscripts(fs, root), dry_run=dry_run)
+    for problem in report.problems:
+        logger.warning("bad input: %s", problem)
+    logger.info("transcripts: %d files, %d problems", report.files, len(report.problems))
+    return report
+
+
+@task(name="plan-sync", cache_policy=NO_CACHE, **IO_RETRY)
+def plan_task(
+    store: Store,
+    as_of: datetime,
+    window_hours: float,
+    min_user_messages: int,
+    namespace: str | None,
+    idle_minutes: float | None = None,
+) -> SyncPlan:
+    with Session(store.engine) as session:
+        plan = plan_sync(session, as_of, window_hours, min_user_messages, namespace, idle_minutes)
+    get_run_logger().info(
+        "%d sessions in the window: %d to write, %d unchanged, %d processed later, "
+        "%d still active, %d with < %d user messages",
+        plan.seen,
+        len(plan.to_process),
+        len(plan.unchanged),
+        len(plan.later_state),
+        len(plan.still_active),
+        len(plan.skipped_few_user_messages),
+        min_user_messages,
+    )
+    return plan
+
+
+@task(name="process-batch", cache_policy=NO_CACHE, **IO_RETRY)
+def process_batch_task(store: Store, ctx: SyncContext, batch: Sequence[Candidate]) -> BatchOutcome:
+    """Read, then extract and embed with no transaction open, then write all or nothing."""
+    with Session(store.engine) as session:
+        states, existing = read_batch(session, ctx, batch)
+    prepared = derive_batch(ctx, states, existing)
+    with Session(store.engine) as session, session.begin():
+        return write_batch(session, ctx, prepared)
+
+
+@task(name="write-memory-files", cache_policy=NO_CACHE, **IO_RETRY)
+def write_files_task(store: Store, namespace: str | None) -> FlushOutcome:
+    """Append pending blocks to the memory files, exactly once each."""
+    outcome = flush_blocks(store.engine, open_memory_root(store.settings), namespace)
+    if outcome.files:
+        get_run_logger().info(
+            "%d blocks appended to %d files", outcome.blocks_appended, len(outcome.files)
+        )
+    return outcome
+
+
+def build_context(
+    settings: Settings, embedder: Embedder, as_of: datetime, run_id: Any, dry_run: bool
+) -> SyncContext:
+    """The per-run context every batch shares."""
+    return SyncContext(
+        extractor=make_extractor(settings),
+        embedder=embedder,
+        as_of=as_of,
+        tz=settings.tz,
+        run_id=run_id,
+        dry_run=dry_run,
+        half_life_days=settings.aging.half_life_days,
+    )

@@ -1,0 +1,97 @@
+"""What the sync's steps pass each other: the plan, the run's context, derived rows, counts."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+
+import numpy as np
+
+from storage.embedding import Embedder
+from storage.processed import Candidate
+from storage.records import SessionState
+from tasks.extraction import Extraction, Extractor
+
+
+@dataclass(frozen=True)
+class SyncPlan:
+    """Which sessions in the window need work, and why the others do not."""
+
+    as_of: datetime
+    window_start: datetime
+    seen: int
+    to_process: tuple[Candidate, ...]
+    skipped_few_user_messages: tuple[str, ...]
+    unchanged: tuple[str, ...]
+    later_state: tuple[str, ...]
+    still_active: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SyncContext:
+    """What every batch of one run needs."""
+
+    extractor: Extractor
+    embedder: Embedder
+    as_of: datetime
+    tz: tzinfo
+    run_id: uuid.UUID | None
+    dry_run: bool = False
+    half_life_days: float | None = None  # salience of back-filled memories starts decayed
+
+
+@dataclass
+class BatchOutcome:
+    """Counts of one batch (or, merged, of a whole run)."""
+
+    sessions: int = 0
+    memories_added: int = 0
+    memories_removed: int = 0
+    memories_kept: int = 0
+    episodes: int = 0
+    task_cards: int = 0
+    blocks_queued: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_calls: int = 0
+    extractor_fallbacks: int = 0
+
+    def merge(self, other: BatchOutcome) -> None:
+        for name, value in other.__dict__.items():
+            setattr(self, name, getattr(self, name) + value)
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    """One memory derived from a session state, before it has an id or a vector."""
+
+    kind: str
+    content: str
+    message_ids: tuple[str, ...]
+    occurred_at: datetime
+    importance: float
+    vehemence: float
+
+    @property
+    def key(self) -> str:
+        raw_key = "\x1f".join((self.kind, self.content, ",".join(self.message_ids)))
+        return hashlib.sha256(raw_key.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Derived:
+    """A session state, what the extractor made of it, and its memory rows (episode first)."""
+
+    state: SessionState
+    extraction: Extraction
+    rows: list[MemoryRow] = field(default_factory=list)
+
+
+@dataclass
+class PreparedBatch:
+    """A batch extracted and embedded, ready to be written in one short transaction."""
+
+    derived: list[Derived]
+    vectors: dict[tuple[str, str, str], np.ndarray]

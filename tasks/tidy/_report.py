@@ -1,0 +1,105 @@
+"""The weekly tidy's run report: returned by the flow, stored with the run, an artifact."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from tasks.tidy._namespace import NamespaceOutcome, TidyContext
+
+SHOWN = 20
+
+
+@dataclass
+class TidyReport:
+    """What one tidy run selected, wrote and moved, per namespace."""
+
+    flow: str
+    as_of: str
+    week: str
+    window_start: str
+    namespace: str | None
+    dry_run: bool
+    max_lines: int
+    max_bytes: int
+    namespaces: list[NamespaceOutcome] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def entered(self) -> int:
+        return sum(len(n.entered) for n in self.namespaces)
+
+    @property
+    def left(self) -> int:
+        return sum(len(n.left) for n in self.namespaces)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        for item in out["namespaces"]:
+            item["entered"], item["left"] = item["entered"][:SHOWN], item["left"][:SHOWN]
+        return out | {"entered": self.entered, "left": self.left}
+
+    def markdown(self) -> str:
+        rows = [
+            ("as of", self.as_of),
+            ("week (Monday)", self.week),
+            ("window start", self.window_start),
+            ("namespace", self.namespace or "all"),
+            ("dry run", "yes" if self.dry_run else "no"),
+            ("caps", f"{self.max_lines} lines / {self.max_bytes} bytes"),
+            ("namespaces", len(self.namespaces)),
+            ("entries entered / left", f"{self.entered} / {self.left}"),
+            ("seconds", f"{self.seconds:.2f}"),
+        ]
+        lines = [f"# {self.flow} report", "", "| item | value |", "| --- | --- |"]
+        lines += [f"| {k} | {v} |" for k, v in rows]
+        for outcome in self.namespaces:
+            lines += self._namespace(outcome)
+        return "\n".join(lines)
+
+    def _namespace(self, n: NamespaceOutcome) -> list[str]:
+        lines = [
+            "",
+            f"## {n.namespace}",
+            "",
+            f"- MEMORY.md: {n.memory_md}; {n.lines}/{self.max_lines} lines, "
+            f"{n.bytes}/{self.max_bytes} bytes",
+            f"- candidates {n.candidates}; entered {len(n.entered)}, left {len(n.left)}, "
+            f"kept {n.kept}; embedded {n.embedded}",
+            f"- weekly summary: {n.weekly_file or 'none (no episodes this week)'}",
+            f"- logs moved to the archive: {len(n.logs_moved)}",
+        ]
+        lines += _texts("Entered", n.entered) + _texts("Left", n.left)
+        return lines
+
+
+def _texts(title: str, texts: Sequence[str]) -> list[str]:
+    if not texts:
+        return []
+    more = [f"- … and {len(texts) - SHOWN} more"] if len(texts) > SHOWN else []
+    return ["", f"{title}:", ""] + [f"- {t}" for t in texts[:SHOWN]] + more
+
+
+def build_report(
+    flow: str,
+    ctx: TidyContext,
+    namespace: str | None,
+    outcomes: Sequence[NamespaceOutcome],
+    started: datetime,
+    finished: datetime,
+) -> TidyReport:
+    """Assemble the report of one run."""
+    return TidyReport(
+        flow=flow,
+        as_of=ctx.as_of.isoformat(),
+        week=ctx.monday.isoformat(),
+        window_start=ctx.window[0].isoformat(),
+        namespace=namespace,
+        dry_run=ctx.dry_run,
+        max_lines=ctx.caps.max_lines,
+        max_bytes=ctx.caps.max_bytes,
+        namespaces=list(outcomes),
+        seconds=(finished - started).total_seconds(),
+    )

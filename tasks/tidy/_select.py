@@ -1,0 +1,211 @@
+"""Which memories make ``MEMORY.md``, and how they fit its caps (pure: no database, no files).
+
+Selection rule of the weekly tidy:
+
+1. **Candidates** of a namespace: memories of kind fact, preference, decision, goal, note,
+   episode or task_card that occurred in the tidy's window (the 7 x 24 h ending at
+   ``as_of``), the memories behind the entries already in ``MEMORY.md`` (still-valid
+   long-term items; an entry whose memories are all gone leaves), and every pinned memory.
+2. **Score** of a memory: ``0.4 importance + 0.3 salience + 0.3 recency``. Salience is
+   ``storage.scoring.salience`` of its access count and the days since its last access
+   (since it occurred, if never accessed), capped at 1 so use cannot swamp the rest;
+   recency is ``storage.scoring.recency`` of its age at ``as_of``.
+3. **Near-duplicates merge**: texts equal once normalised (casefolded, punctuation to
+   spaces, whitespace collapsed) or with a token-set Jaccard of at least 0.8 become one
+   entry citing every memory id. Its text is its most specific member's (preference,
+   decision, fact, goal, note, task_card, episode, then the lowest id); it is pinned if
+   any member is, and scores as its best member.
+4. **Order**: pinned first, then score descending, ties by the lowest memory id.
+5. **Fill**: entries are taken in that order until the next would break either cap (lines,
+   or UTF-8 bytes of the whole file: header, section titles, blank lines and trace
+   comments included), and the fill stops there. A line is first cut to
+   ``Caps.line_bytes`` at a character boundary, with '…'.
+6. **Stable**: carried-over memories whose entry missed the cut leave the candidates and
+   the selection is repeated until it no longer changes, so a re-run for the same week,
+   which sees only the survivors, selects the same lines.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import sys
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from fractions import Fraction
+
+from storage.errors import DataQualityError
+from storage.scoring import importance, recency, salience
+from tasks.tidy._render import Caps, Line, added_cost, entry_line, measure, render, section_for
+
+KINDS = ("preference", "decision", "fact", "goal", "note", "task_card", "episode")
+JACCARD = Fraction(4, 5)
+WEIGHTS = {"importance": 0.4, "salience": 0.3, "recency": 0.3}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One memory that may enter ``MEMORY.md``; ``carried`` if only an old entry holds it."""
+
+    id: int
+    kind: str
+    text: str
+    score: float
+    pinned: bool = False
+    carried: bool = False
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of ``MEMORY.md``: merged memories, their text as written, and the line."""
+
+    key: str
+    text: str
+    section: str
+    memory_ids: tuple[int, ...]
+    pinned: bool
+    score: float
+    line: str
+
+
+def score(
+    raw_importance: float | None,
+    access_count: int,
+    last_access: datetime | None,
+    occurred_at: datetime,
+    as_of: datetime,
+    half_lives: tuple[float, float] = (30.0, 30.0),
+) -> float:
+    """The rule's score; ``half_lives`` are (recency, salience) in days."""
+    day = 86_400.0
+    age = (as_of - occurred_at).total_seconds() / day
+    idle = (as_of - (last_access or occurred_at)).total_seconds() / day
+    live = min(1.0, salience(access_count, idle, half_lives[1]))
+    return (
+        WEIGHTS["importance"] * importance(raw_importance)
+        + WEIGHTS["salience"] * live
+        + WEIGHTS["recency"] * recency(age, half_lives[0])
+    )
+
+
+def normalise(text: str) -> str:
+    """Casefolded, punctuation turned into spaces, whitespace collapsed."""
+    folded = text.casefold().translate(_punctuation())
+    return " ".join(folded.split()) or " ".join(text.split())
+
+
+@functools.cache
+def _punctuation() -> dict[int, str]:
+    """Every Unicode punctuation code point (categories P*), mapped to a space."""
+    return {
+        cp: " " for cp in range(sys.maxunicode + 1) if unicodedata.category(chr(cp)).startswith("P")
+    }
+
+
+def entry_key(text: str) -> str:
+    """Stable identity of an entry: a hash of its normalised text."""
+    return hashlib.sha256(normalise(text).encode("utf-8")).hexdigest()
+
+
+def merge(candidates: Sequence[Candidate]) -> list[list[Candidate]]:
+    """Groups of near-duplicates (equal normalised text, or token Jaccard >= 0.8)."""
+    by_text: dict[str, list[Candidate]] = defaultdict(list)
+    for cand in candidates:
+        if cand.text.strip():
+            by_text[normalise(cand.text)].append(cand)
+    texts = list(by_text)
+    parent = list(range(len(texts)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, j in similar_pairs([frozenset(t.split()) for t in texts]):
+        parent[find(i)] = find(j)
+    groups: dict[int, list[Candidate]] = defaultdict(list)
+    for i, text in enumerate(texts):
+        groups[find(i)].extend(by_text[text])
+    return [sorted(g, key=lambda c: c.id) for g in groups.values()]
+
+
+def similar_pairs(sets: Sequence[frozenset[str]]) -> Iterator[tuple[int, int]]:
+    """Pairs with Jaccard >= 0.8, found by prefix filtering instead of all pairs."""
+    freq = Counter(token for s in sets for token in s)
+    index: dict[str, list[int]] = defaultdict(list)
+    for i, tokens in enumerate(sets):
+        ranked = sorted(tokens, key=lambda t: (freq[t], t))
+        prefix = len(ranked) - math.ceil(JACCARD * len(ranked)) + 1
+        seen: set[int] = set()
+        for token in ranked[:prefix]:
+            for j in index[token]:
+                if j not in seen and _jaccard_ok(tokens, sets[j]):
+                    yield j, i
+                seen.add(j)
+            index[token].append(i)
+
+
+def _jaccard_ok(a: frozenset[str], b: frozenset[str]) -> bool:
+    small, big = sorted((len(a), len(b)))
+    if small * JACCARD.denominator < JACCARD.numerator * big:
+        return False  # sizes alone rule it out
+    return len(a & b) * JACCARD.denominator >= JACCARD.numerator * len(a | b)
+
+
+def to_entry(group: Sequence[Candidate], caps: Caps) -> Entry:
+    """One entry from a group: its most specific member's text, every member's id."""
+    best = min(group, key=lambda c: (KINDS.index(c.kind) if c.kind in KINDS else 99, c.id))
+    pinned = any(c.pinned for c in group)
+    ids = tuple(c.id for c in group)
+    text, line = entry_line(best.text, ids, caps)
+    section = section_for(best.kind, pinned)
+    top = max(c.score for c in group)
+    return Entry(entry_key(best.text), text, section, ids, pinned, top, line)
+
+
+def rank(entries: Sequence[Entry]) -> list[Entry]:
+    return sorted(entries, key=lambda e: (not e.pinned, -e.score, e.memory_ids[0]))
+
+
+def fill(head: str, ranked: Sequence[Entry], caps: Caps) -> list[Entry]:
+    """The longest prefix of ``ranked`` whose rendered file stays within both caps."""
+    lines, size = measure(render(head, []))
+    open_sections: set[str] = set()
+    chosen: list[Entry] = []
+    for entry in ranked:
+        more_lines, more_bytes = added_cost(Line(entry.section, entry.line), open_sections)
+        if lines + more_lines > caps.max_lines or size + more_bytes > caps.max_bytes:
+            break
+        lines, size = lines + more_lines, size + more_bytes
+        open_sections.add(entry.section)
+        chosen.append(entry)
+    return chosen
+
+
+def select(head: str, candidates: Sequence[Candidate], caps: Caps) -> list[Entry]:
+    """The entries of ``MEMORY.md``, ranked, at the fixed point of the rule (rule 6)."""
+    pool = list(candidates)
+    while True:
+        chosen = fill(head, rank([to_entry(g, caps) for g in merge(pool)]), caps)
+        ids = {mid for entry in chosen for mid in entry.memory_ids}
+        kept = [c for c in pool if not c.carried or c.id in ids]
+        if len(kept) == len(pool):
+            return chosen
+        pool = kept
+
+
+def document(head: str, entries: Sequence[Entry], caps: Caps) -> str:
+    """The rendered file; refuses (never writes) anything over a cap."""
+    text = render(head, [Line(e.section, e.line) for e in entries])
+    lines, size = measure(text)
+    if lines > caps.max_lines or size > caps.max_bytes:
+        raise DataQualityError(
+            f"MEMORY.md would have {lines} lines / {size} bytes, over the caps "
+            f"{caps.max_lines} / {caps.max_bytes}; nothing was written"
+        )
+    return text

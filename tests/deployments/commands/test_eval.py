@@ -1,0 +1,81 @@
+"""``archivist eval`` as a user runs it: click's runner on a real, empty test store."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from deployments.commands.eval import eval_command
+from storage.config import Settings
+from storage.engine import Store
+from tests.helpers import add_session, chat
+
+DATA = Path(__file__).parents[2] / "data" / "eval"
+SESSIONS, QUERIES = str(DATA / "sessions.jsonl"), str(DATA / "queries.jsonl")
+
+
+@pytest.fixture
+def eval_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """Point ``Settings()`` at this test's store (the env part of ``flow_env``, no Prefect)."""
+    assert settings.database_url is not None
+    monkeypatch.setenv("ARCHIVIST_DATABASE_URL", settings.database_url.get_secret_value())
+    monkeypatch.setenv("ARCHIVIST_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("ARCHIVIST_MEMORY_ROOT", settings.memory_root_url)
+    monkeypatch.setenv("ARCHIVIST_TIMEZONE", settings.timezone)
+    return settings
+
+
+def test_eval_prints_the_table_and_writes_json(eval_env: Settings, tmp_path: Path) -> None:
+    out = tmp_path / "eval.json"
+
+    result = CliRunner().invoke(
+        eval_command, [SESSIONS, QUERIES, "--preset", "librarian", "--json", str(out)]
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "11 sessions, 49 messages, 23 questions; 0 problems" in result.output
+    assert "min_user_messages=1" in result.output
+    assert "preset librarian (semantic=0.4, recency=0.25" in result.output
+    assert "R@1    R@5   R@10    MRR" in result.output
+    assert "cross-namespace leaks: 0" in result.output
+    assert "p50" in result.output and "p95" in result.output
+    report = json.loads(out.read_text())
+    assert report["preset"] == "librarian" and report["ks"] == [1, 5, 10]
+    overall = report["summary"]["overall"]
+    assert overall["questions"] == 23 and overall["cross_namespace_leaks"] == 0
+    assert 0 <= overall["messages"]["recall@1"] <= overall["messages"]["recall@10"] <= 1
+    assert len(report["questions"]) == 23 and report["problems"] == []
+    assert not Path(eval_env.memory_root_url).exists()  # no memory files written
+
+
+def test_bad_lines_are_reported_and_the_rest_evaluated(eval_env: Settings, tmp_path: Path) -> None:
+    queries = tmp_path / "queries.jsonl"
+    good = (DATA / "queries.jsonl").read_text().splitlines()[0]
+    queries.write_text(f"{good}\n{{oops\n")
+
+    result = CliRunner().invoke(eval_command, [SESSIONS, str(queries), "--k", "3,1", "--json", "-"])
+
+    assert result.exit_code == 0, result.output
+    assert f"{queries}:2: not valid JSON; line skipped" in result.output
+    assert "1 questions; 1 problems" in result.output
+    assert '"ks": [\n    1,\n    3\n  ]' in result.output
+
+
+def test_refuses_sessions_stored_under_another_namespace(eval_env: Settings, store: Store) -> None:
+    add_session(store, "a1", "bob", chat(datetime(2026, 11, 1, tzinfo=UTC), "Hello there, bob."))
+
+    result = CliRunner().invoke(eval_command, [SESSIONS, QUERIES])
+
+    assert result.exit_code == 1
+    assert "a1 (stored in 'bob', labelled 'alice')" in result.output
+    assert "scratch store" in result.output
+
+
+def test_bad_cut_offs_are_a_usage_error(eval_env: Settings) -> None:
+    result = CliRunner().invoke(eval_command, [SESSIONS, QUERIES, "--k", "0,5"])
+    assert result.exit_code == 2
+    assert "give cut-offs of 1 or more" in result.output

@@ -1,0 +1,208 @@
+"""Search: scoping, plans, filters, scoring, access recording, bad input, public API."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import event, text
+
+from storage import retrieval
+from storage.config import RetrievalSettings
+from storage.embedding import HashingEmbedder
+from storage.engine import Store
+from storage.errors import RetrievalError
+from storage.retrieval._search import Retriever
+from tasks.ann_index import refresh_ann_index
+from tests.storage.memory_factory import put
+
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+def retriever(store: Store, **settings: object) -> Retriever:
+    return Retriever(
+        store.engine,
+        HashingEmbedder(384),
+        RetrievalSettings(**settings),
+        store.settings.tz,
+    )
+
+
+def test_public_api_is_pinned_and_imports_no_prefect() -> None:
+    assert retrieval.__all__ == ["Hit", "Priming", "RetrievalError", "Retriever", "TimeRange"]
+    code = "import sys, storage.retrieval; print(any(m.startswith('prefect') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_namespace_isolation_including_full_text(store: Store) -> None:
+    put(store, "alice", ["Alice's dentist appointment is on Tuesday at 9"], NOW)
+    put(store, "bob", ["Bob's zeppelin hangar code is 4711", "zeppelin zeppelin zeppelin"], NOW)
+    r = retriever(store)
+
+    assert r.search("alice", "zeppelin hangar code", as_of=NOW, record_access=False) != []
+    assert all(h.namespace == "alice" for h in r.search("alice", "zeppelin", as_of=NOW))
+    assert not any("zeppelin" in h.content for h in r.search("alice", "zeppelin", as_of=NOW))
+    assert r.search("nobody", "zeppelin", as_of=NOW) == []
+
+
+def test_top_k_is_complete_whatever_the_namespace_size_and_plan(store: Store) -> None:
+    big = [f"note {i} about project atlas budget item {i % 37}" for i in range(1500)]
+    put(store, "big", big, NOW - timedelta(days=3))
+    put(
+        store,
+        "big",
+        [f"decision {i}: ship atlas on day {i}" for i in range(12)],
+        NOW,
+        kind="decision",
+    )
+    put(store, "small", [f"small note {i} about atlas" for i in range(12)], NOW)
+    flagged = refresh_ann_index(store.engine, min_rows=1000)
+    assert flagged == {"big": 1512}
+    r = retriever(store)
+
+    assert "ix_memories_hnsw" in r.explain_plan("big", "atlas budget")
+    small_plan = r.explain_plan("small", "atlas")
+    assert "ix_memories_exact" in small_plan and "ix_memories_hnsw" not in small_plan
+    assert len(r.search("big", "atlas budget", limit=10, as_of=NOW)) == 10
+    assert len(r.search("small", "atlas", limit=10, as_of=NOW)) == 10
+    # A filter that leaves 12 of 1,512 indexed rows must still give 10 (exact fallback).
+    decisions = r.search("big", "budget overview", limit=10, kinds=["decision"], as_of=NOW)
+    assert len(decisions) == 10 and {h.kind for h in decisions} == {"decision"}
+
+
+def test_time_ranges_and_kinds(store: Store) -> None:
+    put(store, "a", ["flight booked to Rome today"], NOW - timedelta(hours=2))
+    put(store, "a", ["flight booked to Oslo last week"], NOW - timedelta(days=6))
+    put(store, "a", ["flight booked to Lima two months ago"], NOW - timedelta(days=60))
+    put(store, "a", ["flight turn note"], NOW - timedelta(hours=1), kind="turn")
+    r = retriever(store)
+
+    def places(time_range: Any = None, kinds: list[str] | None = None) -> set[str]:
+        hits = r.search(
+            "a",
+            "flight booked",
+            time_range=time_range,
+            kinds=kinds,
+            as_of=NOW,
+            record_access=False,
+        )
+        return {h.content.split()[3] for h in hits if h.kind == "fact"} | {
+            "turn" for h in hits if h.kind == "turn"
+        }
+
+    assert places("today") == {"Rome", "turn"}
+    assert places("recent") == {"Rome", "Oslo", "turn"}
+    assert places("all") == {"Rome", "Oslo", "Lima", "turn"}
+    assert places((NOW - timedelta(days=70), NOW - timedelta(days=30))) == {"Lima"}
+    assert places(kinds=["turn"]) == {"turn"}
+    assert places("week") <= {"Rome", "Oslo", "turn"} and "Rome" in places("week")
+    assert "Lima" not in places("month")
+
+
+def test_scores_are_the_weighted_sum_of_the_breakdown(store: Store) -> None:
+    put(store, "a", ["the garage door code is 1234"], NOW - timedelta(days=30), importance=0.9)
+    r = retriever(store)
+
+    [hit] = r.search("a", "garage door code", as_of=NOW, record_access=False)
+
+    assert set(hit.factors) >= {
+        "semantic",
+        "lexical",
+        "recency",
+        "importance",
+        "frequency",
+        "vehemence",
+        "salience",
+    }
+    assert hit.factors["recency"] == pytest.approx(0.5)
+    assert hit.factors["importance"] == pytest.approx(0.9)
+    expected = sum(w * hit.factors[n] for n, w in hit.weights.items())
+    assert hit.score == pytest.approx(expected)
+    assert "0.6*semantic" in hit.explain()
+
+
+def test_recency_reorders_relevant_memories_but_does_not_replace_relevance(store: Store) -> None:
+    put(store, "a", ["passport renewal appointment at the consulate"], NOW - timedelta(days=200))
+    put(store, "a", ["passport renewal appointment booked"], NOW - timedelta(days=1))
+    put(store, "a", ["lunch with Sam"], NOW)
+    r = retriever(store)
+
+    hits = r.search("a", "passport renewal appointment", as_of=NOW, record_access=False)
+
+    assert [h.content for h in hits][:2] == [
+        "passport renewal appointment booked",
+        "passport renewal appointment at the consulate",
+    ]
+    assert hits[-1].content == "lunch with Sam"
+
+
+def test_presets_weigh_different_factors(store: Store) -> None:
+    put(store, "a", ["tax form deadline reminder"], NOW - timedelta(days=40), access_count=80)
+    put(store, "a", ["tax form deadline reminder!"], NOW - timedelta(days=40), importance=1.0)
+    archivist, librarian = retriever(store), retriever(store, preset="librarian")
+
+    top_a = archivist.search("a", "tax form deadline", as_of=NOW, record_access=False)[0]
+    top_l = librarian.search("a", "tax form deadline", as_of=NOW, record_access=False)[0]
+
+    assert top_a.content.endswith("!")  # importance counts for archivist
+    assert not top_l.content.endswith("!")  # frequency counts for librarian
+
+
+def test_access_is_recorded_in_one_statement(store: Store) -> None:
+    ids = put(store, "a", [f"recipe {i} with lemon" for i in range(5)], NOW)
+    r = retriever(store)
+    statements: list[str] = []
+    listener = lambda *args: statements.append(args[2])  # noqa: E731
+    event.listen(store.engine, "before_cursor_execute", listener)
+    try:
+        hits = r.search("a", "lemon recipe", limit=3, as_of=NOW)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", listener)
+    r.search("a", "lemon recipe", limit=3, as_of=NOW, record_access=False)
+
+    writes = [s for s in statements if "UPDATE memories" in s or "memory_access_log" in s]
+    assert len(writes) == 1
+    with store.engine.connect() as conn:
+        counts = {i: n for i, n in conn.execute(text("SELECT id, access_count FROM memories"))}
+        log = conn.execute(
+            text("SELECT memory_id, context, accessed_at FROM memory_access_log")
+        ).all()
+    returned = {h.memory_id for h in hits}
+    assert {i for i in ids if counts[i] == 1} == returned
+    assert {row.memory_id for row in log} == returned and len(log) == 3
+    assert all(row.context == "search: lemon recipe" and row.accessed_at == NOW for row in log)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"query": ""}, "empty query"),
+        ({"query": "   "}, "empty query"),
+        ({"limit": 0}, "limit 0 out of range"),
+        ({"limit": 101}, "limit 101 out of range"),
+        ({"kinds": ["memes"]}, "unknown kind"),
+        ({"namespace": "a b"}, "bad namespace"),
+        ({"time_range": (NOW, NOW - timedelta(days=1))}, "reversed time range"),
+        ({"time_range": "fortnight"}, "unknown time range"),
+        ({"weights": {"semantic": -1}}, "weights must be numbers"),
+        ({"weights": {"smell": 1}}, "unknown weight"),
+        ({"as_of": datetime(2026, 1, 1)}, "no time zone"),
+    ],
+)
+def test_bad_input_is_a_clear_error(store: Store, kwargs: dict[str, object], message: str) -> None:
+    args = {"namespace": "a", "query": "hello"} | kwargs
+    with pytest.raises(RetrievalError, match=message):
+        retriever(store).search(args.pop("namespace"), args.pop("query"), **args)  # type: ignore[arg-type]
+
+
+def test_database_failures_become_retrieval_errors(store: Store) -> None:
+    put(store, "a", ["something"], NOW)
+    r = retriever(store)
+    with store.engine.begin() as conn:
+        conn.execute(text("ALTER TABLE memories RENAME COLUMN lex_len TO lex_len_gone"))
+    with pytest.raises(RetrievalError, match="search in namespace 'a' failed"):
+        r.search("a", "something", as_of=NOW)

@@ -1,0 +1,74 @@
+"""The BM25 statistics cache: reuse within the TTL, never a cached zero, bounded size."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from storage.config import RetrievalSettings
+from storage.embedding import HashingEmbedder
+from storage.engine import Store
+from storage.retrieval._search import Retriever
+from storage.retrieval._stats import StatsCache
+from tests.storage.memory_factory import put
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_entries_expire_and_zeros_are_never_kept() -> None:
+    clock = Clock()
+    cache = StatsCache(ttl=60, max_entries=2, clock=clock)
+    cache.put_size("a", 10, 4.5)
+    cache.put_size("empty", 0, 0.0)
+    cache.put_df("a", {"lisbon": 3, "zebra": 0})
+
+    assert cache.size("a") == (10, 4.5) and cache.size("empty") is None
+    assert cache.df("a", ["lisbon", "zebra"]) == {"lisbon": 3}
+    clock.now = 61
+    assert cache.size("a") is None and cache.df("a", ["lisbon"]) == {}
+
+
+def test_the_cache_is_bounded() -> None:
+    cache = StatsCache(ttl=60, max_entries=2, clock=Clock())
+    cache.put_df("a", {"x": 1, "y": 1, "z": 1})
+    assert cache.df("a", ["x", "y", "z"]) == {"y": 1, "z": 1}
+
+
+def test_a_new_word_is_found_at_once_despite_the_cache(store: Store) -> None:
+    now = datetime(2026, 11, 20, tzinfo=UTC)
+    put(store, "a", ["the kettle is broken", "tea time"], now)
+    retriever = Retriever(store.engine, HashingEmbedder(384), RetrievalSettings())
+    retriever.search("a", "kettle samovar", as_of=now, record_access=False)  # caches "kettle"
+
+    put(store, "a", ["bought a samovar in Tbilisi"], now)
+    hits = retriever.search("a", "samovar", as_of=now, record_access=False)
+
+    assert hits[0].content == "bought a samovar in Tbilisi"
+    assert hits[0].factors["lexical"] == 1.0
+
+
+def test_the_index_step_stores_common_words_and_search_uses_them(store: Store) -> None:
+    from sqlalchemy import text
+
+    from tasks.ann_index import TERM_MIN_DF, refresh_ann_index
+
+    now = datetime(2026, 11, 20, tzinfo=UTC)
+    put(store, "big", [f"kettle note {i}" for i in range(150)] + ["samovar from Tbilisi"], now)
+    refresh_ann_index(store.engine, min_rows=100)
+    put(store, "big", ["one more kettle"], now)
+    refresh_ann_index(store.engine, min_rows=100)  # a second night replaces the counts
+    with store.engine.connect() as conn:
+        rows = conn.execute(text("SELECT lexeme, df FROM namespace_terms WHERE namespace = 'big'"))
+        stored = {lexeme: df for lexeme, df in rows}
+    retriever = Retriever(store.engine, HashingEmbedder(384), RetrievalSettings())
+
+    hits = retriever.search("big", "samovar kettle", as_of=now, record_access=False)
+
+    assert stored["kettl"] == 151 and "samovar" not in stored  # rare words are counted live
+    assert TERM_MIN_DF > 1
+    assert hits[0].content == "samovar from Tbilisi"  # the rare word outweighs the common one

@@ -1,0 +1,69 @@
+"""bulk_memory keeps freed memory for the next batch, pauses the collector, restores both."""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+
+import pyarrow as pa
+import pytest
+
+from tasks.aging._bulk_memory import _glibc, bulk_memory
+
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+            "uordblks", "fordblks", "keepcost",
+        )
+    ]  # fmt: skip
+
+
+def held() -> tuple[int, int]:
+    """(bytes in mmapped blocks, bytes of heap) that glibc holds for the main arena."""
+    libc = _glibc()
+    assert libc is not None  # these machines run glibc
+    libc.mallinfo2.restype = MallInfo2
+    info = libc.mallinfo2()
+    return int(info.hblkhd), int(info.arena)
+
+
+MB20 = 20 * 1024 * 1024
+
+
+def test_freed_batches_stay_in_the_process_only_inside_the_block() -> None:
+    with bulk_memory():
+        mapped, heap = held()
+        block = bytearray(MB20)
+        assert held()[0] - mapped < MB20  # from the heap, not a fresh mapping
+        del block
+        assert held()[1] - heap > MB20 // 2  # and kept there for the next batch
+    assert held()[1] - heap < MB20 // 2  # handed back at the end (malloc_trim)
+
+    mapped, _ = held()
+    block = bytearray(MB20)
+    assert held()[0] - mapped >= MB20  # the default again: mapped afresh
+    del block
+
+
+def test_arrow_allocates_from_glibc_inside_the_block_only() -> None:
+    before = pa.default_memory_pool().backend_name
+    with bulk_memory():
+        assert pa.default_memory_pool().backend_name == "system"
+        kept = pa.array(range(1000))
+    assert pa.default_memory_pool().backend_name == before
+    assert kept.sum().as_py() == 499500  # an array from the block outlives it
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_pauses_and_comes_back_as_it_was(enabled: bool) -> None:
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with pytest.raises(RuntimeError), bulk_memory():
+            assert not gc.isenabled()
+            raise RuntimeError("a failed batch")
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()

@@ -1,0 +1,234 @@
+"""Forget, export, purge, pin and unpin: erasure that truly erases, and an audit without content."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from sqlalchemy import text
+
+from storage.embedding import HashingEmbedder
+from storage.engine import Store
+from storage.errors import InputError
+from storage.retrieval._search import Retriever
+from tasks.aging._archival import archive_old
+from tasks.aging._cold_store import ColdStore
+from tasks.aging._compression import compress_old
+from tasks.files._memory_files import open_memory_root
+from tasks.privacy._erase import forget, purge_session, set_pin
+from tests.storage.memory_factory import put
+from tests.tasks.aging.helpers import (
+    AS_OF,
+    DENTIST,
+    LONG_AGO,
+    MONTHS_AGO,
+    RECENTLY,
+    TRIP,
+    column,
+    local_cold,
+    s3_cold,
+    scalar,
+    synced_session,
+)
+
+NAMESPACED = text(
+    """
+    SELECT c.table_name FROM information_schema.columns c
+    JOIN information_schema.tables t USING (table_schema, table_name)
+    WHERE c.column_name = 'namespace' AND t.table_type = 'BASE TABLE'
+      AND c.table_schema = current_schema()
+    ORDER BY 1
+    """
+)
+
+
+def per_table(store: Store, namespace: str) -> dict[str, int]:
+    """Rows of the namespace in every table that has a namespace column."""
+    with store.engine.connect() as conn:
+        tables = conn.execute(NAMESPACED).scalars().all()
+        return {
+            t: conn.execute(
+                text(f"SELECT count(*) FROM {t} WHERE namespace = :ns"), {"ns": namespace}
+            ).scalar_one()
+            for t in tables
+        }
+
+
+def full_history(store: Store, cold: ColdStore, namespace: str, prefix: str) -> None:
+    """Every kind of data a namespace can have: sessions in all tiers, queue, long-term."""
+    synced_session(store, f"{prefix}-old", namespace, LONG_AGO, TRIP)
+    synced_session(store, f"{prefix}-mid", namespace, MONTHS_AGO, DENTIST)
+    synced_session(store, f"{prefix}-new", namespace, RECENTLY, TRIP)
+    put(store, namespace, [f"{namespace} likes green tea"], AS_OF - timedelta(days=2), kind="note")
+    compress_old(
+        store.engine, cold, HashingEmbedder(384), AS_OF - timedelta(days=90), None, 50, False
+    )
+    archive_old(store.engine, cold, AS_OF - timedelta(days=365), None, 1000, False)
+    Retriever(store.engine, HashingEmbedder(384)).search(namespace, "flight Lisbon", as_of=AS_OF)
+    with store.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO memory_write_queue (namespace, op, payload, max_attempts, "
+                "available_at, created_at, updated_at) VALUES (:ns, 'ADD_MEMORY', "
+                '\'{"content": "secret plan"}\', 3, now(), now(), now())'
+            ),
+            {"ns": namespace},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO long_term_entries (namespace, entry_key, text, section, memory_ids, "
+                "score, first_seen_week, last_seen_week, status, updated_at) VALUES "
+                "(:ns, 'k1', 'prefers window seats', 'facts', '{}', 1, '2026-11-16', "
+                "'2026-11-16', 'in', now())"
+            ),
+            {"ns": namespace},
+        )
+
+
+@pytest.fixture
+def cold(s3_options: dict[str, object], s3_bucket: str) -> ColdStore:
+    return s3_cold(s3_options, s3_bucket)
+
+
+def test_forget_erases_every_row_and_object_of_the_namespace_and_nothing_else(
+    store: Store, cold: ColdStore
+) -> None:
+    full_history(store, cold, "alice", "a")
+    full_history(store, cold, "bob", "b")
+    root = open_memory_root(store.settings)
+    alice = per_table(store, "alice")
+    assert all(
+        alice[t]
+        for t in (
+            "memories",
+            "archived_memories",
+            "archive_manifest",
+            "memory_write_queue",
+            "long_term_entries",
+            "memory_access_log",
+            "chat_sessions",
+            "episodes",
+            "memory_file_blocks",
+        )
+    )
+    assert cold.files("transcripts/namespace=alice") and cold.files("memories/namespace=alice")
+    assert root.fs.exists(root.path("alice"))
+    bob_before = per_table(store, "bob")
+    bob_files = cold.files("memories/namespace=bob") + cold.files("transcripts/namespace=bob")
+    bob_messages = scalar(store, "SELECT count(*) FROM chat_messages WHERE session_id LIKE 'b-%'")
+
+    out = forget(store.engine, cold, root, "alice", actor="test")
+
+    remaining = per_table(store, "alice")
+    assert remaining.pop("audit_log") == 1  # the record of the erasure, and nothing else
+    assert set(remaining.values()) == {0}, remaining
+    assert scalar(store, "SELECT count(*) FROM chat_messages WHERE session_id LIKE 'a-%'") == 0
+    assert cold.fs.find(f"{cold.root}/memories/namespace=alice") == []
+    assert cold.fs.find(f"{cold.root}/transcripts/namespace=alice") == []
+    assert not root.fs.exists(root.path("alice"))
+    assert per_table(store, "bob") == bob_before
+    assert sorted(
+        cold.files("memories/namespace=bob") + cold.files("transcripts/namespace=bob")
+    ) == sorted(bob_files)
+    assert (
+        scalar(store, "SELECT count(*) FROM chat_messages WHERE session_id LIKE 'b-%'")
+        == bob_messages
+    )
+    assert root.fs.exists(root.path("bob"))
+    assert out.rows["memories"] == alice["memories"] and out.cold_files >= 2
+    with store.engine.connect() as conn:
+        entry = conn.execute(text("SELECT action, namespace, target, details FROM audit_log")).one()
+    assert (entry.action, entry.namespace) == ("forget", "alice")
+    dumped = json.dumps(entry.details)
+    for secret in ("Lisbon", "dentist", "green tea", "secret plan", "window"):
+        assert secret not in dumped
+    assert entry.details["memories"] == alice["memories"]
+
+
+def test_export_first_writes_a_readable_bundle(store: Store, tmp_path: Path) -> None:
+    cold = local_cold(tmp_path)
+    full_history(store, cold, "alice", "a")
+    hot = scalar(store, "SELECT count(*) FROM memories WHERE namespace = 'alice'")
+    archived = scalar(store, "SELECT count(*) FROM archived_memories WHERE namespace = 'alice'")
+    bundle = tmp_path / "export"
+
+    out = forget(
+        store.engine,
+        cold,
+        open_memory_root(store.settings),
+        "alice",
+        actor="test",
+        export_to=str(bundle),
+    )
+
+    assert out.exported is not None and out.exported["memories"] == hot
+    assert pq.read_table(bundle / "alice/memories.parquet").num_rows == hot
+    assert sum(pq.read_table(p).num_rows for p in (bundle / "alice/archived").iterdir()) == archived
+    assert list((bundle / "alice/transcripts").iterdir())
+    lines = (bundle / "alice/sessions/a-new.jsonl").read_text().splitlines()
+    assert json.loads(lines[0])["type"] == "session" and len(lines) == 5
+    assert json.loads((bundle / "alice/bundle.json").read_text())["archived_memories"] == archived
+    assert scalar(store, "SELECT count(*) FROM memories") == 0
+
+
+def test_forget_refuses_a_bad_namespace(store: Store, tmp_path: Path) -> None:
+    with pytest.raises(InputError):
+        forget(
+            store.engine, local_cold(tmp_path), open_memory_root(store.settings), "../x", actor="t"
+        )
+
+
+def test_purge_session_erases_it_and_all_derived_from_it(store: Store, tmp_path: Path) -> None:
+    cold = local_cold(tmp_path)
+    full_history(store, cold, "alice", "a")
+    root = open_memory_root(store.settings)
+    log = Path(root.path("alice/memory/2026-11-18.md"))
+    assert "a-new@" in log.read_text()
+    others = scalar(store, "SELECT count(*) FROM memories WHERE session_id <> 'a-new'")
+
+    counts = purge_session(store.engine, cold, root, "a-new", actor="test")
+    old = purge_session(store.engine, cold, root, "a-old", actor="test")
+
+    assert counts["memories"] > 0 and counts["file_blocks_removed"] == 1
+    assert "a-new@" not in log.read_text() and "Memory log" in log.read_text()
+    assert old["archived_memories"] > 0 and old["transcripts"] == 1
+    for table in (
+        "memories",
+        "episodes",
+        "processed_sessions",
+        "chat_messages",
+        "archived_memories",
+    ):
+        assert (
+            scalar(store, f"SELECT count(*) FROM {table} WHERE session_id IN ('a-new', 'a-old')")
+            == 0
+        )
+    assert column(store, "SELECT id FROM chat_sessions ORDER BY id") == ["a-mid"]
+    assert scalar(store, "SELECT count(*) FROM archive_manifest WHERE session_id = 'a-old'") == 0
+    assert cold.files("transcripts/namespace=alice/year=2025") == []
+    assert scalar(store, "SELECT count(*) FROM memories WHERE session_id = 'a-mid'") > 0
+    assert others > 0
+    assert column(store, "SELECT action FROM audit_log ORDER BY id") == ["purge_session"] * 2
+    with pytest.raises(InputError):
+        purge_session(store.engine, cold, root, "a-new", actor="test")
+
+
+def test_pin_and_unpin_with_audit_and_pinned_never_age(store: Store, tmp_path: Path) -> None:
+    cold = local_cold(tmp_path)
+    (old,) = put(store, "alice", ["keep this forever"], AS_OF - timedelta(days=900))
+    (archived,) = put(store, "alice", ["archive then pin"], AS_OF - timedelta(days=900))
+    set_pin(store.engine, cold, old, True, actor="test")
+    archive_old(store.engine, cold, AS_OF - timedelta(days=365), None, 1000, False)
+    assert column(store, "SELECT id FROM memories") == [old]
+
+    set_pin(store.engine, cold, archived, True, actor="test")  # restored, then pinned
+    set_pin(store.engine, cold, old, False, actor="test")
+
+    assert column(store, "SELECT id FROM memories WHERE pinned") == [archived]
+    actions = column(store, "SELECT action FROM audit_log ORDER BY id")
+    assert actions == ["pin", "restore", "pin", "unpin"]
+    with pytest.raises(InputError):
+        set_pin(store.engine, cold, 999_999, True, actor="test")

@@ -1,0 +1,143 @@
+"""JSONL transcripts: parsing, bad input reporting, idempotent ingest, local and S3."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import fsspec
+import pytest
+import s3fs
+from sqlalchemy import text
+
+from storage.engine import Store
+from storage.errors import InputError
+from tasks.sync._transcripts import JsonlTranscripts, ingest, parse_transcript
+
+MESSAGES = "SELECT session_id, id, content FROM chat_messages ORDER BY 1, 2"
+HEADER = {"type": "session", "id": "s1", "namespace": "alice", "agent": "aria", "kind": "direct"}
+
+
+def msg(
+    mid: str, content: str = "hello there", ts: str = "2026-11-20T09:00:00Z", **extra: object
+) -> dict[str, object]:
+    return {
+        "type": "message",
+        "id": mid,
+        "role": "user",
+        "speaker": "Alice",
+        "content": content,
+        "timestamp": ts,
+        **extra,
+    }
+
+
+def jsonl(*objs: object) -> str:
+    return "\n".join(o if isinstance(o, str) else json.dumps(o) for o in objs) + "\n"
+
+
+def test_each_bad_line_is_reported_with_its_line_and_the_rest_loaded() -> None:
+    missing = msg("m3")
+    del missing["content"]
+    text_ = jsonl(
+        HEADER,
+        msg("m1"),
+        '{"type": "message", "id": "m2", "role": "user", "speaker"',
+        missing,
+        msg("m4", ts="yesterday-ish"),
+        msg("m1", content="again"),
+        msg("m5", ts="2026-11-20T09:05:00"),
+        msg("m6", role="robot"),
+        "",
+        msg("m7", content="kept"),
+    )
+
+    transcript, problems = parse_transcript("s1.jsonl", text_)
+
+    assert transcript is not None
+    assert [m.id for m in transcript.messages] == ["m1", "m7"]
+    assert transcript.messages[0].content == "hello there"  # the first of a duplicate id wins
+    reasons = {p.line: p.reason for p in problems}
+    assert set(reasons) == {3, 4, 5, 6, 7, 8}
+    assert "not valid JSON" in reasons[3]
+    assert "missing field 'content'" in reasons[4]
+    assert "timestamp" in reasons[5] and "yesterday-ish" in reasons[5]
+    assert "duplicate message id 'm1' (first on line 2)" in reasons[6]
+    assert "UTC offset" in reasons[7]
+    assert "role" in reasons[8]
+    assert str(problems[0]).startswith("s1.jsonl:3: ")
+
+
+def test_a_bad_session_line_skips_the_file_and_says_how_many_messages() -> None:
+    transcript, problems = parse_transcript(
+        "x.jsonl", jsonl({"type": "session", "id": "s1"}, msg("m1"), msg("m2"))
+    )
+
+    assert transcript is None
+    assert len(problems) == 1 and problems[0].line == 1
+    assert "missing field 'namespace'" in problems[0].reason
+    assert "2 message lines not loaded" in problems[0].reason
+
+
+def write(root: Path, name: str, body: str | bytes) -> None:
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(body if isinstance(body, bytes) else body.encode())
+
+
+def test_ingest_twice_gives_the_same_rows_and_reports_unreadable_files(
+    store: Store, tmp_path: Path
+) -> None:
+    root = tmp_path / "in"
+    write(root, "alice/s1.jsonl", jsonl(HEADER, msg("m1"), msg("m2", content="second")))
+    write(
+        root,
+        "bob/s2.jsonl",
+        jsonl({**HEADER, "id": "s2", "namespace": "bob"}, msg("m1"), "{broken"),
+    )
+    write(root, "bad.jsonl", b"\xff\xfe not utf-8")
+    write(root, "dupe.jsonl", jsonl(HEADER, msg("m9")))
+    fs = fsspec.filesystem("file")
+
+    first = ingest(store.engine, JsonlTranscripts(fs, str(root)))
+    with store.engine.connect() as conn:
+        rows_1 = [tuple(r) for r in conn.execute(text(MESSAGES))]
+    second = ingest(store.engine, JsonlTranscripts(fs, str(root)))
+    with store.engine.connect() as conn:
+        rows_2 = [tuple(r) for r in conn.execute(text(MESSAGES))]
+
+    assert (
+        rows_1
+        == rows_2
+        == [("s1", "m1", "hello there"), ("s1", "m2", "second"), ("s2", "m1", "hello there")]
+    )
+    assert (first.sessions, first.messages) == (2, 3)
+    reasons = sorted(str(p) for p in first.problems)
+    assert len(reasons) == 3
+    assert any("bad.jsonl" in r and "unreadable" in r for r in reasons)
+    assert any("s2.jsonl:3" in r and "not valid JSON" in r for r in reasons)
+    assert any("dupe.jsonl:1" in r and "already loaded" in r for r in reasons)
+    assert first.as_dict()["bad_input"] == second.as_dict()["bad_input"] == 3
+
+
+def test_ingest_from_s3(store: Store, s3_options: dict[str, object], s3_bucket: str) -> None:
+    fs = s3fs.S3FileSystem(**s3_options)
+    fs.pipe_file(
+        f"{s3_bucket}/chats/s1.jsonl",
+        jsonl(HEADER, msg("m1"), msg("m2", content="from s3")).encode(),
+    )
+
+    report = ingest(store.engine, JsonlTranscripts(fs, f"{s3_bucket}/chats"))
+
+    assert (report.sessions, report.messages, report.problems) == (1, 2, [])
+    with store.engine.connect() as conn:
+        assert (
+            conn.execute(text("SELECT content FROM chat_messages WHERE id = 'm2'")).scalar_one()
+            == "from s3"
+        )
+
+
+def test_a_missing_transcripts_folder_is_an_error(tmp_path: Path) -> None:
+    source = JsonlTranscripts(fsspec.filesystem("file"), str(tmp_path / "typo"))
+    with pytest.raises(InputError, match="does not exist"):
+        list(source.read())
