@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 Role = Literal["user", "assistant", "tool", "system"]
 SessionKind = Literal["direct", "group", "subagent"]
 
 _ID_PATTERN = r"^[^\s/\\]{1,200}$"
+# PostgreSQL stores neither NUL in text or jsonb nor lone surrogates, which are not Unicode
+# (JSON's "\ud800" escape, or a transcript's bytes that were not UTF-8).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(value: str) -> str:
+    """The text unchanged, or ValueError naming the first character PostgreSQL cannot store."""
+    found = _UNSTORABLE.search(value)
+    if found is None:
+        return value
+    char = found.group()
+    what = "a NUL character (U+0000)" if char == "\x00" else f"a lone surrogate (U+{ord(char):04X})"
+    raise ValueError(f"holds {what}, which PostgreSQL cannot store")
+
+
+StorableText = Annotated[str, AfterValidator(storable)]
 
 
 class SessionRecord(BaseModel):
@@ -18,11 +35,11 @@ class SessionRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: str = Field(pattern=_ID_PATTERN)
+    id: StorableText = Field(pattern=_ID_PATTERN)
     namespace: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-    agent: str = Field(min_length=1, max_length=200)
+    agent: StorableText = Field(min_length=1, max_length=200)
     kind: SessionKind = "direct"
-    title: str | None = Field(None, max_length=500)
+    title: StorableText | None = Field(None, max_length=500)
 
 
 class MessageRecord(BaseModel):
@@ -30,10 +47,10 @@ class MessageRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: str = Field(pattern=_ID_PATTERN)
+    id: StorableText = Field(pattern=_ID_PATTERN)
     role: Role
-    speaker: str = Field(min_length=1, max_length=200)
-    content: str = Field(max_length=1_000_000)
+    speaker: StorableText = Field(min_length=1, max_length=200)
+    content: StorableText = Field(max_length=1_000_000)
     timestamp: datetime
 
     @field_validator("timestamp")

@@ -15,7 +15,7 @@ from typing import Any, Literal, get_args
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from storage.errors import InputError
-from storage.records import MessageRecord, SessionRecord
+from storage.records import MessageRecord, SessionRecord, StorableText
 
 Op = Literal["ADD_MEMORY", "RECORD_MESSAGE", "SAVE_PREFERENCE", "UPDATE_GOAL", "FORGET_MEMORY"]
 OPS: tuple[Op, ...] = get_args(Op)
@@ -31,10 +31,10 @@ class _Payload(BaseModel):
 class MemoryText(_Payload):
     """A memory written from text: its kind comes from the operation (``memory_kind``)."""
 
-    content: str = Field(min_length=1, max_length=20_000)
+    content: StorableText = Field(min_length=1, max_length=20_000)
     importance: float | None = Field(None, ge=0, le=1)
     occurred_at: AwareDatetime | None = None
-    session_id: str | None = Field(None, pattern=r"^[^\s/\\]{1,200}$")
+    session_id: StorableText | None = Field(None, pattern=r"^[^\s/\\]{1,200}$")
 
     @field_validator("content")
     @classmethod

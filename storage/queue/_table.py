@@ -56,6 +56,7 @@ from storage.queue._sql import (
     STATS,
     UNLISTEN,
 )
+from storage.records import storable
 
 _MAX_ERROR_CHARS = 2000
 
@@ -126,6 +127,11 @@ def enqueue(
 def _check_options(idempotency_key: str | None, max_attempts: int | None) -> None:
     if idempotency_key is not None and not 1 <= len(idempotency_key) <= 200:
         raise InputError("idempotency_key must be 1 to 200 characters long")
+    if idempotency_key is not None:
+        try:
+            storable(idempotency_key)
+        except ValueError as exc:
+            raise InputError(f"idempotency_key {exc}") from exc
     if max_attempts is not None and not 1 <= max_attempts <= 50:
         raise InputError(f"max_attempts must be between 1 and 50, got {max_attempts}")
 

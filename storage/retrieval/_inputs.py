@@ -12,6 +12,7 @@ import numpy as np
 
 from storage import scoring
 from storage.errors import ConfigurationError, RetrievalError
+from storage.records import storable
 from storage.retrieval._types import TimeRange
 
 KINDS = (
@@ -34,10 +35,14 @@ def check_request(
     namespace: str, query: str, limit: int, kinds: Sequence[str] | None, max_limit: int
 ) -> None:
     """Refuse a search that cannot be answered, saying why."""
-    if not NAMESPACE.match(namespace):
+    if not NAMESPACE.fullmatch(namespace):
         raise RetrievalError(f"bad namespace {namespace!r}: letters, digits, '.', '_', '-'")
     if not query or not query.strip():
         raise RetrievalError("empty query: say what to search for")
+    try:
+        storable(query)
+    except ValueError as exc:
+        raise RetrievalError(f"query {exc}") from exc
     if len(query) > MAX_QUERY_CHARS:
         raise RetrievalError(f"query of {len(query)} characters; at most {MAX_QUERY_CHARS}")
     if not 1 <= limit <= max_limit:

@@ -128,7 +128,7 @@ class Retriever:
         record_access: bool = True,
     ) -> Priming:
         """What to remember when a conversation starts (seed 003), with readable text."""
-        if not NAMESPACE.match(namespace):
+        if not NAMESPACE.fullmatch(namespace):
             raise RetrievalError(f"bad namespace {namespace!r}")
         now = aware(as_of) if as_of is not None else datetime.now(UTC)
         try:

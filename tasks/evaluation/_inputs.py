@@ -19,7 +19,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from storage.errors import InputError
-from tasks.sync import Problem, Transcript, parse_transcript
+from tasks.sync import Problem, Transcript, parse_transcript, split_lines
 
 _FIRST_ON = re.compile(r"first on line (\d+)")
 
@@ -79,7 +79,7 @@ def read_queries(name: str, text: str) -> tuple[list[Numbered], list[Problem]]:
     queries: list[Numbered] = []
     problems: list[Problem] = []
     first_line: dict[str, int] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
         parsed = _parse_query(name, lineno, line)
@@ -111,7 +111,7 @@ def _shift(problem: Problem, offset: int) -> Problem:
 
 def read_sessions(name: str, text: str) -> tuple[list[Transcript], list[Problem]]:
     """Every session of a multi-session JSONL file; problems carry the file's line numbers."""
-    lines = text.splitlines()
+    lines = split_lines(text)
     starts = [i for i, line in enumerate(lines) if _starts_session(line)]
     head = starts[0] if starts else len(lines)
     problems = [

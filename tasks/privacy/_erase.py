@@ -46,7 +46,7 @@ def forget(
     export_options: dict[str, Any] | None = None,
 ) -> ForgetOutcome:
     """Erase everything of a namespace (optionally exporting it first); one audit row."""
-    if not _NAMESPACE.match(namespace):
+    if not _NAMESPACE.fullmatch(namespace):
         raise InputError(f"bad namespace {namespace!r}: letters, digits, '.', '_', '-'")
     out = ForgetOutcome(namespace)
     if export_to is not None:

@@ -17,6 +17,7 @@ from tasks.sync._transcripts import (
     Transcript,
     ingest,
     parse_transcript,
+    split_lines,
 )
 from tasks.sync._types import BatchOutcome, SyncContext
 
@@ -38,5 +39,6 @@ __all__ = [
     "plan_task",
     "process_batch",
     "process_batch_task",
+    "split_lines",
     "write_files_task",
 ]

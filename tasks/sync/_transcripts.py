@@ -12,6 +12,7 @@ session line is bad, or that cannot be read, is reported once and skipped whole.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -24,6 +25,8 @@ from sqlalchemy.orm import Session
 from storage.errors import InputError
 from storage.records import MessageRecord, SessionRecord
 from storage.sessions import record_messages, record_session
+
+_UNDECODED = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of bytes not UTF-8
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,18 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def split_lines(text: str) -> list[str]:
+    """JSONL lines: split at LF only (a CR before it dropped), never at U+2028 and kin.
+
+    ``str.splitlines`` also breaks at U+2028, U+0085 and other separators that may stand
+    raw inside a JSON string. A UTF-8 byte order mark before the first line is dropped.
+    """
+    return [line.removesuffix("\r") for line in text.removeprefix("\ufeff").split("\n")]
+
+
 def _load_object(line: str, expected: str) -> dict[str, Any]:
+    if _UNDECODED.search(line):
+        raise ValueError("not valid UTF-8")
     obj = json.loads(line)
     if not isinstance(obj, dict) or obj.get("type") != expected:
         raise ValueError(f'expected a JSON object with "type": "{expected}"')
@@ -87,7 +101,7 @@ def _parse_header(name: str, lines: list[str]) -> tuple[SessionRecord | None, li
 
 def parse_transcript(name: str, text: str) -> tuple[Transcript | None, list[Problem]]:
     """Parse one JSONL transcript; blank lines are ignored, every other bad line reported."""
-    lines = text.splitlines()
+    lines = split_lines(text)
     if not any(line.strip() for line in lines):
         return None, [Problem(name, None, "empty file; skipped")]
     session, problems = _parse_header(name, lines)
@@ -136,8 +150,9 @@ class JsonlTranscripts:
     def read(self) -> Iterator[Transcript | Problem]:
         for path in self.files():
             try:
-                text = self.fs.cat_file(path).decode("utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
+                # Bytes that are not UTF-8 become lone surrogates: only their line is bad.
+                text = self.fs.cat_file(path).decode("utf-8", errors="surrogateescape")
+            except OSError as exc:
                 yield Problem(path, None, f"unreadable ({exc.__class__.__name__}: {exc}); skipped")
                 continue
             transcript, problems = parse_transcript(path, text)

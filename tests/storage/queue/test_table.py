@@ -109,6 +109,21 @@ BAD = [
         "role",
     ),
     ("bob", "RECORD_MESSAGE", {"session": SESSION, "message": MESSAGE}, "not the item's namespace"),
+    ("alice", "ADD_MEMORY", {"content": "a\x00b"}, "content: .*NUL character"),
+    ("alice", "ADD_MEMORY", {"content": "x", "session_id": "s\x00"}, "session_id: .*NUL"),
+    ("alice", "SAVE_PREFERENCE", {"content": "tea \ud83d"}, "content: .*valid string"),
+    (
+        "alice",
+        "RECORD_MESSAGE",
+        {"session": SESSION, "message": {**MESSAGE, "speaker": "A\x00"}},
+        "message.speaker: .*NUL",
+    ),
+    (
+        "alice",
+        "RECORD_MESSAGE",
+        {"session": {**SESSION, "title": "T\x00"}, "message": MESSAGE},
+        "session.title: .*NUL",
+    ),
 ]
 
 
@@ -128,6 +143,8 @@ def test_bad_options_are_refused(store: Store) -> None:
             queue.enqueue(session, "alice", "ADD_MEMORY", NOTE, max_attempts=0)
         with pytest.raises(InputError, match="idempotency_key"):
             queue.enqueue(session, "alice", "ADD_MEMORY", NOTE, idempotency_key="k" * 201)
+        with pytest.raises(InputError, match="idempotency_key holds a NUL"):
+            queue.enqueue(session, "alice", "ADD_MEMORY", NOTE, idempotency_key="k\x00")
     assert count(store) == 0
 
 

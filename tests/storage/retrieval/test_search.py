@@ -186,6 +186,9 @@ def test_access_is_recorded_in_one_statement(store: Store) -> None:
         ({"limit": 101}, "limit 101 out of range"),
         ({"kinds": ["memes"]}, "unknown kind"),
         ({"namespace": "a b"}, "bad namespace"),
+        ({"namespace": "bob\n"}, "bad namespace"),  # `$` alone would accept the newline
+        ({"query": "dentist\x00"}, "query holds a NUL character"),
+        ({"query": "dentist \udc80"}, "query holds a lone surrogate"),
         ({"time_range": (NOW, NOW - timedelta(days=1))}, "reversed time range"),
         ({"time_range": "fortnight"}, "unknown time range"),
         ({"weights": {"semantic": -1}}, "weights must be numbers"),
@@ -197,6 +200,12 @@ def test_bad_input_is_a_clear_error(store: Store, kwargs: dict[str, object], mes
     args = {"namespace": "a", "query": "hello"} | kwargs
     with pytest.raises(RetrievalError, match=message):
         retriever(store).search(args.pop("namespace"), args.pop("query"), **args)  # type: ignore[arg-type]
+
+
+def test_priming_refuses_a_namespace_with_a_trailing_newline(store: Store) -> None:
+    put(store, "bob", ["Bob's zeppelin hangar code is 4711"], NOW)
+    with pytest.raises(RetrievalError, match="bad namespace"):
+        retriever(store).prime("bob\n", as_of=NOW)
 
 
 def test_database_failures_become_retrieval_errors(store: Store) -> None:

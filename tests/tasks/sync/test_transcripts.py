@@ -114,7 +114,7 @@ def test_ingest_twice_gives_the_same_rows_and_reports_unreadable_files(
     assert (first.sessions, first.messages) == (2, 3)
     reasons = sorted(str(p) for p in first.problems)
     assert len(reasons) == 3
-    assert any("bad.jsonl" in r and "unreadable" in r for r in reasons)
+    assert any("bad.jsonl:1: bad session line: not valid UTF-8; file skipped" in r for r in reasons)
     assert any("s2.jsonl:3" in r and "not valid JSON" in r for r in reasons)
     assert any("dupe.jsonl:1" in r and "already loaded" in r for r in reasons)
     assert first.as_dict()["bad_input"] == second.as_dict()["bad_input"] == 3
@@ -141,3 +141,65 @@ def test_a_missing_transcripts_folder_is_an_error(tmp_path: Path) -> None:
     source = JsonlTranscripts(fsspec.filesystem("file"), str(tmp_path / "typo"))
     with pytest.raises(InputError, match="does not exist"):
         list(source.read())
+
+
+def test_characters_postgresql_cannot_store_are_bad_lines_and_the_rest_loads(
+    store: Store, tmp_path: Path
+) -> None:
+    (tmp_path / "a.jsonl").write_text(
+        jsonl(
+            HEADER,
+            msg("m1"),
+            msg("m2", content="a\u0000b"),
+            msg("m3", speaker="Al\u0000ice"),
+            '{"type": "message", "id": "m4", "role": "user", "speaker": "Alice", '
+            '"content": "half \\ud83d", "timestamp": "2026-11-20T09:00:00Z"}',
+            msg("m5", content="kept"),
+        )
+    )
+    (tmp_path / "b.jsonl").write_text(jsonl({**HEADER, "id": "s2", "title": "T\u0000"}, msg("m1")))
+    (tmp_path / "c.jsonl").write_text(jsonl({**HEADER, "id": "s3"}, msg("m1", content="good")))
+
+    report = ingest(store.engine, JsonlTranscripts(fsspec.filesystem("file"), str(tmp_path)))
+
+    with store.engine.connect() as conn:
+        rows = conn.execute(text(MESSAGES)).all()
+    assert [(r.session_id, r.id) for r in rows] == [("s1", "m1"), ("s1", "m5"), ("s3", "m1")]
+    reasons = {(Path(p.file).name, p.line): p.reason for p in report.problems}
+    assert set(reasons) == {("a.jsonl", 3), ("a.jsonl", 4), ("a.jsonl", 5), ("b.jsonl", 1)}
+    assert "content: Value error, holds a NUL character (U+0000)" in reasons[("a.jsonl", 3)]
+    assert "speaker: Value error, holds a NUL character" in reasons[("a.jsonl", 4)]
+    assert "content: Input should be a valid string" in reasons[("a.jsonl", 5)]
+    assert "title: Value error, holds a NUL character" in reasons[("b.jsonl", 1)]
+    assert "file skipped" in reasons[("b.jsonl", 1)]
+
+
+def test_lines_split_only_at_newline_so_unicode_separators_stay_in_their_message() -> None:
+    separators = "one\u2028two\u2029three\u0085four\x0bfive\x0csix\x1cseven\x1deight\x1e."
+    raw = "\r\n".join(
+        json.dumps(o, ensure_ascii=False)
+        for o in (HEADER, msg("m1", content=separators), msg("m2", role="robot"), msg("m3"))
+    )
+
+    transcript, problems = parse_transcript("s1.jsonl", raw)
+
+    assert transcript is not None
+    assert [m.id for m in transcript.messages] == ["m1", "m3"]
+    assert transcript.messages[0].content == separators
+    assert [(p.line, "role" in p.reason) for p in problems] == [(3, True)]
+
+
+def test_a_byte_order_mark_is_tolerated_and_bad_utf8_skips_only_its_line(
+    store: Store, tmp_path: Path
+) -> None:
+    lines = [
+        json.dumps(o).encode() for o in (HEADER, msg("m1"), msg("m2", content="XX"), msg("m3"))
+    ]
+    lines[2] = lines[2].replace(b"XX", b"caf\xe9")  # Latin-1, not UTF-8
+    (tmp_path / "s1.jsonl").write_bytes(b"\xef\xbb\xbf" + b"\n".join(lines) + b"\n")
+
+    report = ingest(store.engine, JsonlTranscripts(fsspec.filesystem("file"), str(tmp_path)))
+
+    with store.engine.connect() as conn:
+        assert [r.id for r in conn.execute(text(MESSAGES))] == ["m1", "m3"]
+    assert [(p.line, p.reason) for p in report.problems] == [(3, "not valid UTF-8; line skipped")]
