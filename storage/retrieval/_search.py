@@ -1,16 +1,15 @@
-"""Retrieval for assistants: composite-scored hybrid search and conversation priming.
+"""``Retriever``: composite-scored hybrid search and conversation priming over one store.
 
-Imports no Prefect, so an assistant can ``from storage.retrieval._search import Retriever`` alone.
+Assistants import it as ``from storage.retrieval import Retriever``; it imports no Prefect.
 
     retriever = Retriever.from_settings(Settings())
     hits = retriever.search("alice", "when is the dentist?", limit=5)
     print(retriever.prime("alice", "Hi! About the trip...").formatted)
 
-Search is scoped to one namespace. Candidates are the dense top ``limit x overfetch``
-(pgvector cosine; HNSW with iterative scans over large namespaces' indexed rows, an exact
-scan of everything else) united with the lexical top (BM25 over PostgreSQL lexemes).
-Each hit's score is a weighted sum of named factors (``storage.scoring``), all shown in
-``Hit.factors``. Bad input raises ``RetrievalError``; an unknown namespace gives ``[]``.
+Search is scoped to one namespace. Candidates (``_candidates``) are the dense top
+``limit x overfetch`` united with the lexical top; ``_ranking`` scores them. Each hit's
+score is a weighted sum of named factors (``storage.scoring``), all shown in ``Hit.factors``.
+Bad input raises ``RetrievalError``; an unknown namespace gives ``[]``.
 """
 
 from __future__ import annotations
