@@ -8,9 +8,10 @@ from typing import Annotated
 from prefect import flow
 from pydantic import Field
 
-from flows.common import NAMESPACE_PATTERN, resolve_as_of
+from flows.common import resolve_as_of
 from storage.aging import DecayParams
 from storage.config import Settings
+from storage.records import NAMESPACE_PATTERN
 from tasks.aging import (
     AgingReport,
     archive_task,

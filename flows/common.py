@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 
 from storage.config import Settings
 
-NAMESPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 TAG = "archivist"  # every deployment carries it; the watchdog watches what has it
 
 

@@ -8,9 +8,9 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
-from flows.common import NAMESPACE_PATTERN
 from storage.config import Settings
 from storage.engine import Store
+from storage.records import NAMESPACE_PATTERN
 from tasks.aging import open_cold_store
 from tasks.common import connect_task, notify_flow_failure
 from tasks.files import open_memory_root

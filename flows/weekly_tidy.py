@@ -8,8 +8,9 @@ from typing import Annotated
 from prefect import flow
 from pydantic import Field
 
-from flows.common import NAMESPACE_PATTERN, resolve_as_of
+from flows.common import resolve_as_of
 from storage.config import Settings
+from storage.records import NAMESPACE_PATTERN
 from tasks.common import connect_task, finish_run, notify_flow_failure, publish_report, start_run
 from tasks.tidy import (
     TidyReport,

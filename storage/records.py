@@ -12,6 +12,10 @@ Role = Literal["user", "assistant", "tool", "system"]
 SessionKind = Literal["direct", "group", "subagent"]
 
 _ID_PATTERN = r"^[^\s/\\]{1,200}$"
+# A namespace: 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit.
+# Check it with NAMESPACE.fullmatch: `$` alone also matches before a trailing newline.
+NAMESPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+NAMESPACE = re.compile(NAMESPACE_PATTERN)
 # PostgreSQL stores neither NUL in text or jsonb nor lone surrogates, which are not Unicode
 # (JSON's "\ud800" escape, or a transcript's bytes that were not UTF-8).
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -36,7 +40,7 @@ class SessionRecord(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: StorableText = Field(pattern=_ID_PATTERN)
-    namespace: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    namespace: str = Field(pattern=NAMESPACE_PATTERN)
     agent: StorableText = Field(min_length=1, max_length=200)
     kind: SessionKind = "direct"
     title: StorableText | None = Field(None, max_length=500)

@@ -6,7 +6,6 @@ Unknown fields are errors, as in transcripts, so a typo is refused instead of ig
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -15,13 +14,11 @@ from typing import Any, Literal, get_args
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from storage.errors import InputError
-from storage.records import MessageRecord, SessionRecord, StorableText
+from storage.records import NAMESPACE, MessageRecord, SessionRecord, StorableText
 
 Op = Literal["ADD_MEMORY", "RECORD_MESSAGE", "SAVE_PREFERENCE", "UPDATE_GOAL", "FORGET_MEMORY"]
 OPS: tuple[Op, ...] = get_args(Op)
 MemoryKind = Literal["note", "fact", "preference", "goal", "decision"]
-
-NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
 class _Payload(BaseModel):

@@ -125,9 +125,9 @@ def enqueue(
 
 
 def _check_options(idempotency_key: str | None, max_attempts: int | None) -> None:
-    if idempotency_key is not None and not 1 <= len(idempotency_key) <= 200:
-        raise InputError("idempotency_key must be 1 to 200 characters long")
     if idempotency_key is not None:
+        if not 1 <= len(idempotency_key) <= 200:
+            raise InputError("idempotency_key must be 1 to 200 characters long")
         try:
             storable(idempotency_key)
         except ValueError as exc:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
@@ -12,7 +11,7 @@ import numpy as np
 
 from storage import scoring
 from storage.errors import ConfigurationError, RetrievalError
-from storage.records import storable
+from storage.records import NAMESPACE, storable
 from storage.retrieval._types import TimeRange
 
 KINDS = (
@@ -26,7 +25,6 @@ KINDS = (
     "goal",
     "long_term",
 )
-NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 MAX_QUERY_CHARS = 10_000
 DF_CAP = 1000
 

@@ -25,10 +25,10 @@ from storage import scoring
 from storage.config import RetrievalSettings, Settings
 from storage.embedding import Embedder
 from storage.errors import RetrievalError
+from storage.records import NAMESPACE
 from storage.retrieval._archived import ArchiveReader, ColdQuery, archived_candidates, demote
 from storage.retrieval._candidates import Request, neighbours, plan, search_params
 from storage.retrieval._inputs import (
-    NAMESPACE,
     aware,
     check_request,
     custom_weights,

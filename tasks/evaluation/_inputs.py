@@ -19,6 +19,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from storage.errors import InputError
+from storage.records import NAMESPACE_PATTERN
 from tasks.sync import Problem, Transcript, parse_transcript, split_lines
 
 _FIRST_ON = re.compile(r"first on line (\d+)")
@@ -30,7 +31,7 @@ class EvalQuery(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str = Field(min_length=1, max_length=200)
-    namespace: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    namespace: str = Field(pattern=NAMESPACE_PATTERN)
     question: str = Field(min_length=1, max_length=10_000)
     asked_at: datetime
     category: str = Field(min_length=1, max_length=100)

@@ -8,7 +8,6 @@ file the database no longer knows about; a repeated ``forget`` finds nothing and
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,11 +18,10 @@ from sqlalchemy.orm import Session
 from storage import archive, audit, privacy
 from storage.archive import insert_rows
 from storage.errors import InputError, StorageError
+from storage.records import NAMESPACE
 from tasks.aging import ColdStore, namespace_folders, take_out_all
 from tasks.files import MemoryRoot, atomic_write, block_marker, read_text
 from tasks.privacy._export import export_namespace
-
-_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
 @dataclass
@@ -46,7 +44,7 @@ def forget(
     export_options: dict[str, Any] | None = None,
 ) -> ForgetOutcome:
     """Erase everything of a namespace (optionally exporting it first); one audit row."""
-    if not _NAMESPACE.fullmatch(namespace):
+    if not NAMESPACE.fullmatch(namespace):
         raise InputError(f"bad namespace {namespace!r}: letters, digits, '.', '_', '-'")
     out = ForgetOutcome(namespace)
     if export_to is not None:
