@@ -64,8 +64,17 @@ def _describe(exc: ValidationError) -> str:
         if err["type"] == "missing":
             parts.append(f"missing field {loc!r}")
         else:
-            parts.append(f"{loc}: {err['msg']} (got {err.get('input')!r:.60})")
+            parts.append(f"{loc}: {err['msg']} (got {_shape(err.get('input'))})")
     return "; ".join(parts)
+
+
+def _shape(value: object) -> str:
+    """What a refused value was, never what it said: reports and logs hold no content."""
+    if value is None or isinstance(value, bool | int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return f"text of {len(value)} characters"
+    return type(value).__name__
 
 
 def split_lines(text: str) -> list[str]:

@@ -92,6 +92,7 @@ class Stored:
     text: str
     status: str
     memory_id: int | None
+    sources: tuple[int, ...] = ()
 
 
 @dataclass
@@ -111,8 +112,10 @@ class NamespaceOutcome:
 
     namespace: str
     candidates: int = 0
-    entered: list[str] = field(default_factory=list)
-    left: list[str] = field(default_factory=list)
+    # Entries by the ids of the memories merged into them, never by their text: reports
+    # outlive a ``forget`` of the namespace (they are kept in ``runs`` and in Prefect).
+    entered: list[tuple[int, ...]] = field(default_factory=list)
+    left: list[tuple[int, ...]] = field(default_factory=list)
     kept: int = 0
     embedded: int = 0
     lines: int = 0
@@ -125,7 +128,10 @@ class NamespaceOutcome:
 def plan_memory(session: Session, ctx: TidyContext, namespace: str) -> MemoryPlan:
     """Select the namespace's entries (read only)."""
     found_entries = long_term.entries(session, namespace)
-    stored = {k: Stored(e.text, e.status, e.memory_id) for k, e in found_entries.items()}
+    stored = {
+        k: Stored(e.text, e.status, e.memory_id, tuple(e.memory_ids))
+        for k, e in found_entries.items()
+    }
     latest = long_term.latest_week(session, namespace)
     if latest is not None and latest > ctx.monday:
         return MemoryPlan([], stored, later_week=latest)
@@ -272,8 +278,8 @@ def tidy_namespace(
     with Session(engine) as session:
         plan = plan_memory(session, ctx, namespace)
     entered, left, kept = diff(plan) if plan.document is not None else ([], [], [])
-    outcome = NamespaceOutcome(namespace, plan.candidates, [e.text for e in entered])
-    outcome.left = [plan.stored[k].text for k in left]
+    outcome = NamespaceOutcome(namespace, plan.candidates, [e.memory_ids for e in entered])
+    outcome.left = [plan.stored[k].sources for k in left]
     outcome.kept = len(kept)
     if not ctx.dry_run and plan.document is not None:
         with Session(engine) as session, session.begin():

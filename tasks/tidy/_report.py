@@ -71,15 +71,17 @@ class TidyReport:
             f"- weekly summary: {n.weekly_file or 'none (no episodes this week)'}",
             f"- logs moved to the archive: {len(n.logs_moved)}",
         ]
-        lines += _texts("Entered", n.entered) + _texts("Left", n.left)
+        lines += _sources("Entered", n.entered) + _sources("Left", n.left)
         return lines
 
 
-def _texts(title: str, texts: Sequence[str]) -> list[str]:
-    if not texts:
+def _sources(title: str, entries: Sequence[tuple[int, ...]]) -> list[str]:
+    """Entries by the memories merged into them; their text is in MEMORY.md only."""
+    if not entries:
         return []
-    more = [f"- … and {len(texts) - SHOWN} more"] if len(texts) > SHOWN else []
-    return ["", f"{title}:", ""] + [f"- {t}" for t in texts[:SHOWN]] + more
+    more = [f"- … and {len(entries) - SHOWN} more"] if len(entries) > SHOWN else []
+    shown = [f"- memories {', '.join(f'#{i}' for i in ids)}" for ids in entries[:SHOWN]]
+    return ["", f"{title} (by source memory):", ""] + shown + more
 
 
 def build_report(

@@ -74,7 +74,8 @@ def test_flow_tidies_reports_and_reruns_without_change(flow_env: Settings) -> No
     ]
     published = asyncio.run(artifact_markdown("memory-weekly-tidy-report"))
     assert published and "# memory-weekly-tidy report" in published[0]
-    assert "MEMORY.md:" in published[0] and "Entered:" in first.markdown()
+    assert "MEMORY.md:" in published[0] and "Entered (by source memory):" in first.markdown()
+    assert "Lisbon" not in published[0] and "Lisbon" in memory.decode()  # ids, never text
 
 
 def test_cli_dry_run_prints_the_report_and_writes_nothing(flow_env: Settings) -> None:

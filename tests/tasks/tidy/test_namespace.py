@@ -124,7 +124,9 @@ def test_next_week_reports_what_entered_and_left(store: Store) -> None:
 
     outcome = tidy_namespace(store.engine, root, context(store, later), "alice")
 
-    assert outcome.entered == ["New fact about sailing"] and len(outcome.left) == 1
+    sailing = rows(store, "SELECT id FROM memories WHERE content = 'New fact about sailing'")
+    assert outcome.entered == [(sailing[0][0],)] and len(outcome.left) == 1
+    assert "sailing" not in str(outcome) and "gardening" not in str(outcome)  # ids, no text
     assert "New fact about sailing" in memory_md(store).read_text()
     assert memory_md(store).read_text().count("\n") <= 5
     out = rows(store, "SELECT status, memory_id FROM long_term_entries WHERE status = 'out'")
