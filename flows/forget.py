@@ -18,7 +18,9 @@ from tasks.privacy import ForgetOutcome, forget
 
 
 @task(name="forget-namespace", cache_policy=NO_CACHE)
-def forget_task(store: Store, namespace: str, actor: str, export_to: str | None) -> ForgetOutcome:
+def forget_task(
+    store: Store, namespace: str, actor: str, export_to: str | None, full_vacuum: bool
+) -> ForgetOutcome:
     settings = store.settings
     return forget(
         store.engine,
@@ -28,6 +30,7 @@ def forget_task(store: Store, namespace: str, actor: str, export_to: str | None)
         actor=actor,
         export_to=export_to,
         export_options=settings.storage_options,
+        full_vacuum=full_vacuum,
     )
 
 
@@ -42,9 +45,13 @@ def memory_forget(
     confirm: Annotated[bool, Field(description="Must be true: erasure cannot be undone")] = False,
     export_to: Annotated[str | None, Field(description="fsspec URL for an export first")] = None,
     actor: Annotated[str, Field(max_length=200)] = "memory-forget",
+    full_vacuum: Annotated[
+        bool,
+        Field(description="VACUUM FULL: rewrite the touched tables (locks them while it runs)"),
+    ] = False,
 ) -> ForgetOutcome:
     """Seed 002's user data deletion, with the export and the content-free audit row."""
     if not confirm:
         raise ValueError(f"refusing to forget {namespace!r} without confirm=True")
     store, _ = connect_task(Settings())
-    return forget_task(store, namespace, actor, export_to)
+    return forget_task(store, namespace, actor, export_to, full_vacuum)

@@ -6,18 +6,29 @@ entries) are erased when present. ``REMAINING`` then asks the catalogue for ever
 with a ``namespace`` column and counts what is left, so a table added later that
 ``forget`` does not know yet fails the erasure instead of silently keeping data. The
 ``audit_log`` row that records the erasure is the one deliberate exception.
-The ``embedding_cache`` (keyed by text hash and model, no namespace) and ``runs`` (no
-namespace) are left alone.
+The ``embedding_cache`` has no namespace: ``forget`` drops the vectors of the
+namespace's hot memory texts (by text hash, before the memories go). ``runs`` holds no
+content and is left alone.
+
+Deleted rows stay in the table files until a ``VACUUM``; ``vacuum`` runs one on the
+tables an erasure touched (``FULL`` rewrites them, so their old pages are gone).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
 FORGET = {
+    # Vectors computed from the namespace's texts (first: it reads the memories).
+    "embedding_cache": text(
+        "DELETE FROM embedding_cache WHERE text_hash IN ("
+        " SELECT encode(sha256(convert_to(content, 'UTF8')), 'hex')"
+        " FROM memories WHERE namespace = :namespace)"
+    ),
     "memory_access_log": text("DELETE FROM memory_access_log WHERE namespace = :namespace"),
     "episodes": text("DELETE FROM episodes WHERE namespace = :namespace"),
     "processed_sessions": text("DELETE FROM processed_sessions WHERE namespace = :namespace"),
@@ -45,6 +56,11 @@ REMAINING = text(
 
 SESSION_NAMESPACE = text("SELECT namespace FROM chat_sessions WHERE id = :session_id")
 PURGE_SESSION = {
+    "embedding_cache": text(
+        "DELETE FROM embedding_cache WHERE text_hash IN ("
+        " SELECT encode(sha256(convert_to(content, 'UTF8')), 'hex')"
+        " FROM memories WHERE session_id = :session_id)"
+    ),
     "memory_access_log": text(
         "DELETE FROM memory_access_log l USING memories m "
         "WHERE l.memory_id = m.id AND m.session_id = :session_id"
@@ -73,6 +89,10 @@ PIN = text(
 )
 
 
+# Every table an erasure deletes from: the only names ``vacuum`` accepts.
+ERASABLE = frozenset(FORGET) | frozenset(FORGET_IF_PRESENT) | frozenset(PURGE_SESSION)
+
+
 def table_exists(session: Session, name: str) -> bool:
     return bool(session.execute(TABLE_EXISTS, {"name": name}).scalar_one())
 
@@ -92,6 +112,22 @@ def remaining(session: Session, namespace: str) -> dict[str, int]:
     """Rows still holding the namespace, per table with a ``namespace`` column (non-zero)."""
     rows = session.execute(REMAINING, {"namespace": namespace}).all()
     return {str(name): int(n) for name, n in rows if n}
+
+
+def vacuum(connection: Connection, tables: Iterable[str], *, full: bool = False) -> list[str]:
+    """``VACUUM`` (or ``VACUUM FULL``) each erasable table given; ``connection`` autocommits.
+
+    A plain ``VACUUM`` removes dead rows from the heap and the indexes without blocking
+    readers; ``FULL`` rewrites each table into new files and holds an exclusive lock while
+    it does. Names outside the erasure statements are refused, never put into SQL.
+    """
+    done = []
+    for table in tables:
+        if table not in ERASABLE:
+            raise ValueError(f"not an erasable table: {table!r}")
+        connection.execute(text(f"VACUUM {'(FULL) ' if full else ''}{table}"))
+        done.append(table)
+    return done
 
 
 def session_namespace(session: Session, session_id: str) -> str | None:

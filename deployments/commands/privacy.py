@@ -52,7 +52,12 @@ def aging_command(as_of: datetime | None, namespace: str | None, dry_run: bool) 
 @click.argument("namespace")
 @click.option("--confirm", is_flag=True, help="Required: erasure cannot be undone.")
 @click.option("--export", "export_to", help="Export a bundle to this fsspec URL first.")
-def forget_command(namespace: str, confirm: bool, export_to: str | None) -> None:
+@click.option(
+    "--full-vacuum",
+    is_flag=True,
+    help="VACUUM FULL the touched tables: rewrites them, locking each while it runs.",
+)
+def forget_command(namespace: str, confirm: bool, export_to: str | None, full_vacuum: bool) -> None:
     """Erase everything of NAMESPACE: rows, vectors, files, cold tier; one audit entry."""
     if not confirm:
         raise click.UsageError(f"forgetting {namespace!r} cannot be undone: add --confirm")
@@ -68,13 +73,15 @@ def forget_command(namespace: str, confirm: bool, export_to: str | None) -> None
         actor=_actor(),
         export_to=export_to,
         export_options=settings.storage_options,
+        full_vacuum=full_vacuum,
     )
     if out.exported is not None:
         click.echo(f"exported to {export_to}: {out.exported}")
     rows = ", ".join(f"{table} {n}" for table, n in out.rows.items() if n)
     click.echo(
         f"forgot {namespace}: {rows or 'no rows'}; {out.cold_files} cold files, "
-        f"{out.memory_files} memory files"
+        f"{out.memory_files} memory files; vacuumed {len(out.vacuumed)} tables"
+        + (" (full)" if full_vacuum and out.vacuumed else "")
     )
 
 
@@ -103,14 +110,21 @@ def unpin_command(memory_id: int) -> None:
 @click.command("purge")
 @click.option("--session", "session_id", required=True, help="The session to erase.")
 @click.option("--confirm", is_flag=True, help="Required: erasure cannot be undone.")
-def purge_command(session_id: str, confirm: bool) -> None:
+@click.option(
+    "--full-vacuum",
+    is_flag=True,
+    help="VACUUM FULL the touched tables: rewrites them, locking each while it runs.",
+)
+def purge_command(session_id: str, confirm: bool, full_vacuum: bool) -> None:
     """Erase one session and all derived from it (memories, episode, blocks, transcript)."""
     if not confirm:
         raise click.UsageError(f"purging session {session_id!r} cannot be undone: add --confirm")
     from tasks.privacy import purge_session
 
     store, cold, root = _open(load_settings())
-    counts = purge_session(store.engine, cold, root, session_id, actor=_actor())
+    counts = purge_session(
+        store.engine, cold, root, session_id, actor=_actor(), full_vacuum=full_vacuum
+    )
     click.echo(f"purged {session_id}: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
 
 

@@ -1,7 +1,9 @@
 """Privacy: forget a namespace, purge a session, pin and unpin, restore from the archive.
 
 Each action writes one ``audit_log`` row (counts and ids, never content) in the
-transaction of its database change. Files go before the rows that point at them are
+transaction of its database change. ``forget`` and ``purge_session`` then ``VACUUM`` the
+tables they deleted from (``full_vacuum``: ``VACUUM FULL``), so the deleted rows leave the
+table files. Files go before the rows that point at them are
 deleted (forget, purge), so an interruption leaves something a re-run can finish, never a
 file the database no longer knows about; a repeated ``forget`` finds nothing and says so.
 """
@@ -31,6 +33,7 @@ class ForgetOutcome:
     cold_files: int = 0
     memory_files: int = 0
     exported: dict[str, int] | None = None
+    vacuumed: list[str] = field(default_factory=list)
 
 
 def forget(
@@ -42,6 +45,7 @@ def forget(
     actor: str,
     export_to: str | None = None,
     export_options: dict[str, Any] | None = None,
+    full_vacuum: bool = False,
 ) -> ForgetOutcome:
     """Erase everything of a namespace (optionally exporting it first); one audit row."""
     if not NAMESPACE.fullmatch(namespace):
@@ -61,7 +65,15 @@ def forget(
         details = {**out.rows, "cold_files": out.cold_files, "memory_files": out.memory_files}
         details["exported"] = export_to is not None
         audit.record(session, "forget", actor=actor, namespace=namespace, details=details)
+    out.vacuumed = vacuum_touched(engine, out.rows, full=full_vacuum)
     return out
+
+
+def vacuum_touched(engine: Engine, rows: dict[str, int], *, full: bool) -> list[str]:
+    """VACUUM the tables that lost rows (outside any transaction, as VACUUM must be)."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        touched = [t for t, n in rows.items() if n and t in privacy.ERASABLE]
+        return privacy.vacuum(connection, touched, full=full)
 
 
 def _remove_memory_folder(root: MemoryRoot, namespace: str) -> int:
@@ -74,7 +86,13 @@ def _remove_memory_folder(root: MemoryRoot, namespace: str) -> int:
 
 
 def purge_session(
-    engine: Engine, cold: ColdStore, root: MemoryRoot, session_id: str, *, actor: str
+    engine: Engine,
+    cold: ColdStore,
+    root: MemoryRoot,
+    session_id: str,
+    *,
+    actor: str,
+    full_vacuum: bool = False,
 ) -> dict[str, int]:
     """Erase one session and all derived from it, in the store, the archive and the files."""
     with Session(engine) as session:
@@ -99,6 +117,7 @@ def purge_session(
             target=f"session:{session_id}"[:300],
             details=counts,
         )
+    vacuum_touched(engine, counts, full=full_vacuum)
     return counts
 
 
