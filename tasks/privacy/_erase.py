@@ -122,17 +122,35 @@ def purge_session(
 
 
 def _cut_block(root: MemoryRoot, relative: str, key: str) -> int:
-    """Remove one block (its marker up to the next block or the end) from a memory file."""
+    """Remove one block, its heading included, from a memory file."""
     path = root.path(relative)
     body = read_text(root.fs, path)
-    marker = block_marker(key)
-    if body is None or marker not in body:
+    span = None if body is None else block_span(body, key)
+    if body is None or span is None:
         return 0
-    start = body.index(marker)
-    following = body.find("<!-- archivist:block ", start + len(marker))
-    end = len(body) if following < 0 else following
+    start, end = span
     atomic_write(root.fs, path, (body[:start].rstrip("\n") + "\n\n" + body[end:]).encode())
     return 1
+
+
+def block_span(body: str, key: str) -> tuple[int, int] | None:
+    """Where the block of ``key`` starts (its ``## `` heading) and ends (the next block's).
+
+    A block is its heading line, its marker line and the text up to the next block's
+    heading; the marker alone is not the start, or the heading would stay behind.
+    """
+    marker = body.find(block_marker(key))
+    if marker < 0:
+        return None
+    following = body.find("<!-- archivist:block ", marker + 1)
+    end = len(body) if following < 0 else _heading_start(body, following)
+    return _heading_start(body, marker), end
+
+
+def _heading_start(body: str, marker: int) -> int:
+    """The start of the heading line just above a marker (the marker itself if none)."""
+    line = body.rfind("\n", 0, max(marker - 1, 0)) + 1
+    return line if body.startswith("## ", line) and line < marker else marker
 
 
 def restore(engine: Engine, cold: ColdStore, memory_id: int, *, actor: str) -> int:

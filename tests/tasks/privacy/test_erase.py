@@ -19,6 +19,7 @@ from tasks.aging._cold_store import ColdStore
 from tasks.aging._compression import compress_old
 from tasks.files._memory_files import open_memory_root
 from tasks.privacy._erase import forget, purge_session, set_pin
+from tests.helpers import add_session, chat, run_sync
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import (
     AS_OF,
@@ -232,3 +233,23 @@ def test_pin_and_unpin_with_audit_and_pinned_never_age(store: Store, tmp_path: P
     assert actions == ["pin", "restore", "pin", "unpin"]
     with pytest.raises(InputError):
         set_pin(store.engine, cold, 999_999, True, actor="test")
+
+
+def test_purge_removes_the_whole_block_heading_included(store: Store, tmp_path: Path) -> None:
+    day = AS_OF - timedelta(days=3)
+    for sid, title, hour in (("s1", "Dentist appointment", 9), ("s2", "Team offsite", 11)):
+        start = day.replace(hour=hour, minute=0)
+        add_session(store, sid, "alice", chat(start, *TRIP), title=title)
+    run_sync(store, day.replace(hour=23))
+    root = open_memory_root(store.settings)
+    log = Path(root.path(f"alice/memory/{day.date().isoformat()}.md"))
+    assert "Dentist appointment" in log.read_text()
+
+    purge_session(store.engine, local_cold(tmp_path), root, "s1", actor="test")
+
+    left = log.read_text()
+    assert "Dentist appointment" not in left and "s1@" not in left
+    heading, marker = left.split("## ", 1)[1].splitlines()[:2]
+    assert heading.endswith("· Team offsite (direct, aria)") and "s2@" in marker
+    purge_session(store.engine, local_cold(tmp_path), root, "s2", actor="test")
+    assert "## " not in log.read_text() and "Team offsite" not in log.read_text()
