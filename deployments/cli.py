@@ -13,18 +13,24 @@ from deployments.commands.privacy import COMMANDS as PRIVACY_COMMANDS
 from deployments.commands.status import quality_command, status_command
 from deployments.commands.tidy import tidy_command
 from deployments.settings_loader import load_settings
+from deployments.storage_errors import storage_problem
 from storage.config import Settings
 from storage.errors import ArchivistError
 
 
 class _Group(click.Group):
-    """Turns Archivist's own errors into a one-line message and exit code 1."""
+    """Turns Archivist's own errors and storage failures into one line and exit code 1."""
 
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except ArchivistError as exc:
             raise click.ClickException(str(exc)) from exc
+        except Exception as exc:
+            problem = storage_problem(exc)
+            if problem is None:
+                raise
+            raise click.ClickException(problem) from exc
 
 
 @click.group(cls=_Group)
@@ -112,7 +118,13 @@ _TIME_RANGES = ["today", "week", "month", "recent", "all"]
 @main.command()
 @click.argument("namespace")
 @click.argument("query")
-@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option(
+    "--limit",
+    type=click.IntRange(1),
+    default=10,
+    show_default=True,
+    help="Results; at most ARCHIVIST_RETRIEVAL__MAX_LIMIT (100 unless set).",
+)
 @click.option("--time-range", type=click.Choice(_TIME_RANGES), default=None)
 @click.option("--kind", "kinds", multiple=True, help="Only these kinds (repeatable).")
 @click.option("--preset", type=click.Choice(["archivist", "librarian"]), default=None)

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 from pydantic import ValidationError
 
 from storage.config import Settings
+from storage.config_check import describe, unknown_variables
 
 
 def load_settings() -> Settings:
-    """Settings from the environment (and policy file), or a click error naming the problem."""
+    """Settings from the environment (and policy file), or a click error naming the problem.
+
+    ``ARCHIVIST_*`` variables that set nothing (a typo) are warned about on stderr.
+    """
+    for warning in unknown_variables(os.environ):
+        click.echo(f"warning: {warning}", err=True)
     try:
         return Settings()
     except ValidationError as exc:
-        raise click.ClickException(f"bad ARCHIVIST_* configuration:\n{exc}") from exc
+        raise click.ClickException(f"bad configuration:\n{describe(exc)}") from exc

@@ -44,7 +44,9 @@ def check_request(
     if len(query) > MAX_QUERY_CHARS:
         raise RetrievalError(f"query of {len(query)} characters; at most {MAX_QUERY_CHARS}")
     if not 1 <= limit <= max_limit:
-        raise RetrievalError(f"limit {limit} out of range 1..{max_limit}")
+        raise RetrievalError(
+            f"limit {limit} out of range 1..{max_limit} (ARCHIVIST_RETRIEVAL__MAX_LIMIT)"
+        )
     unknown = sorted(set(kinds or ()) - set(KINDS))
     if unknown:
         raise RetrievalError(f"unknown kind(s) {unknown}; known: {list(KINDS)}")

@@ -47,11 +47,59 @@ def test_ingest_prints_counts_and_each_problem(flow_env: Settings, tmp_path: Pat
     assert "ingested 1 sessions, 1 messages from 1 files; 1 problems" in result.output
 
 
-def test_bad_configuration_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_configuration_is_one_clear_line_per_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ARCHIVIST_TIMEZONE", "Mars/Olympus")
+    monkeypatch.setenv("ARCHIVIST_EMBEDDING__DIM", "many")
+    monkeypatch.setenv("ARCHIVIST_EMBEDDING__PROVIDER", "openai")
     result = CliRunner().invoke(main, ["db", "upgrade"])
     assert result.exit_code == 1
-    assert "unknown time zone 'Mars/Olympus'" in result.output
+    assert result.output.splitlines() == [
+        "Error: bad configuration:",
+        "ARCHIVIST_TIMEZONE: unknown time zone 'Mars/Olympus'; use an IANA name",
+        "ARCHIVIST_EMBEDDING__DIM: Input should be a valid integer, unable to parse string as "
+        "an integer",
+    ]
+    monkeypatch.setenv("ARCHIVIST_TIMEZONE", "UTC")
+    monkeypatch.setenv("ARCHIVIST_EMBEDDING__DIM", "384")
+    needs_url = CliRunner().invoke(main, ["db", "upgrade"]).output
+    assert "ARCHIVIST_EMBEDDING: the openai embedding provider needs" in needs_url
+    assert "pydantic" not in needs_url and "Traceback" not in needs_url
+
+
+def test_a_misspelled_setting_is_named_with_the_closest_real_one(
+    flow_env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ARCHIVIST_SYNC__WINDOW_HOUR", "3")
+    monkeypatch.setenv("ARCHIVIST_RETRIEVAL__WEIGHTS__SEMANTIC", "1")  # a dict key: valid
+    result = CliRunner().invoke(main, ["db", "upgrade"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == (
+        "warning: ARCHIVIST_SYNC__WINDOW_HOUR is not an Archivist setting and is ignored; "
+        "did you mean ARCHIVIST_SYNC__WINDOW_HOURS?"
+    )
+    assert "WEIGHTS__SEMANTIC" not in result.output
+
+
+def test_a_bucket_without_credentials_is_one_line(
+    flow_env: Settings, s3_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    options = {"client_kwargs": {"endpoint_url": s3_endpoint}}
+    monkeypatch.setenv("ARCHIVIST_STORAGE_OPTIONS", json.dumps(options))
+
+    result = CliRunner().invoke(main, ["ingest", "s3://inbox/transcripts"])
+
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        "Error: cannot reach the object store: Unable to locate credentials; set AWS "
+        'credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile), or "key" '
+        'and "secret" in ARCHIVIST_STORAGE_OPTIONS'
+    ]
 
 
 def test_demo_twice_changes_nothing_the_second_time(

@@ -55,6 +55,12 @@ def test_search_errors_are_one_line(env: Settings) -> None:
     weights = runner.invoke(main, ["search", "alice", "x", "--weights", "semantic=lots"])
     assert empty.exit_code == 1 and "Error: empty query" in empty.output
     assert weights.exit_code == 1 and "cannot parse weight 'semantic=lots'" in weights.output
+    many = runner.invoke(main, ["search", "alice", "x", "--limit", "500"])
+    assert many.exit_code == 1 and many.output == (
+        "Error: limit 500 out of range 1..100 (ARCHIVIST_RETRIEVAL__MAX_LIMIT)\n"
+    )
+    usage = " ".join(runner.invoke(main, ["search", "--help"]).output.split())
+    assert "at most ARCHIVIST_RETRIEVAL__MAX_LIMIT (100 unless set)" in usage
 
 
 def test_prime_and_index(env: Settings) -> None:
