@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import cast
 
-from sqlalchemy import DateTime, ForeignKey, Index, String, Text, func, or_, select
+from sqlalchemy import DateTime, ForeignKey, Index, String, Text, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
@@ -119,3 +119,28 @@ def load_sessions(session: Session, session_ids: Sequence[str]) -> dict[str, Ses
         )
         for row in session.execute(stmt).scalars()
     }
+
+
+# Rows of the namespaces that did not come from the given sessions: other sessions, and
+# memories written without one of them (the queue, the tidy).
+OTHER_DATA = text(
+    """
+    SELECT namespace, count(*) FROM (
+        SELECT namespace FROM chat_sessions
+        WHERE namespace = ANY(:namespaces) AND NOT id = ANY(:ids)
+        UNION ALL
+        SELECT namespace FROM memories
+        WHERE namespace = ANY(:namespaces)
+          AND (session_id IS NULL OR NOT session_id = ANY(:ids))
+    ) AS other
+    GROUP BY namespace ORDER BY namespace
+    """
+)
+
+
+def other_data(
+    session: Session, namespaces: Sequence[str], session_ids: Sequence[str]
+) -> dict[str, int]:
+    """Per namespace, how many sessions and memories did not come from ``session_ids``."""
+    params = {"namespaces": list(namespaces), "ids": list(session_ids)}
+    return {str(ns): int(n) for ns, n in session.execute(OTHER_DATA, params)}

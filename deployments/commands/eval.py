@@ -3,7 +3,8 @@
 The eval builds memory in the configured store (that is what it measures), so point it at a
 scratch one: ``ARCHIVIST_DATA_DIR=/tmp/archivist-eval archivist db upgrade`` and then
 ``ARCHIVIST_DATA_DIR=/tmp/archivist-eval archivist eval SESSIONS.jsonl QUERIES.jsonl``.
-It refuses to run when a labelled session id is already stored under another namespace.
+It refuses to run when a labelled session id is already stored under another namespace,
+and when the labelled namespaces hold other data (``--allow-existing`` measures anyway).
 """
 
 from __future__ import annotations
@@ -69,22 +70,27 @@ def run_eval(
     *,
     preset: str | None,
     ks: Sequence[int],
+    allow_existing: bool = False,
 ) -> EvalResult:
     """Read the labelled set, build memory the daily sync's way, ask every question, score."""
     from storage.retrieval import Retriever
     from tasks.evaluation import (
         build_memory,
         check_namespaces,
+        check_scratch,
         load_inputs,
         run_queries,
         score_question,
     )
+    from tasks.sync import decode
 
     inputs = load_inputs(
-        (str(sessions), sessions.read_text("utf-8")), (str(queries), queries.read_text("utf-8"))
+        (str(sessions), decode(sessions.read_bytes())), (str(queries), decode(queries.read_bytes()))
     )
     retriever = Retriever.from_settings(settings)
     check_namespaces(retriever.engine, inputs.transcripts)
+    if not allow_existing:
+        check_scratch(retriever.engine, inputs.transcripts)
     build = build_memory(
         retriever.engine,
         inputs.transcripts,
@@ -206,16 +212,29 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
     "--k", "ks", default="1,5,10", show_default=True, callback=_ks, help="Cut-offs of recall@k."
 )
 @click.option("--json", "json_path", help="Write the results as JSON to this file ('-': print).")
+@click.option(
+    "--allow-existing",
+    is_flag=True,
+    help="Measure even if the labelled namespaces already hold other data.",
+)
 def eval_command(
-    sessions: Path, queries: Path, preset: str | None, ks: tuple[int, ...], json_path: str | None
+    sessions: Path,
+    queries: Path,
+    preset: str | None,
+    ks: tuple[int, ...],
+    json_path: str | None,
+    allow_existing: bool,
 ) -> None:
     """Measure retrieval on labelled SESSIONS and QUERIES; writes memory into the store.
 
-    Run it on a scratch store (ARCHIVIST_DATA_DIR=/tmp/archivist-eval). Evidence messages
-    are named "<session_id>:<message_id>".
+    Run it on a scratch store (ARCHIVIST_DATA_DIR=/tmp/archivist-eval): it refuses one
+    whose labelled namespaces already hold other data. Evidence messages are named
+    "<session_id>:<message_id>".
     """
     try:
-        result = run_eval(load_settings(), sessions, queries, preset=preset, ks=ks)
+        result = run_eval(
+            load_settings(), sessions, queries, preset=preset, ks=ks, allow_existing=allow_existing
+        )
     except ArchivistError as exc:
         raise click.ClickException(str(exc)) from exc
     render(result, click.echo)

@@ -5,6 +5,7 @@ from tasks.evaluation._build import (
     QueryRun,
     build_memory,
     check_namespaces,
+    check_scratch,
     run_queries,
 )
 from tasks.evaluation._inputs import EvalInputs, load_inputs
@@ -27,6 +28,7 @@ __all__ = [
     "QuestionScore",
     "build_memory",
     "check_namespaces",
+    "check_scratch",
     "group_as_dict",
     "level_as_dict",
     "load_inputs",

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from storage.embedding import Embedder
 from storage.errors import InputError
 from storage.retrieval import Hit, Retriever
-from storage.sessions import load_sessions
+from storage.sessions import load_sessions, other_data
 from tasks.evaluation._inputs import EvalQuery
 from tasks.extraction import HeuristicExtractor
 from tasks.sync import (
@@ -61,6 +61,25 @@ def check_namespaces(engine: Engine, transcripts: Sequence[Transcript]) -> None:
             "labelled sessions already exist in the store under another namespace: "
             f"{', '.join(clashes)}; run the eval on a scratch store "
             "(ARCHIVIST_DATA_DIR=/tmp/archivist-eval, or another ARCHIVIST_DATABASE_URL)"
+        )
+
+
+def check_scratch(engine: Engine, transcripts: Sequence[Transcript]) -> None:
+    """Refuse a store whose labelled namespaces hold data from outside the labelled set.
+
+    Those memories would compete with the labelled ones and lower the figures silently.
+    Running the same set again on its own scratch store is fine.
+    """
+    namespaces = sorted({t.session.namespace for t in transcripts})
+    with Session(engine) as session:
+        found = other_data(session, namespaces, [t.session.id for t in transcripts])
+    if found:
+        counts = ", ".join(f"{ns} ({n} rows)" for ns, n in found.items())
+        raise InputError(
+            f"the store already holds other data in the labelled namespaces {counts}; "
+            "it would mix into the results. Run the eval on a scratch store "
+            "(ARCHIVIST_DATA_DIR=/tmp/archivist-eval, or another ARCHIVIST_DATABASE_URL), "
+            "or pass --allow-existing to measure this store as it is"
         )
 
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from storage.errors import InputError
 from storage.records import NAMESPACE_PATTERN
-from tasks.sync import Problem, Transcript, parse_transcript, split_lines
+from tasks.sync import Problem, Transcript, not_utf8, parse_transcript, split_lines
 
 _FIRST_ON = re.compile(r"first on line (\d+)")
 
@@ -69,6 +69,8 @@ def _describe(exc: ValidationError) -> str:
 
 
 def _parse_query(name: str, lineno: int, line: str) -> Problem | EvalQuery:
+    if not_utf8(line):
+        return Problem(name, lineno, "not valid UTF-8; line skipped")
     try:
         return EvalQuery.model_validate_json(line)
     except ValidationError as exc:

@@ -86,8 +86,19 @@ def split_lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in text.removeprefix("\ufeff").split("\n")]
 
 
+def decode(data: bytes) -> str:
+    """A file's text; bytes that are not UTF-8 become lone surrogates, so only their line
+    is bad (``not_utf8``), not the whole file."""
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def not_utf8(line: str) -> bool:
+    """Whether ``decode`` found bytes in this line that are not UTF-8."""
+    return _UNDECODED.search(line) is not None
+
+
 def _load_object(line: str, expected: str) -> dict[str, Any]:
-    if _UNDECODED.search(line):
+    if not_utf8(line):
         raise ValueError("not valid UTF-8")
     obj = json.loads(line)
     if not isinstance(obj, dict) or obj.get("type") != expected:
@@ -159,8 +170,7 @@ class JsonlTranscripts:
     def read(self) -> Iterator[Transcript | Problem]:
         for path in self.files():
             try:
-                # Bytes that are not UTF-8 become lone surrogates: only their line is bad.
-                text = self.fs.cat_file(path).decode("utf-8", errors="surrogateescape")
+                text = decode(self.fs.cat_file(path))
             except OSError as exc:
                 yield Problem(path, None, f"unreadable ({exc.__class__.__name__}: {exc}); skipped")
                 continue

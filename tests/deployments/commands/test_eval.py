@@ -79,3 +79,39 @@ def test_bad_cut_offs_are_a_usage_error(eval_env: Settings) -> None:
     result = CliRunner().invoke(eval_command, [SESSIONS, QUERIES, "--k", "0,5"])
     assert result.exit_code == 2
     assert "give cut-offs of 1 or more" in result.output
+
+
+def test_refuses_namespaces_that_hold_other_data_unless_allowed(
+    eval_env: Settings, store: Store
+) -> None:
+    day = datetime(2026, 11, 1, tzinfo=UTC)
+    add_session(store, "demo-1", "alice", chat(day, "I like my tea green.", "Noted."))
+
+    refused = CliRunner().invoke(eval_command, [SESSIONS, QUERIES])
+    allowed = CliRunner().invoke(eval_command, [SESSIONS, QUERIES, "--allow-existing"])
+    again = CliRunner().invoke(eval_command, [SESSIONS, QUERIES, "--allow-existing"])
+
+    assert refused.exit_code == 1
+    assert "already holds other data in the labelled namespaces alice (1 rows)" in refused.output
+    assert "--allow-existing" in refused.output
+    assert allowed.exit_code == 0 and "23 questions" in allowed.output
+    assert again.exit_code == 0 and "(the store already held them)" in again.output
+
+
+def test_a_second_run_on_its_own_store_is_not_refused(eval_env: Settings) -> None:
+    first = CliRunner().invoke(eval_command, [SESSIONS, QUERIES])
+    second = CliRunner().invoke(eval_command, [SESSIONS, QUERIES])
+    assert first.exit_code == 0 and second.exit_code == 0, second.output
+    assert "(the store already held them)" in second.output
+
+
+def test_bytes_that_are_not_utf8_skip_only_their_line(eval_env: Settings, tmp_path: Path) -> None:
+    queries = tmp_path / "queries.jsonl"
+    lines = (DATA / "queries.jsonl").read_bytes().split(b"\n")
+    queries.write_bytes(b"\n".join([lines[0], b'{"id": "q\xff"}', *lines[1:]]))
+
+    result = CliRunner().invoke(eval_command, [SESSIONS, str(queries)])
+
+    assert result.exit_code == 0, result.output
+    assert f"{queries}:2: not valid UTF-8; line skipped" in result.output
+    assert "23 questions; 1 problems" in result.output
