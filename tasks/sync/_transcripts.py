@@ -6,7 +6,9 @@ then:   ``{"type": "message", "id", "role", "speaker", "content", "timestamp"}``
 
 Bad input never stops the load and is never dropped silently: each bad line is reported
 as a ``Problem`` with file and line number and the rest of the file is loaded. A file whose
-session line is bad, or that cannot be read, is reported once and skipped whole.
+session line is bad, or that cannot be read, is reported once and skipped whole. So is a
+session whose id is already stored under another namespace (it is never moved), and one
+the database refuses: a batch that fails is written again one session at a time.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from typing import Any, Protocol
 from fsspec import AbstractFileSystem
 from pydantic import ValidationError
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from storage.errors import InputError
 from storage.records import MessageRecord, SessionRecord
-from storage.sessions import record_messages, record_session
+from storage.sessions import load_sessions, record_messages, record_session
 
 _UNDECODED = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of bytes not UTF-8
 
@@ -241,11 +244,41 @@ def _store(
     if not batch:
         return
     if engine is not None:
-        with Session(engine) as session, session.begin():
-            for transcript in batch:
-                record_session(session, transcript.session)
-                record_messages(session, transcript.session.id, transcript.messages)
+        try:
+            batch = _write(engine, batch, report.problems)
+        except DBAPIError:  # one session the database refuses must not sink the others
+            batch = [t for t in batch if _write_alone(engine, t, report.problems)]
     report.sessions += len(batch)
     report.messages += sum(len(t.messages) for t in batch)
     if on_batch is not None:
         on_batch(report)
+
+
+def _write(engine: Engine, batch: list[Transcript], problems: list[Problem]) -> list[Transcript]:
+    """Store the batch in one transaction; returns what was stored (problems appended)."""
+    found: list[Problem] = []
+    with Session(engine) as session, session.begin():
+        stored = load_sessions(session, [t.session.id for t in batch])
+        kept = []
+        for transcript in batch:
+            record = stored.get(transcript.session.id)
+            if record is not None and record.namespace != transcript.session.namespace:
+                reason = f"session id {record.id!r} is stored under another namespace"
+                found.append(Problem(transcript.source, 1, f"{reason}; file skipped"))
+                continue
+            record_session(session, transcript.session)
+            record_messages(session, transcript.session.id, transcript.messages)
+            kept.append(transcript)
+    problems.extend(found)  # only once the transaction committed
+    return kept
+
+
+def _write_alone(engine: Engine, transcript: Transcript, problems: list[Problem]) -> bool:
+    try:
+        return bool(_write(engine, [transcript], problems))
+    except DBAPIError as exc:
+        refused = type(exc.orig).__name__ if exc.orig is not None else type(exc).__name__
+        problems.append(
+            Problem(transcript.source, None, f"the database refused it ({refused}); file skipped")
+        )
+        return False

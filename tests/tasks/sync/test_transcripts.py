@@ -205,3 +205,50 @@ def test_a_byte_order_mark_is_tolerated_and_bad_utf8_skips_only_its_line(
     with store.engine.connect() as conn:
         assert [r.id for r in conn.execute(text(MESSAGES))] == ["m1", "m3"]
     assert [(p.line, p.reason) for p in report.problems] == [(3, "not valid UTF-8; line skipped")]
+
+
+def test_a_session_id_of_another_namespace_is_never_moved(store: Store, tmp_path: Path) -> None:
+    fs = fsspec.filesystem("file")
+    write(tmp_path / "a", "s1.jsonl", jsonl(HEADER, msg("m1", content="alice's words")))
+    ingest(store.engine, JsonlTranscripts(fs, str(tmp_path / "a")))
+    bob = {**HEADER, "namespace": "bob"}
+    write(tmp_path / "b", "s1.jsonl", jsonl(bob, msg("m1", content="bob's words")))
+    write(tmp_path / "b", "s2.jsonl", jsonl({**bob, "id": "s2"}, msg("m1")))
+
+    report = ingest(store.engine, JsonlTranscripts(fs, str(tmp_path / "b")))
+
+    assert (report.sessions, report.messages) == (1, 1)
+    assert [p.reason for p in report.problems] == [
+        "session id 's1' is stored under another namespace; file skipped"
+    ]
+    with store.engine.connect() as conn:
+        owners = conn.execute(text("SELECT id, namespace FROM chat_sessions ORDER BY id")).all()
+        rows = [tuple(r) for r in conn.execute(text(MESSAGES))]
+    assert [tuple(r) for r in owners] == [("s1", "alice"), ("s2", "bob")]
+    assert rows == [("s1", "m1", "alice's words"), ("s2", "m1", "hello there")]
+
+
+def test_a_session_the_database_refuses_is_reported_and_the_batch_still_loads(
+    store: Store, tmp_path: Path
+) -> None:
+    # A rule the models do not know, enforced by the real database: whatever PostgreSQL
+    # refuses costs that one session, never the load.
+    with store.engine.begin() as conn:
+        conn.execute(
+            text("ALTER TABLE chat_messages ADD CONSTRAINT no_pill CHECK (content <> 'pill')")
+        )
+    for sid in ("s1", "s2", "s3"):
+        content = "pill" if sid == "s2" else f"fine {sid}"
+        write(tmp_path, f"{sid}.jsonl", jsonl({**HEADER, "id": sid}, msg("m1", content=content)))
+
+    report = ingest(store.engine, JsonlTranscripts(fsspec.filesystem("file"), str(tmp_path)))
+
+    assert (report.files, report.sessions, report.messages) == (3, 2, 2)
+    assert [str(p) for p in report.problems] == [
+        f"{tmp_path}/s2.jsonl: the database refused it (CheckViolation); file skipped"
+    ]
+    with store.engine.connect() as conn:
+        assert [tuple(r) for r in conn.execute(text(MESSAGES))] == [
+            ("s1", "m1", "fine s1"),
+            ("s3", "m1", "fine s3"),
+        ]
