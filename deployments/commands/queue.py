@@ -36,6 +36,8 @@ def enqueue_item(
         parsed: Any = json.loads(payload)
     except json.JSONDecodeError as exc:
         raise InputError(f"--payload is not valid JSON: {exc}") from exc
+    except RecursionError:  # json's decoder recurses once per level of nesting
+        raise InputError("--payload is nested too deeply") from None
     store = open_store(settings)
     require_current(store.engine, settings)
     with Session(store.engine) as session, session.begin():

@@ -103,7 +103,10 @@ def not_utf8(line: str) -> bool:
 def _load_object(line: str, expected: str) -> dict[str, Any]:
     if not_utf8(line):
         raise ValueError("not valid UTF-8")
-    obj = json.loads(line)
+    try:
+        obj = json.loads(line)
+    except RecursionError:  # json's decoder recurses once per level of nesting
+        raise ValueError("JSON nested too deeply") from None
     if not isinstance(obj, dict) or obj.get("type") != expected:
         raise ValueError(f'expected a JSON object with "type": "{expected}"')
     return {k: v for k, v in obj.items() if k != "type"}

@@ -1,0 +1,206 @@
+"""Hostile and random input through the transcript load and the write queue.
+
+A seeded generator writes transcripts and queue payloads that mix valid records (any
+script, control characters, Unicode separators, a message of exactly the size limit) with
+hostile ones: NUL, lone surrogates, 10 MB strings, JSON nested 100,000 deep, wrong types,
+bytes that are not UTF-8. Each record's fate is known when it is made, so the test checks
+that every valid record is stored, every invalid one is reported where it is, and nothing
+raises.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import fsspec
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import text
+
+from deployments.cli import main
+from storage.config import Settings
+from storage.engine import Store
+from tasks.sync._transcripts import JsonlTranscripts, ingest
+from tests.helpers import run_sync
+
+SEED = 16
+AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)
+DEEP = "[" * 100_000 + "]" * 100_000
+HUGE = "x" * 10_000_000
+PIECES = [
+    "plain words",
+    "Grüße aus Köln",
+    "日本語のテキスト",
+    "مرحبا بالعالم",
+    "emoji 🎉👩‍👩‍👧",
+    "tab\there",
+    "bell\x07 and escape\x1b",
+    "line\u2028separator",
+    "next\x85line",
+    "form\x0cfeed",
+    "e\u0301 combining",
+    "\u200bzero width",
+    'quote " and backslash \\',
+]
+
+
+def valid_text(rng: random.Random) -> str:
+    return " ".join(rng.choice(PIECES) for _ in range(rng.randint(1, 6)))
+
+
+# A message field made bad, and how it is written into the line (raw JSON or a value).
+HOSTILE: list[tuple[str, str, object]] = [
+    ("content", "value", "before\x00after"),
+    ("content", "value", "lone \ud800 surrogate"),
+    ("content", "value", HUGE),
+    ("content", "raw", DEEP),
+    ("content", "value", 5),
+    ("content", "value", None),
+    ("content", "value", {"nested": ["object"]}),
+    ("speaker", "value", "nul\x00speaker"),
+    ("speaker", "value", ""),
+    ("role", "value", "narrator"),
+    ("timestamp", "value", "yesterday"),
+    ("timestamp", "value", "2026-11-20T09:00:00"),
+    ("timestamp", "value", []),
+    ("id", "value", 12),
+]
+
+
+@dataclass
+class Made:
+    """The files written and what each record should become."""
+
+    stored: set[tuple[str, str, str]] = field(default_factory=set)
+    bad: set[tuple[str, int]] = field(default_factory=set)
+
+
+def _message(sid: str, mid: str, content: object, rng: random.Random) -> dict[str, object]:
+    minute = rng.randint(0, 59)
+    return {
+        "type": "message",
+        "id": mid,
+        "role": rng.choice(["user", "assistant", "tool", "system"]),
+        "speaker": f"speaker {sid}",
+        "content": content,
+        "timestamp": f"2026-11-20T09:{minute:02d}:00+01:00",
+    }
+
+
+def _hostile_line(base: dict[str, object], rng: random.Random) -> bytes:
+    if rng.random() < 0.1:
+        return b'{"type": "message", "id": "\xff\xfe", "content": "not utf-8"}'
+    name, how, value = rng.choice(HOSTILE)
+    if how == "raw":
+        marker = "__RAW__"
+        return json.dumps(base | {name: marker}).replace(f'"{marker}"', str(value)).encode()
+    return json.dumps(base | {name: value}).encode()
+
+
+def write_files(root: Path, rng: random.Random, files: int) -> Made:
+    made = Made()
+    for f in range(files):
+        sid, name = f"s{f}", f"f{f:03d}.jsonl"
+        header: dict[str, object] = {"type": "session", "id": sid, "namespace": "fuzz"}
+        header |= {"agent": "aria", "title": valid_text(rng)}
+        header_bad = rng.random() < 0.15
+        if header_bad:
+            header |= rng.choice([{"title": "t\x00"}, {"namespace": "bob\n"}, {"agent": 7}])
+        lines = [json.dumps(header).encode()]
+        good: set[tuple[str, str, str]] = set()
+        bad: set[tuple[str, int]] = set()
+        for m in range(rng.randint(1, 8)):
+            mid = f"m{m}"
+            base = _message(sid, mid, valid_text(rng), rng)
+            if f == 0 and m == 0:
+                base["content"] = "y" * 1_000_000  # exactly the limit: valid
+            if rng.random() < 0.4:
+                lines.append(_hostile_line(base, rng))
+                bad.add((name, len(lines)))
+            else:
+                lines.append(json.dumps(base).encode())
+                good.add((sid, mid, str(base["content"])))
+        # A bad session line skips the file, reported once at line 1.
+        made.bad |= {(name, 1)} if header_bad else bad
+        made.stored |= set() if header_bad else good
+        (root / name).write_bytes(b"\n".join(lines) + b"\n")
+    return made
+
+
+def test_ingest_stores_every_valid_record_and_reports_every_invalid_one(
+    store: Store, tmp_path: Path
+) -> None:
+    made = write_files(tmp_path, random.Random(SEED), files=40)
+    assert len(made.stored) > 50 and len(made.bad) > 30  # the generator made both kinds
+
+    report = ingest(store.engine, JsonlTranscripts(fsspec.filesystem("file"), str(tmp_path)))
+
+    with store.engine.connect() as conn:
+        rows = conn.execute(text("SELECT session_id, id, content FROM chat_messages")).all()
+    assert {tuple(r) for r in rows} == made.stored
+    reported = {(Path(p.file).name, p.line) for p in report.problems}
+    assert reported == made.bad
+    assert report.messages == len(made.stored)
+    # What was stored is any text at all: the sync's extraction and indexing take it too.
+    synced = run_sync(store, AS_OF, min_user_messages=0)
+    assert synced.written.sessions == len({sid for sid, _, _ in made.stored})
+
+
+def _payloads(rng: random.Random) -> list[tuple[str, str, bool]]:
+    """(op, payload text, valid?) for the queue."""
+    good = [
+        ("ADD_MEMORY", json.dumps({"content": valid_text(rng), "kind": "fact"}), True)
+        for _ in range(8)
+    ]
+    good.append(("SAVE_PREFERENCE", json.dumps({"content": "tea\u2028green"}), True))
+    bad = [
+        ("ADD_MEMORY", json.dumps({"content": "a\x00b"}), False),
+        ("ADD_MEMORY", '{"content": "\\ud800"}', False),
+        ("ADD_MEMORY", json.dumps({"content": HUGE}), False),
+        ("ADD_MEMORY", '{"content": ' + DEEP + "}", False),
+        ("ADD_MEMORY", DEEP, False),
+        ("ADD_MEMORY", json.dumps({"content": 5}), False),
+        ("ADD_MEMORY", json.dumps(["content"]), False),
+        ("ADD_MEMORY", "{not json", False),
+        ("ADD_MEMORY", json.dumps({"content": "x", "extra": {"deep": [1, [2]]}}), False),
+        ("FORGET_MEMORY", json.dumps({"memory_id": "one"}), False),
+        ("FORGET_MEMORY", json.dumps({"memory_id": -3}), False),
+        ("UPDATE_GOAL", json.dumps({"content": "   "}), False),
+        ("RECORD_MESSAGE", json.dumps({"session": None, "message": []}), False),
+    ]
+    items = good + bad
+    rng.shuffle(items)
+    return items
+
+
+@pytest.fixture
+def cli_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    assert settings.database_url is not None
+    monkeypatch.setenv("ARCHIVIST_DATABASE_URL", settings.database_url.get_secret_value())
+    monkeypatch.setenv("ARCHIVIST_DATA_DIR", str(settings.data_dir))
+    return settings
+
+
+def test_enqueue_takes_every_valid_payload_and_refuses_every_invalid_one_in_one_line(
+    cli_env: Settings, store: Store
+) -> None:
+    items = _payloads(random.Random(SEED))
+    outcomes = []
+    for op, payload, valid in items:
+        result = CliRunner().invoke(main, ["enqueue", "fuzz", op, "--payload", payload])
+        outcomes.append((result, valid))
+
+    for result, valid in outcomes:
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+        if valid:
+            assert result.exit_code == 0, result.output
+        else:
+            assert result.exit_code == 1 and len(result.output.splitlines()) == 1, result.output
+            assert result.output.startswith("Error: ") and "Traceback" not in result.output
+    with store.engine.connect() as conn:
+        queued = conn.execute(text("SELECT count(*) FROM memory_write_queue")).scalar_one()
+    assert queued == sum(valid for _, _, valid in items)
