@@ -89,6 +89,30 @@ def test_flow_ingests_syncs_reports_and_is_idempotent(flow_env: Settings, tmp_pa
     assert any("| sessions written | 2 |" in r for r in reports)
 
 
+def test_a_poisoned_transcript_never_stops_the_nightly_sync(
+    flow_env: Settings, tmp_path: Path
+) -> None:
+    inbox = tmp_path / "inbox"
+    transcript(inbox / "a.jsonl", "s-alice", "alice")
+    transcript(inbox / "b.jsonl", "s-bob", "bob")
+    poisoned = (inbox / "b.jsonl").read_text().replace("TAP flies", "TAP\\u0000flies")
+    (inbox / "b.jsonl").write_text(
+        poisoned.replace('"s-bob", "namespace"', '"s-bob", "title": "a\\u0000b", "namespace"')
+    )
+    transcript(inbox / "c.jsonl", "s-carol", "carol")
+    (inbox / "c.jsonl").write_text(
+        (inbox / "c.jsonl").read_text().replace("TAP flies", "TAP\\u0000flies")
+    )
+
+    report = memory_sync_daily(as_of=AS_OF, transcripts_url=str(inbox))
+
+    assert report.ingest is not None and report.ingest["bad_input"] == 2
+    assert report.ingest["sessions"] == 2  # alice whole, carol without her poisoned line
+    assert report.written.sessions == 2
+    assert any("b.jsonl:1: bad session line" in p for p in report.ingest["problems"])
+    assert any("c.jsonl:3:" in p and "NUL" in p for p in report.ingest["problems"])
+
+
 def test_bad_parameters_fail_before_any_work(flow_env: Settings) -> None:
     from prefect.exceptions import ParameterTypeError
 
