@@ -169,6 +169,7 @@ class IngestReport:
     sessions: int = 0
     messages: int = 0
     problems: list[Problem] = field(default_factory=list)
+    empty_content: int = 0  # messages stored whose content is empty or white space only
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -176,6 +177,7 @@ class IngestReport:
             "sessions": self.sessions,
             "messages": self.messages,
             "bad_input": len(self.problems),
+            "empty_content": self.empty_content,
             "problems": [str(p) for p in self.problems],
         }
 
@@ -228,5 +230,6 @@ def _store(
                 record_messages(session, transcript.session.id, transcript.messages)
     report.sessions += len(batch)
     report.messages += sum(len(t.messages) for t in batch)
+    report.empty_content += sum(not m.content.strip() for t in batch for m in t.messages)
     if on_batch is not None:
         on_batch(report)
