@@ -43,6 +43,7 @@ class Candidate:
     kind: str
     message_count: int
     user_messages: int
+    assistant_messages: int  # with some text, not white space only
     last_message_at: datetime
     fingerprint: str
     processed_fingerprint: str | None
@@ -57,6 +58,8 @@ CANDIDATES = text(
         SELECT m.session_id,
                count(*) AS message_count,
                count(*) FILTER (WHERE m.role = 'user') AS user_messages,
+               count(*) FILTER (WHERE m.role = 'assistant' AND m.content ~ '\\S')
+                   AS assistant_messages,
                max(m.ts) AS last_message_at,
                md5(string_agg(
                    concat_ws(chr(31), m.id, m.role, m.speaker,
@@ -68,8 +71,8 @@ CANDIDATES = text(
         GROUP BY m.session_id
     )
     SELECT s.id, s.namespace, s.kind, st.message_count, st.user_messages,
-           st.last_message_at, st.fingerprint, p.fingerprint AS processed_fingerprint,
-           p.processed_as_of
+           st.assistant_messages, st.last_message_at, st.fingerprint,
+           p.fingerprint AS processed_fingerprint, p.processed_as_of
     FROM state st
     JOIN chat_sessions s ON s.id = st.session_id
     LEFT JOIN processed_sessions p ON p.session_id = s.id

@@ -135,7 +135,8 @@ def render(result: EvalResult, echo: Echo) -> None:
         + (" (the store already held them)" if not build.written.sessions else "")
     )
     if build.without_memory:
-        echo(f"  sessions without memory (no user message): {', '.join(build.without_memory)}")
+        without = ", ".join(build.without_memory)
+        echo(f"  sessions without memory (no user or assistant text): {without}")
     summary = summarise(result.scores, result.ks)
     echo(f"preset {result.preset} ({_weights(result)}); recall@k for k = {list(result.ks)}")
     echo(render_table(summary, result.ks))

@@ -45,7 +45,7 @@ def ingest_transcripts(settings: Settings, url: str, echo: Echo) -> IngestReport
         echo(f"  bad input: {problem}")
     echo(
         f"ingested {report.sessions} sessions, {report.messages} messages from {report.files} "
-        f"files; {len(report.problems)} problems"
+        f"files; {len(report.problems)} problems, {report.empty_content} empty messages"
     )
     return report
 
@@ -106,7 +106,8 @@ def run_demo(settings: Settings, days: int, echo: Echo, now: datetime | None = N
         echo(
             f"  [{number:>2}/{len(runs)}] {as_of:%Y-%m-%d %H:%M}: {report.sessions_seen} sessions,"
             f" {w.sessions} written, {report.unchanged + report.later_state} unchanged,"
-            f" {report.skipped_few_user_messages} too short, {w.memories_added} memories,"
+            f" {report.skipped_few_user_messages + report.skipped_no_user_message} too short,"
+            f" {w.memories_added} memories,"
             f" {report.blocks_appended} blocks"
         )
     memory = open_memory_root(settings)

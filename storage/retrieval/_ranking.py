@@ -1,6 +1,8 @@
 """Ranking of candidate rows: relevance parts normalised per query, then the composite score.
 
-Pure: no database and no clock. ``storage.scoring`` holds the factor formulas.
+Pure: no database and no clock. ``storage.scoring`` holds the factor formulas. A long
+message is stored as several ``turn`` chunks that cite it; ``one_per_message`` keeps the
+best-ranked of them, so a message fills one place in the results however long it is.
 """
 
 from __future__ import annotations
@@ -30,6 +32,35 @@ def rank(
     ]
     hits.sort(key=lambda h: (-h.score, -h.occurred_at.timestamp(), h.memory_id))
     return hits
+
+
+Place = tuple[str, tuple[str, ...]] | int
+
+
+def message_key(
+    kind: str, session_id: str | None, message_ids: Sequence[str], memory_id: int
+) -> Place:
+    """What one place in the results is: a turn's message (all its chunks), else the memory."""
+    if kind == "turn" and session_id is not None:
+        return (session_id, tuple(message_ids))
+    return memory_id
+
+
+def distinct_messages(rows: Sequence[Any]) -> int:
+    """How many places candidate rows can fill once chunks of one message count once."""
+    return len({message_key(r.kind, r.session_id, r.message_ids, r.id) for r in rows})
+
+
+def one_per_message(hits: Sequence[Hit]) -> list[Hit]:
+    """The hits in order, each message's turn chunks after its best one left out."""
+    seen: set[Place] = set()
+    kept: list[Hit] = []
+    for hit in hits:
+        key = message_key(hit.kind, hit.session_id, hit.message_ids, hit.memory_id)
+        if key not in seen:
+            seen.add(key)
+            kept.append(hit)
+    return kept
 
 
 def make_hit(

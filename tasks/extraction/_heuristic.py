@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from storage.records import SessionState
 from tasks.extraction import _lexicon as lexicon
 from tasks.extraction._analysis import SPOKEN, Msg, analyse, cued
+from tasks.extraction._chunks import chunk_text
 from tasks.extraction._episode import (
     find_entities,
     find_open_threads,
@@ -46,7 +47,6 @@ from tasks.extraction._types import EpisodeDraft, Extraction, MemoryDraft, Memor
 
 __all__ = ["HeuristicExtractor"]
 
-_TURN_CAP = 2_000
 _MIN_TURN = 12
 _PREFERENCE = phrases(
     r"i (?:really )?(?:prefer|like|love|hate|dislike|enjoy)\b",
@@ -82,11 +82,12 @@ def _sentence_memory(
 
 
 def _message_memories(msg: Msg, seen: set[str]) -> list[MemoryDraft]:
-    """A turn for the message, then each new fact or preference the user stated in it."""
+    """The message's turn (one per chunk of a long one), then each new fact or preference
+    the user stated in it."""
     drafts: list[MemoryDraft] = []
     if len(msg.text) >= _MIN_TURN:
-        turn = f"{msg.record.speaker}: {msg.record.content.strip()[:_TURN_CAP]}"
-        drafts.append(_memory("turn", turn, msg, msg.cues))
+        chunks = chunk_text(msg.record.content)
+        drafts.extend(_memory("turn", f"{msg.record.speaker}: {c}", msg, msg.cues) for c in chunks)
     if msg.record.role != "user":
         return drafts
     for sentence, lower in cued(msg, lexicon.SALIENT_CUES):

@@ -29,6 +29,8 @@ from tasks.sync._types import (
     SyncPlan,
 )
 
+_SPOKEN = ("user", "assistant")  # the roles that get turn memories
+
 
 def plan_sync(
     session: Session,
@@ -40,6 +42,8 @@ def plan_sync(
 ) -> SyncPlan:
     """Sessions with activity in (as_of - window, as_of], sorted into work and skips.
 
+    The minimum counts the user's messages; in a session where no user speaks (a
+    sub-agent's run, an assistant's report) it counts the assistant's messages with text.
     With ``idle_minutes``, sessions with a message in the last ``idle_minutes`` are left
     for a later run (session summaries wait until a conversation has gone quiet).
     """
@@ -48,8 +52,7 @@ def plan_sync(
     quiet_since = as_of - timedelta(minutes=idle_minutes) if idle_minutes else as_of
     active = tuple(c.session_id for c in found if c.last_message_at > quiet_since)
     candidates = [c for c in found if c.last_message_at <= quiet_since]
-    few = tuple(c.session_id for c in candidates if c.user_messages < min_user_messages)
-    rest = [c for c in candidates if c.user_messages >= min_user_messages]
+    rest, few, no_user = _by_minimum(candidates, min_user_messages)
     unchanged = tuple(c.session_id for c in rest if c.fingerprint == c.processed_fingerprint)
     # Back-filling an earlier day must not roll a session back to an older state.
     later = tuple(
@@ -62,7 +65,18 @@ def plan_sync(
     work = tuple(
         c for c in rest if c.fingerprint != c.processed_fingerprint and c.session_id not in later
     )
-    return SyncPlan(as_of, start, len(found), work, few, unchanged, later, active)
+    return SyncPlan(as_of, start, len(found), work, few, unchanged, later, active, no_user)
+
+
+def _by_minimum(
+    candidates: Sequence[Candidate], minimum: int
+) -> tuple[list[Candidate], tuple[str, ...], tuple[str, ...]]:
+    """Candidates with enough messages; the ids of the others with and without a user one."""
+    counted = [(c, c.user_messages or c.assistant_messages) for c in candidates]
+    short = [c for c, n in counted if n < minimum]
+    few = tuple(c.session_id for c in short if c.user_messages)
+    no_user = tuple(c.session_id for c in short if not c.user_messages)
+    return [c for c, n in counted if n >= minimum], few, no_user
 
 
 def load_states(
@@ -152,8 +166,18 @@ def _wanted(derived: Sequence[Derived]) -> dict[tuple[str, str, str], MemoryRow]
     return {(d.state.session.id, r.kind, r.key): r for d in derived for r in d.rows}
 
 
+def _unindexed(d: Derived) -> tuple[int, int]:
+    """Messages of a state with no text at all, and spoken ones with text but no turn."""
+    turned = {mid for row in d.rows if row.kind == "turn" for mid in row.message_ids}
+    texts = [(m, bool(m.content.strip())) for m in d.state.messages]
+    empty = sum(not has_text for _, has_text in texts)
+    short = sum(has_text and m.role in _SPOKEN and m.id not in turned for m, has_text in texts)
+    return empty, short
+
+
 def _outcome(derived: Sequence[Derived], wanted: int, added: int, removed: int) -> BatchOutcome:
     tokens = [d.extraction.tokens for d in derived]
+    unindexed = [_unindexed(d) for d in derived]
     return BatchOutcome(
         sessions=len(derived),
         memories_added=added,
@@ -166,6 +190,8 @@ def _outcome(derived: Sequence[Derived], wanted: int, added: int, removed: int) 
         completion_tokens=sum(t.get("completion", 0) for t in tokens),
         llm_calls=sum(t.get("llm_calls", 0) for t in tokens),
         extractor_fallbacks=sum(t.get("fallback", 0) for t in tokens),
+        messages_empty=sum(empty for empty, _ in unindexed),
+        messages_too_short=sum(short for _, short in unindexed),
     )
 
 

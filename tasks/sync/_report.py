@@ -32,6 +32,7 @@ class SyncReport:
     ingest: dict[str, Any] | None = None
     seconds: float = 0.0
     skipped_sessions: list[str] = field(default_factory=list)
+    skipped_no_user_message: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -39,6 +40,7 @@ class SyncReport:
     def markdown(self) -> str:
         w = self.written
         bad = self.ingest["bad_input"] if self.ingest else 0
+        empty = self.ingest["empty_content"] if self.ingest else 0
         rows = [
             ("as of", self.as_of),
             ("window start", self.window_start),
@@ -46,6 +48,10 @@ class SyncReport:
             ("dry run", "yes" if self.dry_run else "no"),
             ("sessions seen", self.sessions_seen),
             ("skipped: fewer user messages than the minimum", self.skipped_few_user_messages),
+            (
+                "skipped: no user message, fewer assistant messages than the minimum",
+                self.skipped_no_user_message,
+            ),
             ("unchanged (same fingerprint)", self.unchanged),
             ("already processed at a later time", self.later_state),
             ("still active (not idle long enough)", self.still_active),
@@ -55,6 +61,10 @@ class SyncReport:
                 f"{w.memories_added} / {w.memories_removed} / {w.memories_kept}",
             ),
             ("episodes", w.episodes),
+            (
+                "messages without a memory: empty / too short for a turn",
+                f"{w.messages_empty} / {w.messages_too_short}",
+            ),
             ("task cards", w.task_cards),
             (
                 "extractor: calls / fallbacks / tokens in / out",
@@ -67,6 +77,7 @@ class SyncReport:
             ),
             ("files touched", len(self.files_touched)),
             ("bad input lines or files", bad),
+            ("messages loaded with empty content", empty),
             ("seconds", f"{self.seconds:.2f}"),
         ]
         lines = [f"# {self.flow} report", "", "| item | value |", "| --- | --- |"]
@@ -109,5 +120,6 @@ def build_report(
         files_touched=files,
         ingest=ingest.as_dict() if ingest is not None else None,
         seconds=(finished - started).total_seconds(),
-        skipped_sessions=list(plan.skipped_few_user_messages[:50]),
+        skipped_sessions=list((plan.skipped_few_user_messages + plan.skipped_no_user_message)[:50]),
+        skipped_no_user_message=len(plan.skipped_no_user_message),
     )

@@ -32,7 +32,12 @@ def ingest_task(store: Store, url: str, dry_run: bool) -> IngestReport:
     report = ingest(store.engine, JsonlTranscripts(fs, root), dry_run=dry_run)
     for problem in report.problems:
         logger.warning("bad input: %s", problem)
-    logger.info("transcripts: %d files, %d problems", report.files, len(report.problems))
+    logger.info(
+        "transcripts: %d files, %d problems, %d empty messages",
+        report.files,
+        len(report.problems),
+        report.empty_content,
+    )
     return report
 
 
@@ -49,7 +54,8 @@ def plan_task(
         plan = plan_sync(session, as_of, window_hours, min_user_messages, namespace, idle_minutes)
     get_run_logger().info(
         "%d sessions in the window: %d to write, %d unchanged, %d processed later, "
-        "%d still active, %d with < %d user messages",
+        "%d still active, %d with < %d user messages, %d with no user message and fewer "
+        "assistant messages",
         plan.seen,
         len(plan.to_process),
         len(plan.unchanged),
@@ -57,6 +63,7 @@ def plan_task(
         len(plan.still_active),
         len(plan.skipped_few_user_messages),
         min_user_messages,
+        len(plan.skipped_no_user_message),
     )
     return plan
 

@@ -194,6 +194,7 @@ class IngestReport:
     sessions: int = 0
     messages: int = 0
     problems: list[Problem] = field(default_factory=list)
+    empty_content: int = 0  # messages stored whose content is empty or white space only
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -201,6 +202,7 @@ class IngestReport:
             "sessions": self.sessions,
             "messages": self.messages,
             "bad_input": len(self.problems),
+            "empty_content": self.empty_content,
             "problems": [str(p) for p in self.problems],
         }
 
@@ -253,6 +255,7 @@ def _store(
             batch = [t for t in batch if _write_alone(engine, t, report.problems)]
     report.sessions += len(batch)
     report.messages += sum(len(t.messages) for t in batch)
+    report.empty_content += sum(not m.content.strip() for t in batch for m in t.messages)
     if on_batch is not None:
         on_batch(report)
 

@@ -27,6 +27,7 @@ class SyncPlan:
     unchanged: tuple[str, ...]
     later_state: tuple[str, ...]
     still_active: tuple[str, ...] = ()
+    skipped_no_user_message: tuple[str, ...] = ()  # and too few assistant messages with text
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class BatchOutcome:
     completion_tokens: int = 0
     llm_calls: int = 0
     extractor_fallbacks: int = 0
+    messages_empty: int = 0  # no text, or white space only: nothing to index
+    messages_too_short: int = 0  # user or assistant text too short for a turn memory
 
     def merge(self, other: BatchOutcome) -> None:
         for name, value in other.__dict__.items():

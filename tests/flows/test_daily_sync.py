@@ -123,3 +123,32 @@ def test_bad_parameters_fail_before_any_work(flow_env: Settings) -> None:
     store = open_store(flow_env)
     with store.engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM runs")).scalar_one() == 0
+
+
+def test_report_counts_what_stays_unsearchable_without_quoting_it(
+    flow_env: Settings, tmp_path: Path
+) -> None:
+    inbox = tmp_path / "inbox"
+    quiet = {"type": "message", "speaker": "Alice", "timestamp": "2026-11-20T09:05:00Z"}
+    lines = [
+        {**quiet, "id": "m4", "role": "user", "content": "  "},
+        {**quiet, "id": "m5", "role": "user", "content": "Bye!"},
+    ]
+    transcript(inbox / "a.jsonl", "s-alice", "alice", extra="\n".join(map(json.dumps, lines)))
+    notice = {"type": "session", "id": "s-notice", "namespace": "alice", "agent": "aria"}
+    ping = {**quiet, "id": "m1", "role": "assistant", "speaker": "aria", "content": "Reminder!"}
+    (inbox / "n.jsonl").write_text(f"{json.dumps(notice)}\n{json.dumps(ping)}\n")
+
+    report = memory_sync_daily(as_of=AS_OF, transcripts_url=str(inbox))
+
+    store = open_store(flow_env)
+    with store.engine.connect() as conn:
+        stored = conn.execute(text("SELECT report FROM runs")).scalar_one()
+    assert stored["ingest"]["empty_content"] == 1
+    assert stored["skipped_no_user_message"] == 1 and stored["skipped_sessions"] == ["s-notice"]
+    assert (stored["written"]["messages_empty"], stored["written"]["messages_too_short"]) == (1, 1)
+    summary = report.markdown()  # what `archivist sync` prints
+    assert "| messages without a memory: empty / too short for a turn | 1 / 1 |" in summary
+    assert "| skipped: no user message, fewer assistant messages than the minimum | 1 |" in summary
+    assert "| messages loaded with empty content | 1 |" in summary
+    assert "Bye" not in json.dumps(stored) and "Reminder" not in json.dumps(stored)

@@ -342,3 +342,58 @@ def test_a_labelled_session_stored_under_another_namespace_is_refused(store: Sto
 
     with pytest.raises(InputError, match=r"a1 \(stored in 'bob', labelled 'alice'\).*scratch"):
         check_namespaces(store.engine, labelled_set().transcripts)
+
+
+def test_assistant_only_and_long_sessions_are_built_and_found(store: Store) -> None:
+    def line(**fields: str) -> str:
+        return json.dumps({"type": "message", "speaker": "aria", **fields})
+
+    filler = "The nightly billing backup copied every volume to the eastern site. " * 140
+    sessions = "\n".join(
+        [
+            '{"type": "session", "id": "report", "namespace": "alice", "agent": "aria"}',
+            line(
+                id="m1",
+                role="assistant",
+                content="Your dentist moved to Thursday.",
+                timestamp="2026-11-20T09:00:00Z",
+            ),
+            '{"type": "session", "id": "paste", "namespace": "alice", "agent": "aria"}',
+            line(
+                id="m1",
+                role="user",
+                content=filler + "The rack 7 cable is quetzalcoatlite.",
+                timestamp="2026-11-20T10:00:00Z",
+            ),
+            '{"type": "session", "id": "tools", "namespace": "alice", "agent": "aria"}',
+            line(id="m1", role="tool", content="3 passed", timestamp="2026-11-20T11:00:00Z"),
+        ]
+    )
+    transcripts, problems = read_sessions("sessions.jsonl", sessions)
+    embedder = make_embedder(store.settings.embedding)
+
+    build = build_memory(store.engine, transcripts, embedder, store.settings.tz)
+    retriever = Retriever(store.engine, embedder, store.settings.retrieval, store.settings.tz)
+    asked = datetime(2026, 11, 21, tzinfo=UTC)
+    asks = {
+        "q1": ("When is the dentist?", "report:m1"),
+        "q2": ("Which cable is quetzalcoatlite?", "paste:m1"),
+    }
+    questions = [
+        EvalQuery(
+            id=qid,
+            namespace="alice",
+            question=question,
+            asked_at=asked,
+            category="single-hop",
+            evidence_message_ids=(evidence,),
+            evidence_session_ids=(evidence.split(":")[0],),
+        )
+        for qid, (question, evidence) in asks.items()
+    ]
+    runs = run_queries(retriever, questions, 3)
+
+    assert problems == [] and build.without_memory == ["tools"]
+    for r in runs:
+        top = r.hits[0]
+        assert (top.session_id, top.message_ids) == (r.query.evidence_session_ids[0], ("m1",))

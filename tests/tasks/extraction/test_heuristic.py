@@ -295,8 +295,10 @@ def test_empty_whitespace_and_very_long_messages() -> None:
     )
     assert result.episode.summary.strip()
     turns = [m for m in result.memories if m.kind == "turn"]
-    assert [m.message_ids for m in turns] == [("m2",)]
-    assert len(turns[0].content) == len("Alice: ") + 2_000
+    assert {m.message_ids for m in turns} == {("m2",)} and len(turns) >= 10
+    assert all(m.content.startswith("Alice: ") for m in turns)
+    assert all(len(m.content) <= len("Alice: ") + 2_000 for m in turns)
+    assert turns[-1].content.endswith(long_text.strip()[-100:])
     assert result.episode.topics[0] in {"storage", "cluster", "report"}
 
 
