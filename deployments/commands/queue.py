@@ -61,7 +61,8 @@ def show_stats(settings: Settings, echo: Echo) -> None:
     oldest = stats.oldest_pending_seconds
     echo(
         f"pending {stats.pending} (due {stats.ready}), processing {stats.processing} "
-        f"(stuck {stats.stuck}), completed {stats.completed}, dead {stats.dead}"
+        f"(stuck {stats.stuck}, worker gone {stats.abandoned}), completed {stats.completed}, "
+        f"dead {stats.dead}"
     )
     echo(f"oldest pending item waits {'-' if oldest is None else f'{oldest:.1f} s'}")
     for item in dead:

@@ -18,7 +18,7 @@ from storage.queue._table import (
     notifications,
     purge_completed,
     queue_stats,
-    reclaim_stuck,
+    reclaim,
     relax_commit,
 )
 
@@ -38,6 +38,6 @@ __all__ = [
     "parse_stored",
     "purge_completed",
     "queue_stats",
-    "reclaim_stuck",
+    "reclaim",
     "relax_commit",
 ]

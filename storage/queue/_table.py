@@ -2,14 +2,23 @@
 
     enqueue -> pending --claim--> processing --complete--> completed --purge--> gone
                   ^                    |
-                  +--- fail / stuck ---+  while attempts < max_attempts (with backoff)
+                  +--------------------+  fail, stuck or worker gone: while attempts <
+                                       |      max_attempts (after a backoff on fail)
                                        +--> dead, kept with its last error
 
 Payloads are validated at enqueue time (``_payloads``); a bad one raises
 ``InputError`` and stores nothing. Every function takes ``now``: a pinned time, or
 ``None`` for the database clock, so producers and drainers on different hosts agree.
 A claim is (worker, attempt): completing or failing an item whose claim was taken over
-(by stuck reclaim) changes nothing, so its work can be rolled back with it.
+(by reclaim) changes nothing, so its work can be rolled back with it.
+
+A claim also records the claiming backend's pid (``pg_backend_pid()``), and the claimer
+keeps that connection open until it completes or fails the items. A worker killed
+mid-batch takes its backend with it; once that pid has left ``pg_stat_activity`` its
+claims are reclaimed at the next claim, not after ``stuck_after_seconds``. A live worker's
+backend is always listed, so its claims are never taken for gone. The stuck timeout stays
+the fallback: behind a transaction-pooling proxy a backend is not a worker, and some
+managed servers hide other sessions; there set ``detect_gone_workers`` off.
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ from storage.queue._sql import (
     DEAD,
     ENQUEUE,
     FAIL,
+    FRESH_ACTIVITY,
     LISTEN,
     PURGE,
     RECLAIM,
@@ -90,6 +100,7 @@ class QueueItemRow(Base):
     available_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     claimed_by: Mapped[str | None] = mapped_column(String(100))
+    claimer_pid: Mapped[int | None] = mapped_column(Integer)
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -142,7 +153,11 @@ def relax_commit(session: Session) -> None:
 
 
 def claim(session: Session, worker: str, limit: int, now: datetime | None) -> list[QueueItem]:
-    """Take up to ``limit`` due items, oldest first, skipping rows other drainers hold."""
+    """Take up to ``limit`` due items, oldest first, skipping rows other drainers hold.
+
+    Keep the session's connection open until the items are completed or failed: the claim
+    lives as long as this backend does.
+    """
     rows = session.execute(CLAIM, {"worker": worker, "limit": limit, "now": now}).mappings()
     items = [QueueItem(**row) for row in rows]
     return sorted(items, key=lambda item: item.id)
@@ -194,9 +209,16 @@ def fail(
     return "dead" if status == "dead" else "pending"
 
 
-def reclaim_stuck(session: Session, now: datetime | None, stuck_after: timedelta) -> Reclaimed:
-    """Give back items processing for longer than ``stuck_after``; exhausted ones go dead."""
-    statuses = list(session.execute(RECLAIM, {"now": now, "stuck_after": stuck_after}).scalars())
+def reclaim(
+    session: Session, now: datetime | None, stuck_after: timedelta, *, gone_workers: bool = True
+) -> Reclaimed:
+    """Give back items whose worker is gone or that are processing longer than ``stuck_after``.
+
+    Exhausted ones go dead. ``gone_workers`` off: only the stuck timeout applies.
+    """
+    session.execute(FRESH_ACTIVITY)
+    params = {"now": now, "stuck_after": stuck_after, "gone_claimers": gone_workers}
+    statuses = list(session.execute(RECLAIM, params).scalars())
     return Reclaimed(requeued=statuses.count("pending"), dead=statuses.count("dead"))
 
 
@@ -209,9 +231,15 @@ def purge_completed(session: Session, now: datetime | None, older_than: timedelt
 def queue_stats(
     session: Session, now: datetime | None, settings: QueueSettings | None = None
 ) -> QueueStats:
-    """Counts per status, ready and stuck items, and how long the oldest pending one waits."""
-    stuck_after = timedelta(seconds=(settings or QueueSettings()).stuck_after_seconds)
-    row = session.execute(STATS, {"now": now, "stuck_after": stuck_after}).mappings().one()
+    """Counts per status, ready, stuck and abandoned items, and the oldest pending one's wait."""
+    settings = settings or QueueSettings()
+    params = {
+        "now": now,
+        "stuck_after": timedelta(seconds=settings.stuck_after_seconds),
+        "gone_claimers": settings.detect_gone_workers,
+    }
+    session.execute(FRESH_ACTIVITY)
+    row = session.execute(STATS, params).mappings().one()
     oldest = row["oldest_pending_seconds"]
     return QueueStats(
         **{k: int(v) for k, v in row.items() if k != "oldest_pending_seconds"},

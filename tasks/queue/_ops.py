@@ -2,7 +2,10 @@
 
 A batch is claimed in one short transaction, then executed and completed in another, so
 an item's work and its completion commit together: a crash in between leaves the item
-processing, stuck reclaim hands it out again, and it runs exactly once. Memory writes of
+processing, reclaim hands it out again, and it runs exactly once. Both transactions run
+on the same connection, held for the whole drain pass: the claim records that backend's
+pid, and while the drainer lives its backend does, so its claims are never taken for a
+dead worker's; when it dies, the next claim anywhere reclaims them. Memory writes of
 a batch share one embed call and one binary COPY. When a batch fails, its items run one
 by one, so one bad item fails alone and goes through ``fail`` (backoff, then dead).
 """
@@ -249,18 +252,19 @@ def drain_once(
     stop: threading.Event | None = None,
     on_batch: Callable[[DrainReport], None] | None = None,
 ) -> DrainReport:
-    """Reclaim stuck items, then claim and run batches until none is due (or ``max_batches``)."""
+    """Reclaim, claim and run batches until none is due (or ``max_batches``)."""
     started = time.perf_counter()
-    # One connection for the whole pass: no pool checkout and ping per transaction.
+    report = DrainReport()
+    # One connection for the whole pass: no pool checkout and ping per transaction, and
+    # the claiming backend stays alive until its claims are settled.
     with engine.connect() as conn:
-        report = _reclaim(conn, settings, now)
         while max_batches is None or report.batches < max_batches:
             if stop is not None and stop.is_set():
                 break
             batch = _claim_and_run(conn, embedder, settings, worker, now)
-            if batch is None:
-                break
             report.merge(batch)
+            if not batch.claimed:
+                break
             if on_batch is not None:
                 on_batch(batch)
     report.seconds = time.perf_counter() - started
@@ -269,23 +273,20 @@ def drain_once(
 
 def _claim_and_run(
     conn: Connection, embedder: Embedder, settings: Settings, worker: str, now: datetime | None
-) -> DrainReport | None:
+) -> DrainReport:
+    """Reclaim what gone or stuck workers hold, then claim a batch and run it."""
     started = time.perf_counter()
-    with Session(conn) as session, session.begin():
-        queue.relax_commit(session)
-        items = queue.claim(session, worker, settings.queue.claim_batch, now)
-    if not items:
-        return None
-    batch = run_batch(conn, items, embedder, settings, now or items[0].claimed_at)
-    batch.seconds = time.perf_counter() - started
-    return batch
-
-
-def _reclaim(conn: Connection, settings: Settings, now: datetime | None) -> DrainReport:
     stuck_after = timedelta(seconds=settings.queue.stuck_after_seconds)
     with Session(conn) as session, session.begin():
-        reclaimed = queue.reclaim_stuck(session, now, stuck_after)
-    return DrainReport(reclaimed=reclaimed.requeued, reclaimed_dead=reclaimed.dead)
+        queue.relax_commit(session)
+        gone = settings.queue.detect_gone_workers
+        reclaimed = queue.reclaim(session, now, stuck_after, gone_workers=gone)
+        items = queue.claim(session, worker, settings.queue.claim_batch, now)
+    report = DrainReport(reclaimed=reclaimed.requeued, reclaimed_dead=reclaimed.dead)
+    if items:
+        report.merge(run_batch(conn, items, embedder, settings, now or items[0].claimed_at))
+    report.seconds = time.perf_counter() - started
+    return report
 
 
 def run_worker(

@@ -27,7 +27,9 @@ def test_enqueue_stats_and_worker_once(flow_env: Settings) -> None:
 
     assert first.exit_code == 0, first.output
     assert first.output == again.output == "queued item 1 (ADD_MEMORY for alice)\n"
-    assert "pending 1 (due 1), processing 0 (stuck 0), completed 0, dead 0" in before.output
+    assert "pending 1 (due 1), processing 0 (stuck 0, worker gone 0), completed 0, dead 0" in (
+        before.output
+    )
     assert drained.exit_code == 0, drained.output
     assert "batch of 1: 1 completed, 0 retry later, 0 dead" in drained.output
     assert "completed 1, dead 0" in after.output

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
+from sqlalchemy.pool import NullPool
 
 from storage.config import QueueSettings
 from storage.engine import Store
@@ -181,10 +183,10 @@ def test_stuck_items_are_reclaimed_and_exhausted_ones_go_dead(store: Store) -> N
     later = T + timedelta(minutes=11)
 
     with Session(store.engine) as session, session.begin():
-        assert queue.reclaim_stuck(session, T + timedelta(minutes=9), timedelta(minutes=10)) == (
+        assert queue.reclaim(session, T + timedelta(minutes=9), timedelta(minutes=10)) == (
             Reclaimed(requeued=0, dead=0)
         )
-        reclaimed = queue.reclaim_stuck(session, later, timedelta(minutes=10))
+        reclaimed = queue.reclaim(session, later, timedelta(minutes=10))
 
     assert reclaimed == Reclaimed(requeued=1, dead=1)
     requeued, dead = row(store, again[0]), row(store, once[0])
@@ -194,11 +196,47 @@ def test_stuck_items_are_reclaimed_and_exhausted_ones_go_dead(store: Store) -> N
     assert item.id == again[0] and item.attempts == 2
 
 
+def wait_until_ended(store: Store, pid: int) -> None:
+    """A backend ends once it reads its client's close: wait for that, not for a time."""
+    ended = text("SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = :pid")
+    deadline = time.monotonic() + 30
+    with store.engine.connect() as conn:
+        while not conn.execute(ended, {"pid": pid}).scalar_one():
+            assert time.monotonic() < deadline, f"backend {pid} still running"
+            conn.rollback()  # a new transaction reads pg_stat_activity afresh
+            time.sleep(0.01)
+
+
+def test_claims_of_an_ended_backend_are_reclaimed_at_once_unless_detection_is_off(
+    store: Store,
+) -> None:
+    (item_id,) = put(store, NOTE)
+    elsewhere = create_engine(store.engine.url, poolclass=NullPool)  # closes on release
+    with Session(elsewhere) as session, session.begin():
+        (held,) = queue.claim(session, "gone", 20, T)
+        pid = session.execute(text("SELECT pg_backend_pid()")).scalar_one()
+    elsewhere.dispose()
+    wait_until_ended(store, pid)
+
+    off = QueueSettings(detect_gone_workers=False)
+    with Session(store.engine) as session, session.begin():
+        blind = queue.queue_stats(session, T, off), queue.queue_stats(session, T)
+        kept = queue.reclaim(session, T, timedelta(minutes=10), gone_workers=False)
+        reclaimed = queue.reclaim(session, T, timedelta(minutes=10))
+
+    assert (blind[0].abandoned, blind[1].abandoned, blind[1].stuck) == (0, 1, 0)
+    assert kept == Reclaimed(requeued=0, dead=0) and reclaimed == Reclaimed(requeued=1, dead=0)
+    assert row(store, item_id)["claimer_pid"] == pid and held.claimed_by == "gone"
+    assert row(store, item_id)["last_error"].startswith(
+        f"worker gone: claimed by gone (backend pid {pid})"
+    )
+
+
 def test_a_taken_over_claim_can_neither_complete_nor_fail(store: Store) -> None:
     put(store, NOTE)
     (old,) = claim(store, T, worker="slow")
     with Session(store.engine) as session, session.begin():
-        queue.reclaim_stuck(session, T + timedelta(minutes=11), timedelta(minutes=10))
+        queue.reclaim(session, T + timedelta(minutes=11), timedelta(minutes=10))
     (new,) = claim(store, T + timedelta(minutes=11), worker="fast")
 
     with Session(store.engine) as session, session.begin():
@@ -224,6 +262,7 @@ def test_stats_count_statuses_dead_stuck_and_the_oldest_wait(store: Store) -> No
         ready=1,
         processing=1,
         stuck=1,
+        abandoned=0,
         completed=1,
         dead=1,
         oldest_pending_seconds=15 * 60,
