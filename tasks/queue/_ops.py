@@ -1,18 +1,17 @@
-"""Executing queued writes: batched memory inserts, messages, forgets; drainers and the worker.
+"""Draining the queue: claimed batches run and settled, drain passes, the continuous worker.
 
 A batch is claimed in one short transaction, then executed and completed in another, so
 an item's work and its completion commit together: a crash in between leaves the item
 processing, reclaim hands it out again, and it runs exactly once. Both transactions run
 on the same connection, held for the whole drain pass: the claim records that backend's
 pid, and while the drainer lives its backend does, so its claims are never taken for a
-dead worker's; when it dies, the next claim anywhere reclaims them. Memory writes of
-a batch share one embed call and one binary COPY. When a batch fails, its items run one
-by one, so one bad item fails alone and goes through ``fail`` (backoff, then dead).
+dead worker's; when it dies, the next claim anywhere reclaims them. What each op does is
+in ``_execute``. When a batch fails, its items run one by one, so one bad item fails
+alone and goes through ``fail`` (backoff, then dead).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import socket
 import threading
@@ -23,20 +22,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from storage import queue
 from storage.config import Settings
 from storage.embedding import Embedder
-from storage.errors import ArchivistError, InputError
-from storage.memories import NewMemory, insert_memories
-from storage.queue import ForgetMemory, MemoryText, QueueItem, RecordMessage, parse_stored
-from storage.sessions import load_sessions, record_message, record_session
+from storage.queue import QueueItem
+from tasks.queue._execute import ITEM_ERRORS, execute
 
-# What an item's execution can raise that is the item's failure rather than a bug here:
-# our own errors (bad references, an embedder that gave up) and the database's refusals.
-ITEM_ERRORS = (ArchivistError, DBAPIError)
 _KEPT_ERRORS = 20
 
 
@@ -69,111 +62,6 @@ class DrainReport:
 def default_worker_name() -> str:
     """host:pid:thread, so claims say which drainer holds them."""
     return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"[:100]
-
-
-def execute(
-    session: Session, items: Sequence[QueueItem], embedder: Embedder, now: datetime
-) -> list[dict[str, Any]]:
-    """Do the items' work (messages, then memory writes, then forgets); results in item order."""
-    parsed = [(item, parse_stored(item.op, item.payload)) for item in items]
-    results: dict[int, dict[str, Any]] = {}
-    results |= _record(session, [(i, p) for i, p in parsed if isinstance(p, RecordMessage)])
-    texts = [(i, p) for i, p in parsed if isinstance(p, MemoryText)]
-    results |= _write_memories(session, texts, embedder, now)
-    results |= _forget(session, [(i, p) for i, p in parsed if isinstance(p, ForgetMemory)])
-    return [results[item.id] for item in items]
-
-
-def _record(
-    session: Session, items: Sequence[tuple[QueueItem, RecordMessage]]
-) -> dict[int, dict[str, Any]]:
-    known = load_sessions(session, [p.session.id for _, p in items])
-    out = {}
-    for item, payload in items:
-        existing = known.get(payload.session.id)
-        if existing is not None and existing.namespace != item.namespace:
-            raise InputError(
-                f"queue item {item.id}: session {payload.session.id!r} belongs to another "
-                "namespace; nothing recorded"
-            )
-        record_session(session, payload.session)
-        record_message(session, payload.session.id, payload.message)
-        out[item.id] = {"session_id": payload.session.id, "message_id": payload.message.id}
-    return out
-
-
-def _write_memories(
-    session: Session,
-    items: Sequence[tuple[QueueItem, MemoryText]],
-    embedder: Embedder,
-    now: datetime,
-) -> dict[int, dict[str, Any]]:
-    if not items:
-        return {}
-    _check_sessions(session, items)
-    vectors = embedder.embed([payload.content for _, payload in items])
-    rows = [
-        _new_memory(item, payload, vector, embedder.name, now)
-        for (item, payload), vector in zip(items, vectors, strict=True)
-    ]
-    ids = insert_memories(session, rows)
-    return {
-        item.id: {"memory_id": mid, "kind": row.kind}
-        for (item, _), mid, row in zip(items, ids, rows, strict=True)
-    }
-
-
-def _check_sessions(session: Session, items: Sequence[tuple[QueueItem, MemoryText]]) -> None:
-    wanted = sorted({p.session_id for _, p in items if p.session_id is not None})
-    known = load_sessions(session, wanted) if wanted else {}
-    for item, payload in items:
-        if payload.session_id is None:
-            continue
-        found = known.get(payload.session_id)
-        if found is None or found.namespace != item.namespace:
-            raise InputError(
-                f"queue item {item.id}: session {payload.session_id!r} is not recorded in "
-                f"namespace {item.namespace!r}; record it first (RECORD_MESSAGE)"
-            )
-
-
-def _new_memory(
-    item: QueueItem, payload: MemoryText, vector: Any, model: str, now: datetime
-) -> NewMemory:
-    kind = payload.memory_kind
-    # The item id in the key: a retried item cannot add a second copy of its memory.
-    raw_key = "\x1f".join((kind, payload.content, f"queue:{item.id}"))
-    return NewMemory(
-        namespace=item.namespace,
-        kind=kind,
-        content=payload.content,
-        content_key=hashlib.sha256(raw_key.encode("utf-8")).hexdigest(),
-        embedding=vector,
-        embedding_model=model,
-        importance=0.5 if payload.importance is None else payload.importance,
-        vehemence=0.0,
-        session_id=payload.session_id,
-        message_ids=(),
-        run_id=None,
-        extractor="queue",
-        occurred_at=payload.occurred_at or item.created_at,
-        created_at=now,
-    )
-
-
-def _forget(
-    session: Session, items: Sequence[tuple[QueueItem, ForgetMemory]]
-) -> dict[int, dict[str, Any]]:
-    out = {}
-    for item, payload in items:
-        outcome = queue.forget_memory(session, item.namespace, payload.memory_id)
-        if outcome == "foreign":
-            raise InputError(
-                f"queue item {item.id}: memory {payload.memory_id} belongs to another namespace "
-                f"than {item.namespace!r}; not deleted"
-            )
-        out[item.id] = {"memory_id": payload.memory_id, "deleted": outcome == "deleted"}
-    return out
 
 
 def run_batch(
