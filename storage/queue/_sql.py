@@ -62,11 +62,12 @@ COMPLETE = text(
     RETURNING q.id
     """
 )
+_RETRY = "(NOT CAST(:permanent AS boolean) AND attempts < max_attempts)"
 FAIL = text(
     f"""
     UPDATE memory_write_queue
-    SET status = CASE WHEN attempts < max_attempts THEN 'pending' ELSE 'dead' END,
-        available_at = CASE WHEN attempts < max_attempts
+    SET status = CASE WHEN {_RETRY} THEN 'pending' ELSE 'dead' END,
+        available_at = CASE WHEN {_RETRY}
                             THEN {_NOW} + CAST(:delay AS interval) ELSE available_at END,
         last_error = :error, updated_at = {_NOW}
     WHERE id = :id AND status = 'processing' AND claimed_by = :worker AND attempts = :attempts

@@ -193,14 +193,20 @@ def fail(
     error: str,
     now: datetime | None,
     settings: QueueSettings,
+    *,
+    permanent: bool = False,
 ) -> Literal["pending", "dead", "lost"]:
-    """Record a failed attempt: back to pending after a backoff, or dead when none are left."""
+    """Record a failed attempt: back to pending after a backoff, or dead when none are left.
+
+    ``permanent``: retrying cannot help, so the item is dead at once with ``error``.
+    """
     params = {
         "id": item.id,
         "worker": item.claimed_by,
         "attempts": item.attempts,
         "error": error[:_MAX_ERROR_CHARS],
         "delay": backoff(item.attempts, settings),
+        "permanent": permanent,
         "now": now,
     }
     status = session.execute(FAIL, params).scalar()

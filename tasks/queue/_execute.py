@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DataError, DBAPIError
 from sqlalchemy.orm import Session
 
 from storage import queue
 from storage.embedding import Embedder
-from storage.errors import ArchivistError, InputError
+from storage.errors import ArchivistError, InputError, PermanentError
 from storage.memories import NewMemory, insert_memories
 from storage.queue import ForgetMemory, MemoryText, QueueItem, RecordMessage, parse_stored
 from storage.sessions import load_sessions, record_message, record_session
@@ -24,6 +24,14 @@ from storage.sessions import load_sessions, record_message, record_session
 # What an item's execution can raise that is the item's failure rather than a bug here:
 # our own errors (bad references, an embedder that gave up) and the database's refusals.
 ITEM_ERRORS = (ArchivistError, DBAPIError)
+
+
+# Retrying cannot help: our refusals for good, and values the database rejects (DataError,
+# SQLSTATE class 22). The rest (embedder down, a deadlock, a session not recorded yet) may
+# pass on a later attempt.
+def is_permanent(exc: Exception) -> bool:
+    """Whether the failed item can never succeed as it stands (it goes dead at once)."""
+    return isinstance(exc, PermanentError | DataError)
 
 
 def execute(
@@ -47,7 +55,7 @@ def _record(
     for item, payload in items:
         existing = known.get(payload.session.id)
         if existing is not None and existing.namespace != item.namespace:
-            raise InputError(
+            raise PermanentError(
                 f"queue item {item.id}: session {payload.session.id!r} belongs to another "
                 "namespace; nothing recorded"
             )
@@ -85,10 +93,15 @@ def _check_sessions(session: Session, items: Sequence[tuple[QueueItem, MemoryTex
         if payload.session_id is None:
             continue
         found = known.get(payload.session_id)
-        if found is None or found.namespace != item.namespace:
+        if found is None:  # it may be recorded by an item still queued: retried
             raise InputError(
                 f"queue item {item.id}: session {payload.session_id!r} is not recorded in "
                 f"namespace {item.namespace!r}; record it first (RECORD_MESSAGE)"
+            )
+        if found.namespace != item.namespace:
+            raise PermanentError(
+                f"queue item {item.id}: session {payload.session_id!r} belongs to another "
+                f"namespace than {item.namespace!r}; nothing written"
             )
 
 
@@ -123,7 +136,7 @@ def _forget(
     for item, payload in items:
         outcome = queue.forget_memory(session, item.namespace, payload.memory_id)
         if outcome == "foreign":
-            raise InputError(
+            raise PermanentError(
                 f"queue item {item.id}: memory {payload.memory_id} belongs to another namespace "
                 f"than {item.namespace!r}; not deleted"
             )

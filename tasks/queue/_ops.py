@@ -7,7 +7,7 @@ on the same connection, held for the whole drain pass: the claim records that ba
 pid, and while the drainer lives its backend does, so its claims are never taken for a
 dead worker's; when it dies, the next claim anywhere reclaims them. What each op does is
 in ``_execute``. When a batch fails, its items run one by one, so one bad item fails
-alone and goes through ``fail`` (backoff, then dead).
+alone and goes through ``fail`` (backoff, then dead; a permanent refusal is dead at once).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from storage import queue
 from storage.config import Settings
 from storage.embedding import Embedder
 from storage.queue import QueueItem
-from tasks.queue._execute import ITEM_ERRORS, execute
+from tasks.queue._execute import ITEM_ERRORS, execute, is_permanent
 
 _KEPT_ERRORS = 20
 
@@ -115,9 +115,10 @@ def _record_failure(
     settings: Settings,
     report: DrainReport,
 ) -> None:
-    error = f"{type(exc).__name__}: {exc}"
+    permanent = is_permanent(exc)
+    error = f"{type(exc).__name__}: {exc}" + (" (permanent: not retried)" if permanent else "")
     with Session(bind) as session, session.begin():
-        status = queue.fail(session, item, error, now, settings.queue)
+        status = queue.fail(session, item, error, now, settings.queue, permanent=permanent)
     if status == "lost":
         report.lost += 1
         return

@@ -171,6 +171,19 @@ def test_failures_back_off_exponentially_then_the_item_is_dead(store: Store) -> 
     assert claim(store, T + timedelta(days=1)) == []
 
 
+def test_a_permanent_failure_is_dead_at_once_with_attempts_left(store: Store) -> None:
+    (item_id,) = put(store, NOTE)
+    (item,) = claim(store, T)
+
+    with Session(store.engine) as session, session.begin():
+        status = queue.fail(session, item, "refused for good", T, QueueSettings(), permanent=True)
+
+    dead = row(store, item_id)
+    assert status == "dead" and (dead["status"], dead["attempts"]) == ("dead", 1)
+    assert dead["max_attempts"] == 3 and dead["last_error"] == "refused for good"
+    assert claim(store, T + timedelta(days=1)) == []
+
+
 def test_backoff_is_capped() -> None:
     settings = QueueSettings()
     assert [queue.backoff(n, settings).total_seconds() for n in (1, 2, 3, 4)] == [2, 4, 8, 16]
