@@ -1,6 +1,7 @@
 """``memory_write_queue``: durable memory writes, claimed by any number of drainers."""
 
 from storage.queue._payloads import (
+    Enqueued,
     ForgetMemory,
     MemoryText,
     QueueItem,
@@ -23,6 +24,7 @@ from storage.queue._table import (
 )
 
 __all__ = [
+    "Enqueued",
     "ForgetMemory",
     "MemoryText",
     "QueueItem",

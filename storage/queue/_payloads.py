@@ -133,6 +133,14 @@ def describe(exc: ValidationError) -> str:
 
 
 @dataclass(frozen=True)
+class Enqueued:
+    """The queued item's id; ``duplicate``: its idempotency key was queued before, not again."""
+
+    id: int
+    duplicate: bool
+
+
+@dataclass(frozen=True)
 class QueueItem:
     """A claimed item: what to do, and the claim (worker, attempt) that may complete it."""
 

@@ -50,7 +50,14 @@ from storage.base import Base
 from storage.config import QueueSettings
 from storage.errors import InputError
 from storage.memories import Memory
-from storage.queue._payloads import DeadItem, QueueItem, QueueStats, Reclaimed, validate_payload
+from storage.queue._payloads import (
+    DeadItem,
+    Enqueued,
+    QueueItem,
+    QueueStats,
+    Reclaimed,
+    validate_payload,
+)
 from storage.queue._sql import (
     ASYNC_COMMIT,
     BY_KEY,
@@ -117,8 +124,8 @@ def enqueue(
     idempotency_key: str | None = None,
     max_attempts: int | None = None,
     now: datetime | None = None,
-) -> int:
-    """Validate and queue one write; the same idempotency key again returns the first id."""
+) -> Enqueued:
+    """Validate and queue one write; the same idempotency key again gives back the first item."""
     parsed = validate_payload(namespace, op, payload)
     _check_options(idempotency_key, max_attempts)
     params = {
@@ -131,8 +138,8 @@ def enqueue(
     }
     new_id = session.execute(ENQUEUE, params).scalar()
     if new_id is None:  # the key is already queued: hand back that item
-        new_id = session.execute(BY_KEY, params).scalar_one()
-    return int(new_id)
+        return Enqueued(id=int(session.execute(BY_KEY, params).scalar_one()), duplicate=True)
+    return Enqueued(id=int(new_id), duplicate=False)
 
 
 def _check_options(idempotency_key: str | None, max_attempts: int | None) -> None:

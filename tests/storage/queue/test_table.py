@@ -15,7 +15,7 @@ from storage.config import QueueSettings
 from storage.engine import Store
 from storage.errors import InputError
 from storage.queue import _table as queue
-from storage.queue._payloads import QueueItem, QueueStats, Reclaimed
+from storage.queue._payloads import Enqueued, QueueItem, QueueStats, Reclaimed
 
 T = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 NOTE = {"content": "Alice prefers window seats", "importance": 0.7}
@@ -33,7 +33,7 @@ def put(
     store: Store, *payloads: dict[str, Any], op: str = "ADD_MEMORY", at: datetime = T, **kw: Any
 ) -> list[int]:
     with Session(store.engine) as session, session.begin():
-        return [queue.enqueue(session, "alice", op, p, now=at, **kw) for p in payloads]
+        return [queue.enqueue(session, "alice", op, p, now=at, **kw).id for p in payloads]
 
 
 def claim(store: Store, now: datetime, worker: str = "w1", limit: int = 20) -> list[QueueItem]:
@@ -78,15 +78,20 @@ def test_items_are_not_claimed_before_they_are_due(store: Store) -> None:
     assert claim(store, T - timedelta(seconds=1)) == []
 
 
-def test_same_idempotency_key_gives_one_item(store: Store) -> None:
-    first = put(store, NOTE, op="ADD_MEMORY", idempotency_key="k-1")
-    again = put(store, {"content": "other"}, idempotency_key="k-1")
+def test_same_idempotency_key_gives_one_item_and_says_so(store: Store) -> None:
     with Session(store.engine) as session, session.begin():
+        first = queue.enqueue(session, "alice", "ADD_MEMORY", NOTE, idempotency_key="k-1")
+    with Session(store.engine) as session, session.begin():
+        again = queue.enqueue(
+            session, "alice", "ADD_MEMORY", {"content": "b"}, idempotency_key="k-1"
+        )
         elsewhere = queue.enqueue(session, "bob", "ADD_MEMORY", NOTE, idempotency_key="k-1")
 
-    assert first == again and elsewhere != first[0]
+    assert first == Enqueued(id=first.id, duplicate=False)
+    assert again == Enqueued(id=first.id, duplicate=True)
+    assert elsewhere.id != first.id and not elsewhere.duplicate
     assert count(store) == 2
-    assert row(store, first[0])["payload"] == {**NOTE, "kind": "note"}
+    assert row(store, first.id)["payload"] == {**NOTE, "kind": "note"}
 
 
 BAD = [
@@ -310,7 +315,7 @@ def test_purge_removes_only_completed_items_older_than_the_threshold(store: Stor
 
 def test_without_a_pinned_time_the_database_clock_is_used(store: Store) -> None:
     with Session(store.engine) as session, session.begin():
-        item_id = queue.enqueue(session, "alice", "UPDATE_GOAL", {"content": "run a marathon"})
+        item_id = queue.enqueue(session, "alice", "UPDATE_GOAL", {"content": "run a marathon"}).id
     with Session(store.engine) as session, session.begin():
         (item,) = queue.claim(session, "w", 5, None)
     assert item.id == item_id and item.claimed_at.tzinfo is not None

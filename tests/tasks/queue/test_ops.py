@@ -29,7 +29,7 @@ EMBEDDER = HashingEmbedder(384)
 
 def enqueue(store: Store, namespace: str, op: str, payloads: list[dict[str, Any]]) -> list[int]:
     with Session(store.engine) as session, session.begin():
-        return [queue.enqueue(session, namespace, op, p, now=T) for p in payloads]
+        return [queue.enqueue(session, namespace, op, p, now=T).id for p in payloads]
 
 
 def drain(store: Store, now: datetime = T, worker: str = "w1") -> DrainReport:
@@ -225,7 +225,7 @@ def test_the_worker_picks_up_an_enqueued_item_quickly_and_stops(store: Store) ->
     try:
         time.sleep(0.3)  # let it reach its wait
         with Session(store.engine) as session, session.begin():
-            item_id = queue.enqueue(session, "alice", "ADD_MEMORY", {"content": "live"})
+            item_id = queue.enqueue(session, "alice", "ADD_MEMORY", {"content": "live"}).id
         deadline = time.monotonic() + 5
         while items(store)[item_id]["status"] != "completed" and time.monotonic() < deadline:
             time.sleep(0.01)
