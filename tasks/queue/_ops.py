@@ -65,38 +65,41 @@ def default_worker_name() -> str:
 
 
 def run_batch(
-    bind: Engine | Connection,
+    conn: Connection,
     items: Sequence[QueueItem],
     embedder: Embedder,
     settings: Settings,
     now: datetime,
 ) -> DrainReport:
-    """Execute claimed items together, or one by one when the batch as a whole fails."""
+    """Execute claimed items together, or one by one when the batch as a whole fails.
+
+    ``conn`` is the connection that claimed them: the claims live as long as its backend.
+    """
     report = DrainReport(batches=1, claimed=len(items))
     try:
-        if _execute_and_complete(bind, items, embedder, now):
+        if _execute_and_complete(conn, items, embedder, now):
             report.completed = len(items)
             return report
     except ITEM_ERRORS as exc:
         if len(items) == 1:
-            _record_failure(bind, items[0], exc, now, settings, report)
+            _record_failure(conn, items[0], exc, now, settings, report)
             return report
     for item in items:
         try:
-            if _execute_and_complete(bind, [item], embedder, now):
+            if _execute_and_complete(conn, [item], embedder, now):
                 report.completed += 1
             else:
                 report.lost += 1
         except ITEM_ERRORS as exc:
-            _record_failure(bind, item, exc, now, settings, report)
+            _record_failure(conn, item, exc, now, settings, report)
     return report
 
 
 def _execute_and_complete(
-    bind: Engine | Connection, items: Sequence[QueueItem], embedder: Embedder, now: datetime
+    conn: Connection, items: Sequence[QueueItem], embedder: Embedder, now: datetime
 ) -> bool:
     """One transaction; rolled back (False) when a claim was taken over meanwhile."""
-    with Session(bind) as session:
+    with Session(conn) as session:
         queue.relax_commit(session)
         results = execute(session, items, embedder, now)
         done = queue.complete(session, list(zip(items, results, strict=True)), now)
@@ -108,7 +111,7 @@ def _execute_and_complete(
 
 
 def _record_failure(
-    bind: Engine | Connection,
+    conn: Connection,
     item: QueueItem,
     exc: Exception,
     now: datetime,
@@ -117,7 +120,7 @@ def _record_failure(
 ) -> None:
     permanent = is_permanent(exc)
     error = f"{type(exc).__name__}: {exc}" + (" (permanent: not retried)" if permanent else "")
-    with Session(bind) as session, session.begin():
+    with Session(conn) as session, session.begin():
         status = queue.fail(session, item, error, now, settings.queue, permanent=permanent)
     if status == "lost":
         report.lost += 1
