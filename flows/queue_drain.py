@@ -1,4 +1,4 @@
-"""``memory-queue-drain``: execute queued memory writes, reclaim stuck ones, purge old ones."""
+"""``memory-queue-drain``: execute queued writes, reclaim stuck or abandoned ones, purge."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ FLOW_NAME = "memory-queue-drain"
 
 @flow(
     name=FLOW_NAME,
-    description="Execute due queue items; reclaim stuck, purge completed.",
+    description="Execute due queue items; reclaim stuck or abandoned, purge completed.",
     on_failure=[notify_flow_failure],
     on_crashed=[notify_flow_failure],
 )

@@ -4,6 +4,7 @@ ArchivistError
 ├── ConfigurationError   bad settings, missing pgvector, embedder/schema mismatch
 ├── StorageError         the store cannot be reached or is not migrated
 ├── InputError           bad transcripts or parameters that cannot be processed at all
+│   └── PermanentError   a refusal that retrying the same input cannot change
 ├── DataQualityError     data that fails a check before load
 └── RetrievalError       a search or priming request that cannot be answered
 """
@@ -25,6 +26,10 @@ class StorageError(ArchivistError):
 
 class InputError(ArchivistError):
     """Input that cannot be processed at all (a per-line problem is reported, not raised)."""
+
+
+class PermanentError(InputError):
+    """A refusal that retrying cannot change (another namespace's data): dead at once, no retry."""
 
 
 class DataQualityError(ArchivistError):

@@ -23,6 +23,7 @@ from storage.connect import connect
 from storage.engine import open_store
 from storage.errors import InputError
 from storage.migrate import require_current
+from storage.queue import Enqueued
 from tasks.queue import DrainReport, default_worker_name, drain_once, run_worker
 
 Echo = Callable[[str], None]
@@ -30,8 +31,8 @@ Echo = Callable[[str], None]
 
 def enqueue_item(
     settings: Settings, namespace: str, op: str, payload: str, key: str | None, echo: Echo
-) -> int:
-    """Queue one write given as JSON text; prints its id."""
+) -> Enqueued:
+    """Queue one write given as JSON text; prints its id, or the first one's for a repeated key."""
     try:
         parsed: Any = json.loads(payload)
     except json.JSONDecodeError as exc:
@@ -41,7 +42,7 @@ def enqueue_item(
     store = open_store(settings)
     require_current(store.engine, settings)
     with Session(store.engine) as session, session.begin():
-        item_id = queue.enqueue(
+        queued = queue.enqueue(
             session,
             namespace,
             op,
@@ -49,8 +50,11 @@ def enqueue_item(
             idempotency_key=key,
             max_attempts=settings.queue.max_attempts,
         )
-    echo(f"queued item {item_id} ({op} for {namespace})")
-    return item_id
+    if queued.duplicate:
+        echo(f"already queued as item {queued.id} (same idempotency key {key!r} for {namespace})")
+    else:
+        echo(f"queued item {queued.id} ({op} for {namespace})")
+    return queued
 
 
 def show_stats(settings: Settings, echo: Echo) -> None:
@@ -63,7 +67,8 @@ def show_stats(settings: Settings, echo: Echo) -> None:
     oldest = stats.oldest_pending_seconds
     echo(
         f"pending {stats.pending} (due {stats.ready}), processing {stats.processing} "
-        f"(stuck {stats.stuck}), completed {stats.completed}, dead {stats.dead}"
+        f"(stuck {stats.stuck}, worker gone {stats.abandoned}), completed {stats.completed}, "
+        f"dead {stats.dead}"
     )
     echo(f"oldest pending item waits {'-' if oldest is None else f'{oldest:.1f} s'}")
     for item in dead:

@@ -1,6 +1,7 @@
 """``memory_write_queue``: durable memory writes, claimed by any number of drainers."""
 
 from storage.queue._payloads import (
+    Enqueued,
     ForgetMemory,
     MemoryText,
     QueueItem,
@@ -18,11 +19,12 @@ from storage.queue._table import (
     notifications,
     purge_completed,
     queue_stats,
-    reclaim_stuck,
+    reclaim,
     relax_commit,
 )
 
 __all__ = [
+    "Enqueued",
     "ForgetMemory",
     "MemoryText",
     "QueueItem",
@@ -38,6 +40,6 @@ __all__ = [
     "parse_stored",
     "purge_completed",
     "queue_stats",
-    "reclaim_stuck",
+    "reclaim",
     "relax_commit",
 ]

@@ -133,6 +133,14 @@ def describe(exc: ValidationError) -> str:
 
 
 @dataclass(frozen=True)
+class Enqueued:
+    """The queued item's id; ``duplicate``: its idempotency key was queued before, not again."""
+
+    id: int
+    duplicate: bool
+
+
+@dataclass(frozen=True)
 class QueueItem:
     """A claimed item: what to do, and the claim (worker, attempt) that may complete it."""
 
@@ -149,7 +157,7 @@ class QueueItem:
 
 @dataclass(frozen=True)
 class Reclaimed:
-    """Items taken back from drainers that stopped answering."""
+    """Items taken back from drainers that are gone or stopped answering."""
 
     requeued: int
     dead: int
@@ -162,7 +170,8 @@ class QueueStats:
     pending: int
     ready: int
     processing: int
-    stuck: int
+    stuck: int  # processing too long, by a worker still connected (or not known to be gone)
+    abandoned: int  # processing, held by a worker whose database connection is gone
     completed: int
     dead: int
     oldest_pending_seconds: float | None

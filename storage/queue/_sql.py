@@ -7,6 +7,14 @@ from sqlalchemy import text
 CHANNEL = "archivist_queue"  # NOTIFY on enqueue; drainers LISTEN instead of polling
 
 _NOW = "COALESCE(CAST(:now AS timestamptz), now())"
+# The backend that claimed an item has ended: its worker is gone (the drainer keeps its
+# claiming connection until the claim is settled). Reads ``live``, the backends of
+# pg_stat_activity; ``:gone_claimers`` false leaves only the stuck timeout.
+_GONE = (
+    "(CAST(:gone_claimers AS boolean) AND q.claimer_pid IS NOT NULL "
+    "AND q.claimer_pid NOT IN (SELECT pid FROM live))"
+)
+_LIVE = "live AS MATERIALIZED (SELECT pid FROM pg_stat_activity)"
 
 ENQUEUE = text(
     f"""
@@ -34,7 +42,7 @@ CLAIM = text(
     )
     UPDATE memory_write_queue AS q
     SET status = 'processing', attempts = q.attempts + 1, claimed_by = :worker,
-        claimed_at = {_NOW}, updated_at = {_NOW}
+        claimed_at = {_NOW}, claimer_pid = pg_backend_pid(), updated_at = {_NOW}
     FROM picked
     WHERE q.id = picked.id
     RETURNING q.id, q.namespace, q.op, q.payload, q.attempts, q.max_attempts, q.claimed_by,
@@ -54,29 +62,46 @@ COMPLETE = text(
     RETURNING q.id
     """
 )
+_RETRY = "(NOT CAST(:permanent AS boolean) AND attempts < max_attempts)"
 FAIL = text(
     f"""
     UPDATE memory_write_queue
-    SET status = CASE WHEN attempts < max_attempts THEN 'pending' ELSE 'dead' END,
-        available_at = CASE WHEN attempts < max_attempts
+    SET status = CASE WHEN {_RETRY} THEN 'pending' ELSE 'dead' END,
+        available_at = CASE WHEN {_RETRY}
                             THEN {_NOW} + CAST(:delay AS interval) ELSE available_at END,
         last_error = :error, updated_at = {_NOW}
     WHERE id = :id AND status = 'processing' AND claimed_by = :worker AND attempts = :attempts
     RETURNING status
     """
 )
+# A claim is judged by (id, attempts) in ``judged`` and only that claim is given back: if
+# the item was meanwhile reclaimed and claimed again, by a backend newer than ``live``,
+# its attempts differ and the new claim is left alone.
 RECLAIM = text(
     f"""
-    UPDATE memory_write_queue
-    SET status = CASE WHEN attempts < max_attempts THEN 'pending' ELSE 'dead' END,
+    WITH {_LIVE},
+    judged AS MATERIALIZED (
+        SELECT q.id, q.attempts, {_GONE} AS gone FROM memory_write_queue AS q
+        WHERE q.status = 'processing'
+    )
+    UPDATE memory_write_queue AS q
+    SET status = CASE WHEN q.attempts < q.max_attempts THEN 'pending' ELSE 'dead' END,
         available_at = {_NOW},
-        last_error = 'stuck: claimed by ' || coalesce(claimed_by, '?') || ' at ' || claimed_at
-                     || ' and not finished within ' || CAST(:stuck_after AS interval)
-                     || CASE WHEN attempts < max_attempts THEN '; requeued'
+        last_error = CASE WHEN j.gone
+                          THEN 'worker gone: claimed by ' || coalesce(q.claimed_by, '?')
+                               || ' (backend pid ' || q.claimer_pid || ') at ' || q.claimed_at
+                               || ', whose database connection closed before it finished'
+                          ELSE 'stuck: claimed by ' || coalesce(q.claimed_by, '?') || ' at '
+                               || q.claimed_at || ' and not finished within '
+                               || CAST(:stuck_after AS interval)
+                     END
+                     || CASE WHEN q.attempts < q.max_attempts THEN '; requeued'
                              ELSE '; attempts exhausted' END,
         updated_at = {_NOW}
-    WHERE status = 'processing' AND claimed_at < {_NOW} - CAST(:stuck_after AS interval)
-    RETURNING status
+    FROM judged AS j
+    WHERE q.id = j.id AND q.status = 'processing' AND q.attempts = j.attempts
+      AND (j.gone OR q.claimed_at < {_NOW} - CAST(:stuck_after AS interval))
+    RETURNING q.status
     """
 )
 PURGE = text(
@@ -85,18 +110,22 @@ PURGE = text(
     WHERE status = 'completed' AND completed_at < {_NOW} - CAST(:older_than AS interval)
     """
 )
+# ``stuck``: processing too long by a worker still connected (or not known to be gone);
+# ``abandoned``: held by a worker that is gone, however recent the claim.
 STATS = text(
     f"""
+    WITH {_LIVE}
     SELECT count(*) FILTER (WHERE status = 'pending') AS pending,
            count(*) FILTER (WHERE status = 'pending' AND available_at <= {_NOW}) AS ready,
            count(*) FILTER (WHERE status = 'processing') AS processing,
-           count(*) FILTER (WHERE status = 'processing'
+           count(*) FILTER (WHERE status = 'processing' AND NOT {_GONE}
                             AND claimed_at < {_NOW} - CAST(:stuck_after AS interval)) AS stuck,
+           count(*) FILTER (WHERE status = 'processing' AND {_GONE}) AS abandoned,
            count(*) FILTER (WHERE status = 'completed') AS completed,
            count(*) FILTER (WHERE status = 'dead') AS dead,
            EXTRACT(EPOCH FROM {_NOW} - min(created_at) FILTER (WHERE status = 'pending'))
                AS oldest_pending_seconds
-    FROM memory_write_queue
+    FROM memory_write_queue AS q
     """
 )
 DEAD = text(
@@ -109,5 +138,8 @@ DEAD = text(
 # (the item stays pending) or an item's work together with its completion (the item stays
 # processing and is reclaimed), never one without the other. Enqueues stay synchronous.
 ASYNC_COMMIT = text("SET LOCAL synchronous_commit = off")
+# pg_stat_activity is read once per transaction and then kept: drop that copy so a
+# backend that connected since is not taken for gone.
+FRESH_ACTIVITY = text("SELECT pg_stat_clear_snapshot()")
 LISTEN = text(f"LISTEN {CHANNEL}")
 UNLISTEN = text(f"UNLISTEN {CHANNEL}")

@@ -2,14 +2,23 @@
 
     enqueue -> pending --claim--> processing --complete--> completed --purge--> gone
                   ^                    |
-                  +--- fail / stuck ---+  while attempts < max_attempts (with backoff)
+                  +--------------------+  fail, stuck or worker gone: while attempts <
+                                       |      max_attempts (after a backoff on fail)
                                        +--> dead, kept with its last error
 
 Payloads are validated at enqueue time (``_payloads``); a bad one raises
 ``InputError`` and stores nothing. Every function takes ``now``: a pinned time, or
 ``None`` for the database clock, so producers and drainers on different hosts agree.
 A claim is (worker, attempt): completing or failing an item whose claim was taken over
-(by stuck reclaim) changes nothing, so its work can be rolled back with it.
+(by reclaim) changes nothing, so its work can be rolled back with it.
+
+A claim also records the claiming backend's pid (``pg_backend_pid()``), and the claimer
+keeps that connection open until it completes or fails the items. A worker killed
+mid-batch takes its backend with it; once that pid has left ``pg_stat_activity`` its
+claims are reclaimed at the next claim, not after ``stuck_after_seconds``. A live worker's
+backend is always listed, so its claims are never taken for gone. The stuck timeout stays
+the fallback: behind a transaction-pooling proxy a backend is not a worker, and some
+managed servers hide other sessions; there set ``detect_gone_workers`` off.
 """
 
 from __future__ import annotations
@@ -41,7 +50,14 @@ from storage.base import Base
 from storage.config import QueueSettings
 from storage.errors import InputError
 from storage.memories import Memory
-from storage.queue._payloads import DeadItem, QueueItem, QueueStats, Reclaimed, validate_payload
+from storage.queue._payloads import (
+    DeadItem,
+    Enqueued,
+    QueueItem,
+    QueueStats,
+    Reclaimed,
+    validate_payload,
+)
 from storage.queue._sql import (
     ASYNC_COMMIT,
     BY_KEY,
@@ -50,6 +66,7 @@ from storage.queue._sql import (
     DEAD,
     ENQUEUE,
     FAIL,
+    FRESH_ACTIVITY,
     LISTEN,
     PURGE,
     RECLAIM,
@@ -90,6 +107,7 @@ class QueueItemRow(Base):
     available_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     claimed_by: Mapped[str | None] = mapped_column(String(100))
+    claimer_pid: Mapped[int | None] = mapped_column(Integer)
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -106,8 +124,8 @@ def enqueue(
     idempotency_key: str | None = None,
     max_attempts: int | None = None,
     now: datetime | None = None,
-) -> int:
-    """Validate and queue one write; the same idempotency key again returns the first id."""
+) -> Enqueued:
+    """Validate and queue one write; the same idempotency key again gives back the first item."""
     parsed = validate_payload(namespace, op, payload)
     _check_options(idempotency_key, max_attempts)
     params = {
@@ -120,8 +138,8 @@ def enqueue(
     }
     new_id = session.execute(ENQUEUE, params).scalar()
     if new_id is None:  # the key is already queued: hand back that item
-        new_id = session.execute(BY_KEY, params).scalar_one()
-    return int(new_id)
+        return Enqueued(id=int(session.execute(BY_KEY, params).scalar_one()), duplicate=True)
+    return Enqueued(id=int(new_id), duplicate=False)
 
 
 def _check_options(idempotency_key: str | None, max_attempts: int | None) -> None:
@@ -142,7 +160,11 @@ def relax_commit(session: Session) -> None:
 
 
 def claim(session: Session, worker: str, limit: int, now: datetime | None) -> list[QueueItem]:
-    """Take up to ``limit`` due items, oldest first, skipping rows other drainers hold."""
+    """Take up to ``limit`` due items, oldest first, skipping rows other drainers hold.
+
+    Keep the session's connection open until the items are completed or failed: the claim
+    lives as long as this backend does.
+    """
     rows = session.execute(CLAIM, {"worker": worker, "limit": limit, "now": now}).mappings()
     items = [QueueItem(**row) for row in rows]
     return sorted(items, key=lambda item: item.id)
@@ -178,14 +200,20 @@ def fail(
     error: str,
     now: datetime | None,
     settings: QueueSettings,
+    *,
+    permanent: bool = False,
 ) -> Literal["pending", "dead", "lost"]:
-    """Record a failed attempt: back to pending after a backoff, or dead when none are left."""
+    """Record a failed attempt: back to pending after a backoff, or dead when none are left.
+
+    ``permanent``: retrying cannot help, so the item is dead at once with ``error``.
+    """
     params = {
         "id": item.id,
         "worker": item.claimed_by,
         "attempts": item.attempts,
         "error": error[:_MAX_ERROR_CHARS],
         "delay": backoff(item.attempts, settings),
+        "permanent": permanent,
         "now": now,
     }
     status = session.execute(FAIL, params).scalar()
@@ -194,9 +222,16 @@ def fail(
     return "dead" if status == "dead" else "pending"
 
 
-def reclaim_stuck(session: Session, now: datetime | None, stuck_after: timedelta) -> Reclaimed:
-    """Give back items processing for longer than ``stuck_after``; exhausted ones go dead."""
-    statuses = list(session.execute(RECLAIM, {"now": now, "stuck_after": stuck_after}).scalars())
+def reclaim(
+    session: Session, now: datetime | None, stuck_after: timedelta, *, gone_workers: bool = True
+) -> Reclaimed:
+    """Give back items whose worker is gone or that are processing longer than ``stuck_after``.
+
+    Exhausted ones go dead. ``gone_workers`` off: only the stuck timeout applies.
+    """
+    session.execute(FRESH_ACTIVITY)
+    params = {"now": now, "stuck_after": stuck_after, "gone_claimers": gone_workers}
+    statuses = list(session.execute(RECLAIM, params).scalars())
     return Reclaimed(requeued=statuses.count("pending"), dead=statuses.count("dead"))
 
 
@@ -209,9 +244,15 @@ def purge_completed(session: Session, now: datetime | None, older_than: timedelt
 def queue_stats(
     session: Session, now: datetime | None, settings: QueueSettings | None = None
 ) -> QueueStats:
-    """Counts per status, ready and stuck items, and how long the oldest pending one waits."""
-    stuck_after = timedelta(seconds=(settings or QueueSettings()).stuck_after_seconds)
-    row = session.execute(STATS, {"now": now, "stuck_after": stuck_after}).mappings().one()
+    """Counts per status, ready, stuck and abandoned items, and the oldest pending one's wait."""
+    settings = settings or QueueSettings()
+    params = {
+        "now": now,
+        "stuck_after": timedelta(seconds=settings.stuck_after_seconds),
+        "gone_claimers": settings.detect_gone_workers,
+    }
+    session.execute(FRESH_ACTIVITY)
+    row = session.execute(STATS, params).mappings().one()
     oldest = row["oldest_pending_seconds"]
     return QueueStats(
         **{k: int(v) for k, v in row.items() if k != "oldest_pending_seconds"},

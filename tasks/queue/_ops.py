@@ -1,15 +1,17 @@
-"""Executing queued writes: batched memory inserts, messages, forgets; drainers and the worker.
+"""Draining the queue: claimed batches run and settled, drain passes, the continuous worker.
 
 A batch is claimed in one short transaction, then executed and completed in another, so
 an item's work and its completion commit together: a crash in between leaves the item
-processing, stuck reclaim hands it out again, and it runs exactly once. Memory writes of
-a batch share one embed call and one binary COPY. When a batch fails, its items run one
-by one, so one bad item fails alone and goes through ``fail`` (backoff, then dead).
+processing, reclaim hands it out again, and it runs exactly once. Both transactions run
+on the same connection, held for the whole drain pass: the claim records that backend's
+pid, and while the drainer lives its backend does, so its claims are never taken for a
+dead worker's; when it dies, the next claim anywhere reclaims them. What each op does is
+in ``_execute``. When a batch fails, its items run one by one, so one bad item fails
+alone and goes through ``fail`` (backoff, then dead; a permanent refusal is dead at once).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import socket
 import threading
@@ -20,20 +22,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from storage import queue
 from storage.config import Settings
 from storage.embedding import Embedder
-from storage.errors import ArchivistError, InputError
-from storage.memories import NewMemory, insert_memories
-from storage.queue import ForgetMemory, MemoryText, QueueItem, RecordMessage, parse_stored
-from storage.sessions import load_sessions, record_message, record_session
+from storage.queue import QueueItem
+from tasks.queue._execute import ITEM_ERRORS, execute, is_permanent
 
-# What an item's execution can raise that is the item's failure rather than a bug here:
-# our own errors (bad references, an embedder that gave up) and the database's refusals.
-ITEM_ERRORS = (ArchivistError, DBAPIError)
 _KEPT_ERRORS = 20
 
 
@@ -68,144 +64,42 @@ def default_worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"[:100]
 
 
-def execute(
-    session: Session, items: Sequence[QueueItem], embedder: Embedder, now: datetime
-) -> list[dict[str, Any]]:
-    """Do the items' work (messages, then memory writes, then forgets); results in item order."""
-    parsed = [(item, parse_stored(item.op, item.payload)) for item in items]
-    results: dict[int, dict[str, Any]] = {}
-    results |= _record(session, [(i, p) for i, p in parsed if isinstance(p, RecordMessage)])
-    texts = [(i, p) for i, p in parsed if isinstance(p, MemoryText)]
-    results |= _write_memories(session, texts, embedder, now)
-    results |= _forget(session, [(i, p) for i, p in parsed if isinstance(p, ForgetMemory)])
-    return [results[item.id] for item in items]
-
-
-def _record(
-    session: Session, items: Sequence[tuple[QueueItem, RecordMessage]]
-) -> dict[int, dict[str, Any]]:
-    known = load_sessions(session, [p.session.id for _, p in items])
-    out = {}
-    for item, payload in items:
-        existing = known.get(payload.session.id)
-        if existing is not None and existing.namespace != item.namespace:
-            raise InputError(
-                f"queue item {item.id}: session {payload.session.id!r} belongs to another "
-                "namespace; nothing recorded"
-            )
-        record_session(session, payload.session)
-        record_message(session, payload.session.id, payload.message)
-        out[item.id] = {"session_id": payload.session.id, "message_id": payload.message.id}
-    return out
-
-
-def _write_memories(
-    session: Session,
-    items: Sequence[tuple[QueueItem, MemoryText]],
-    embedder: Embedder,
-    now: datetime,
-) -> dict[int, dict[str, Any]]:
-    if not items:
-        return {}
-    _check_sessions(session, items)
-    vectors = embedder.embed([payload.content for _, payload in items])
-    rows = [
-        _new_memory(item, payload, vector, embedder.name, now)
-        for (item, payload), vector in zip(items, vectors, strict=True)
-    ]
-    ids = insert_memories(session, rows)
-    return {
-        item.id: {"memory_id": mid, "kind": row.kind}
-        for (item, _), mid, row in zip(items, ids, rows, strict=True)
-    }
-
-
-def _check_sessions(session: Session, items: Sequence[tuple[QueueItem, MemoryText]]) -> None:
-    wanted = sorted({p.session_id for _, p in items if p.session_id is not None})
-    known = load_sessions(session, wanted) if wanted else {}
-    for item, payload in items:
-        if payload.session_id is None:
-            continue
-        found = known.get(payload.session_id)
-        if found is None or found.namespace != item.namespace:
-            raise InputError(
-                f"queue item {item.id}: session {payload.session_id!r} is not recorded in "
-                f"namespace {item.namespace!r}; record it first (RECORD_MESSAGE)"
-            )
-
-
-def _new_memory(
-    item: QueueItem, payload: MemoryText, vector: Any, model: str, now: datetime
-) -> NewMemory:
-    kind = payload.memory_kind
-    # The item id in the key: a retried item cannot add a second copy of its memory.
-    raw_key = "\x1f".join((kind, payload.content, f"queue:{item.id}"))
-    return NewMemory(
-        namespace=item.namespace,
-        kind=kind,
-        content=payload.content,
-        content_key=hashlib.sha256(raw_key.encode("utf-8")).hexdigest(),
-        embedding=vector,
-        embedding_model=model,
-        importance=0.5 if payload.importance is None else payload.importance,
-        vehemence=0.0,
-        session_id=payload.session_id,
-        message_ids=(),
-        run_id=None,
-        extractor="queue",
-        occurred_at=payload.occurred_at or item.created_at,
-        created_at=now,
-    )
-
-
-def _forget(
-    session: Session, items: Sequence[tuple[QueueItem, ForgetMemory]]
-) -> dict[int, dict[str, Any]]:
-    out = {}
-    for item, payload in items:
-        outcome = queue.forget_memory(session, item.namespace, payload.memory_id)
-        if outcome == "foreign":
-            raise InputError(
-                f"queue item {item.id}: memory {payload.memory_id} belongs to another namespace "
-                f"than {item.namespace!r}; not deleted"
-            )
-        out[item.id] = {"memory_id": payload.memory_id, "deleted": outcome == "deleted"}
-    return out
-
-
 def run_batch(
-    bind: Engine | Connection,
+    conn: Connection,
     items: Sequence[QueueItem],
     embedder: Embedder,
     settings: Settings,
     now: datetime,
 ) -> DrainReport:
-    """Execute claimed items together, or one by one when the batch as a whole fails."""
+    """Execute claimed items together, or one by one when the batch as a whole fails.
+
+    ``conn`` is the connection that claimed them: the claims live as long as its backend.
+    """
     report = DrainReport(batches=1, claimed=len(items))
     try:
-        if _execute_and_complete(bind, items, embedder, now):
+        if _execute_and_complete(conn, items, embedder, now):
             report.completed = len(items)
             return report
     except ITEM_ERRORS as exc:
         if len(items) == 1:
-            _record_failure(bind, items[0], exc, now, settings, report)
+            _record_failure(conn, items[0], exc, now, settings, report)
             return report
     for item in items:
         try:
-            if _execute_and_complete(bind, [item], embedder, now):
+            if _execute_and_complete(conn, [item], embedder, now):
                 report.completed += 1
             else:
                 report.lost += 1
         except ITEM_ERRORS as exc:
-            _record_failure(bind, item, exc, now, settings, report)
+            _record_failure(conn, item, exc, now, settings, report)
     return report
 
 
 def _execute_and_complete(
-    bind: Engine | Connection, items: Sequence[QueueItem], embedder: Embedder, now: datetime
+    conn: Connection, items: Sequence[QueueItem], embedder: Embedder, now: datetime
 ) -> bool:
     """One transaction; rolled back (False) when a claim was taken over meanwhile."""
-    with Session(bind) as session:
+    with Session(conn) as session:
         queue.relax_commit(session)
         results = execute(session, items, embedder, now)
         done = queue.complete(session, list(zip(items, results, strict=True)), now)
@@ -217,16 +111,17 @@ def _execute_and_complete(
 
 
 def _record_failure(
-    bind: Engine | Connection,
+    conn: Connection,
     item: QueueItem,
     exc: Exception,
     now: datetime,
     settings: Settings,
     report: DrainReport,
 ) -> None:
-    error = f"{type(exc).__name__}: {exc}"
-    with Session(bind) as session, session.begin():
-        status = queue.fail(session, item, error, now, settings.queue)
+    permanent = is_permanent(exc)
+    error = f"{type(exc).__name__}: {exc}" + (" (permanent: not retried)" if permanent else "")
+    with Session(conn) as session, session.begin():
+        status = queue.fail(session, item, error, now, settings.queue, permanent=permanent)
     if status == "lost":
         report.lost += 1
         return
@@ -249,18 +144,19 @@ def drain_once(
     stop: threading.Event | None = None,
     on_batch: Callable[[DrainReport], None] | None = None,
 ) -> DrainReport:
-    """Reclaim stuck items, then claim and run batches until none is due (or ``max_batches``)."""
+    """Reclaim, claim and run batches until none is due (or ``max_batches``)."""
     started = time.perf_counter()
-    # One connection for the whole pass: no pool checkout and ping per transaction.
+    report = DrainReport()
+    # One connection for the whole pass: no pool checkout and ping per transaction, and
+    # the claiming backend stays alive until its claims are settled.
     with engine.connect() as conn:
-        report = _reclaim(conn, settings, now)
         while max_batches is None or report.batches < max_batches:
             if stop is not None and stop.is_set():
                 break
             batch = _claim_and_run(conn, embedder, settings, worker, now)
-            if batch is None:
-                break
             report.merge(batch)
+            if not batch.claimed:
+                break
             if on_batch is not None:
                 on_batch(batch)
     report.seconds = time.perf_counter() - started
@@ -269,23 +165,20 @@ def drain_once(
 
 def _claim_and_run(
     conn: Connection, embedder: Embedder, settings: Settings, worker: str, now: datetime | None
-) -> DrainReport | None:
+) -> DrainReport:
+    """Reclaim what gone or stuck workers hold, then claim a batch and run it."""
     started = time.perf_counter()
-    with Session(conn) as session, session.begin():
-        queue.relax_commit(session)
-        items = queue.claim(session, worker, settings.queue.claim_batch, now)
-    if not items:
-        return None
-    batch = run_batch(conn, items, embedder, settings, now or items[0].claimed_at)
-    batch.seconds = time.perf_counter() - started
-    return batch
-
-
-def _reclaim(conn: Connection, settings: Settings, now: datetime | None) -> DrainReport:
     stuck_after = timedelta(seconds=settings.queue.stuck_after_seconds)
     with Session(conn) as session, session.begin():
-        reclaimed = queue.reclaim_stuck(session, now, stuck_after)
-    return DrainReport(reclaimed=reclaimed.requeued, reclaimed_dead=reclaimed.dead)
+        queue.relax_commit(session)
+        gone = settings.queue.detect_gone_workers
+        reclaimed = queue.reclaim(session, now, stuck_after, gone_workers=gone)
+        items = queue.claim(session, worker, settings.queue.claim_batch, now)
+    report = DrainReport(reclaimed=reclaimed.requeued, reclaimed_dead=reclaimed.dead)
+    if items:
+        report.merge(run_batch(conn, items, embedder, settings, now or items[0].claimed_at))
+    report.seconds = time.perf_counter() - started
+    return report
 
 
 def run_worker(

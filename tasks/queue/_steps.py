@@ -41,10 +41,14 @@ class QueueRunReport:
             ("claimed / completed", f"{d.claimed} / {d.completed}"),
             ("failed: retry later / dead", f"{d.retried} / {d.dead}"),
             ("claims lost to another drainer", d.lost),
-            ("stuck items reclaimed / dead", f"{d.reclaimed} / {d.reclaimed_dead}"),
+            (
+                "items reclaimed (stuck or worker gone) / dead",
+                f"{d.reclaimed} / {d.reclaimed_dead}",
+            ),
             ("completed items purged", self.purged),
             ("queue now: pending (due) / processing", f"{s.pending} ({s.ready}) / {s.processing}"),
-            ("queue now: completed / dead / stuck", f"{s.completed} / {s.dead} / {s.stuck}"),
+            ("queue now: completed / dead", f"{s.completed} / {s.dead}"),
+            ("queue now: stuck / worker gone", f"{s.stuck} / {s.abandoned}"),
             ("oldest pending item waits (s)", _seconds(s.oldest_pending_seconds)),
             ("seconds", f"{self.seconds:.2f}"),
         ]
@@ -63,7 +67,7 @@ def _seconds(value: float | None) -> str:
 def drain_task(
     store: Store, embedder: Embedder, worker: str, now: datetime | None, max_batches: int
 ) -> DrainReport:
-    """Reclaim stuck items, then execute due ones batch by batch."""
+    """Reclaim abandoned and stuck items, then execute due ones batch by batch."""
     report = drain_once(
         store.engine, embedder, store.settings, worker, now, max_batches=max_batches
     )

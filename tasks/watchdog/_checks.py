@@ -158,14 +158,15 @@ def check_deployment(
 
 
 def check_queue(stats: QueueStats, ws: WatchdogSettings) -> list[CheckResult]:
-    """Stuck, dead and long-waiting items of the write queue."""
+    """Stuck or abandoned (worker gone), dead and long-waiting items of the write queue."""
     snapshot = stats.as_dict()
     oldest_min = (stats.oldest_pending_seconds or 0.0) / 60
     return [
         CheckResult(
             "queue:stuck",
-            stats.stuck < ws.queue_stuck_alert,
-            f"{stats.stuck} items stuck in processing",
+            stats.stuck + stats.abandoned < ws.queue_stuck_alert,
+            f"{stats.stuck} items stuck in processing, "
+            f"{stats.abandoned} held by workers that are gone",
             snapshot,
         ),
         CheckResult(

@@ -20,7 +20,7 @@ T = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 def test_flow_drains_reclaims_purges_and_publishes_its_report(flow_env: Settings) -> None:
     store = open_store(flow_env)
     with Session(store.engine) as session, session.begin():
-        done = queue.enqueue(session, "alice", "ADD_MEMORY", {"content": "done long ago"}, now=T)
+        done = queue.enqueue(session, "alice", "ADD_MEMORY", {"content": "done long ago"}, now=T).id
         queue.complete(session, [(i, {}) for i in queue.claim(session, "w", 1, T)], T)
         queue.enqueue(session, "alice", "ADD_MEMORY", {"content": "stuck"}, now=T)
         queue.claim(session, "crashed", 1, T)

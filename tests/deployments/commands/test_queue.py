@@ -26,8 +26,12 @@ def test_enqueue_stats_and_worker_once(flow_env: Settings) -> None:
     found = runner.invoke(main, ["search", "alice", "passport", "--no-record"])
 
     assert first.exit_code == 0, first.output
-    assert first.output == again.output == "queued item 1 (ADD_MEMORY for alice)\n"
-    assert "pending 1 (due 1), processing 0 (stuck 0), completed 0, dead 0" in before.output
+    assert first.output == "queued item 1 (ADD_MEMORY for alice)\n"
+    assert again.exit_code == 0, again.output
+    assert again.output == "already queued as item 1 (same idempotency key 'k1' for alice)\n"
+    assert "pending 1 (due 1), processing 0 (stuck 0, worker gone 0), completed 0, dead 0" in (
+        before.output
+    )
     assert drained.exit_code == 0, drained.output
     assert "batch of 1: 1 completed, 0 retry later, 0 dead" in drained.output
     assert "completed 1, dead 0" in after.output

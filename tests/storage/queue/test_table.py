@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
+from sqlalchemy.pool import NullPool
 
 from storage.config import QueueSettings
 from storage.engine import Store
 from storage.errors import InputError
 from storage.queue import _table as queue
-from storage.queue._payloads import QueueItem, QueueStats, Reclaimed
+from storage.queue._payloads import Enqueued, QueueItem, QueueStats, Reclaimed
 
 T = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 NOTE = {"content": "Alice prefers window seats", "importance": 0.7}
@@ -31,7 +33,7 @@ def put(
     store: Store, *payloads: dict[str, Any], op: str = "ADD_MEMORY", at: datetime = T, **kw: Any
 ) -> list[int]:
     with Session(store.engine) as session, session.begin():
-        return [queue.enqueue(session, "alice", op, p, now=at, **kw) for p in payloads]
+        return [queue.enqueue(session, "alice", op, p, now=at, **kw).id for p in payloads]
 
 
 def claim(store: Store, now: datetime, worker: str = "w1", limit: int = 20) -> list[QueueItem]:
@@ -76,15 +78,20 @@ def test_items_are_not_claimed_before_they_are_due(store: Store) -> None:
     assert claim(store, T - timedelta(seconds=1)) == []
 
 
-def test_same_idempotency_key_gives_one_item(store: Store) -> None:
-    first = put(store, NOTE, op="ADD_MEMORY", idempotency_key="k-1")
-    again = put(store, {"content": "other"}, idempotency_key="k-1")
+def test_same_idempotency_key_gives_one_item_and_says_so(store: Store) -> None:
     with Session(store.engine) as session, session.begin():
+        first = queue.enqueue(session, "alice", "ADD_MEMORY", NOTE, idempotency_key="k-1")
+    with Session(store.engine) as session, session.begin():
+        again = queue.enqueue(
+            session, "alice", "ADD_MEMORY", {"content": "b"}, idempotency_key="k-1"
+        )
         elsewhere = queue.enqueue(session, "bob", "ADD_MEMORY", NOTE, idempotency_key="k-1")
 
-    assert first == again and elsewhere != first[0]
+    assert first == Enqueued(id=first.id, duplicate=False)
+    assert again == Enqueued(id=first.id, duplicate=True)
+    assert elsewhere.id != first.id and not elsewhere.duplicate
     assert count(store) == 2
-    assert row(store, first[0])["payload"] == {**NOTE, "kind": "note"}
+    assert row(store, first.id)["payload"] == {**NOTE, "kind": "note"}
 
 
 BAD = [
@@ -169,6 +176,19 @@ def test_failures_back_off_exponentially_then_the_item_is_dead(store: Store) -> 
     assert claim(store, T + timedelta(days=1)) == []
 
 
+def test_a_permanent_failure_is_dead_at_once_with_attempts_left(store: Store) -> None:
+    (item_id,) = put(store, NOTE)
+    (item,) = claim(store, T)
+
+    with Session(store.engine) as session, session.begin():
+        status = queue.fail(session, item, "refused for good", T, QueueSettings(), permanent=True)
+
+    dead = row(store, item_id)
+    assert status == "dead" and (dead["status"], dead["attempts"]) == ("dead", 1)
+    assert dead["max_attempts"] == 3 and dead["last_error"] == "refused for good"
+    assert claim(store, T + timedelta(days=1)) == []
+
+
 def test_backoff_is_capped() -> None:
     settings = QueueSettings()
     assert [queue.backoff(n, settings).total_seconds() for n in (1, 2, 3, 4)] == [2, 4, 8, 16]
@@ -181,10 +201,10 @@ def test_stuck_items_are_reclaimed_and_exhausted_ones_go_dead(store: Store) -> N
     later = T + timedelta(minutes=11)
 
     with Session(store.engine) as session, session.begin():
-        assert queue.reclaim_stuck(session, T + timedelta(minutes=9), timedelta(minutes=10)) == (
+        assert queue.reclaim(session, T + timedelta(minutes=9), timedelta(minutes=10)) == (
             Reclaimed(requeued=0, dead=0)
         )
-        reclaimed = queue.reclaim_stuck(session, later, timedelta(minutes=10))
+        reclaimed = queue.reclaim(session, later, timedelta(minutes=10))
 
     assert reclaimed == Reclaimed(requeued=1, dead=1)
     requeued, dead = row(store, again[0]), row(store, once[0])
@@ -194,11 +214,47 @@ def test_stuck_items_are_reclaimed_and_exhausted_ones_go_dead(store: Store) -> N
     assert item.id == again[0] and item.attempts == 2
 
 
+def wait_until_ended(store: Store, pid: int) -> None:
+    """A backend ends once it reads its client's close: wait for that, not for a time."""
+    ended = text("SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = :pid")
+    deadline = time.monotonic() + 30
+    with store.engine.connect() as conn:
+        while not conn.execute(ended, {"pid": pid}).scalar_one():
+            assert time.monotonic() < deadline, f"backend {pid} still running"
+            conn.rollback()  # a new transaction reads pg_stat_activity afresh
+            time.sleep(0.01)
+
+
+def test_claims_of_an_ended_backend_are_reclaimed_at_once_unless_detection_is_off(
+    store: Store,
+) -> None:
+    (item_id,) = put(store, NOTE)
+    elsewhere = create_engine(store.engine.url, poolclass=NullPool)  # closes on release
+    with Session(elsewhere) as session, session.begin():
+        (held,) = queue.claim(session, "gone", 20, T)
+        pid = session.execute(text("SELECT pg_backend_pid()")).scalar_one()
+    elsewhere.dispose()
+    wait_until_ended(store, pid)
+
+    off = QueueSettings(detect_gone_workers=False)
+    with Session(store.engine) as session, session.begin():
+        blind = queue.queue_stats(session, T, off), queue.queue_stats(session, T)
+        kept = queue.reclaim(session, T, timedelta(minutes=10), gone_workers=False)
+        reclaimed = queue.reclaim(session, T, timedelta(minutes=10))
+
+    assert (blind[0].abandoned, blind[1].abandoned, blind[1].stuck) == (0, 1, 0)
+    assert kept == Reclaimed(requeued=0, dead=0) and reclaimed == Reclaimed(requeued=1, dead=0)
+    assert row(store, item_id)["claimer_pid"] == pid and held.claimed_by == "gone"
+    assert row(store, item_id)["last_error"].startswith(
+        f"worker gone: claimed by gone (backend pid {pid})"
+    )
+
+
 def test_a_taken_over_claim_can_neither_complete_nor_fail(store: Store) -> None:
     put(store, NOTE)
     (old,) = claim(store, T, worker="slow")
     with Session(store.engine) as session, session.begin():
-        queue.reclaim_stuck(session, T + timedelta(minutes=11), timedelta(minutes=10))
+        queue.reclaim(session, T + timedelta(minutes=11), timedelta(minutes=10))
     (new,) = claim(store, T + timedelta(minutes=11), worker="fast")
 
     with Session(store.engine) as session, session.begin():
@@ -224,6 +280,7 @@ def test_stats_count_statuses_dead_stuck_and_the_oldest_wait(store: Store) -> No
         ready=1,
         processing=1,
         stuck=1,
+        abandoned=0,
         completed=1,
         dead=1,
         oldest_pending_seconds=15 * 60,
@@ -258,7 +315,7 @@ def test_purge_removes_only_completed_items_older_than_the_threshold(store: Stor
 
 def test_without_a_pinned_time_the_database_clock_is_used(store: Store) -> None:
     with Session(store.engine) as session, session.begin():
-        item_id = queue.enqueue(session, "alice", "UPDATE_GOAL", {"content": "run a marathon"})
+        item_id = queue.enqueue(session, "alice", "UPDATE_GOAL", {"content": "run a marathon"}).id
     with Session(store.engine) as session, session.begin():
         (item,) = queue.claim(session, "w", 5, None)
     assert item.id == item_id and item.claimed_at.tzinfo is not None

@@ -7,15 +7,20 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import DataError, ProgrammingError
 from sqlalchemy.orm import Session
 
 from storage.config import Settings
 from storage.embedding import HashingEmbedder
 from storage.engine import Store
+from storage.errors import InputError, PermanentError
 from storage.queue import _table as queue
 from storage.retrieval._search import Retriever
+from tasks.queue._execute import is_permanent
 from tasks.queue._ops import DrainReport, drain_once, run_worker
+from tests.helpers import add_session, chat
 from tests.storage.memory_factory import put
 
 T = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -24,7 +29,7 @@ EMBEDDER = HashingEmbedder(384)
 
 def enqueue(store: Store, namespace: str, op: str, payloads: list[dict[str, Any]]) -> list[int]:
     with Session(store.engine) as session, session.begin():
-        return [queue.enqueue(session, namespace, op, p, now=T) for p in payloads]
+        return [queue.enqueue(session, namespace, op, p, now=T).id for p in payloads]
 
 
 def drain(store: Store, now: datetime = T, worker: str = "w1") -> DrainReport:
@@ -136,8 +141,51 @@ def test_forget_deletes_only_the_namespaces_own_memory(store: Store) -> None:
     state = items(store)
     assert state[ids[0]]["result"] == {"memory_id": mine, "deleted": True}
     assert state[ids[2]]["result"] == {"memory_id": 999_999, "deleted": False}
-    assert state[ids[1]]["status"] == "pending" and report.retried == 1
+    assert state[ids[1]]["status"] == "dead" and (report.dead, report.retried) == (1, 0)
     assert "belongs to another namespace than 'alice'; not deleted" in state[ids[1]]["last_error"]
+
+
+def test_a_permanent_refusal_is_dead_at_once_with_its_reason(store: Store) -> None:
+    (theirs,) = put(store, "bob", ["bob's memory"], T)
+    add_session(store, "s-bob", "bob", chat(T - timedelta(hours=1), "hello", "hi"))
+    bob_session = {"id": "s-bob", "namespace": "alice", "agent": "aria"}
+    message = {"id": "m9", "role": "user", "speaker": "Alice", "content": "hi", "timestamp": T}
+    (forget,) = enqueue(store, "alice", "FORGET_MEMORY", [{"memory_id": theirs}])
+    (note,) = enqueue(store, "alice", "ADD_MEMORY", [{"content": "x", "session_id": "s-bob"}])
+    (msg,) = enqueue(
+        store, "alice", "RECORD_MESSAGE", [{"session": bob_session, "message": message}]
+    )
+    (fine,) = enqueue(store, "alice", "ADD_MEMORY", [{"content": "fine"}])
+
+    report = drain(store)
+    later = drain(store, T + timedelta(days=1))
+
+    assert (report.completed, report.dead, report.retried, later.claimed) == (1, 3, 0, 0)
+    state = items(store)
+    assert state[fine]["status"] == "completed"
+    reasons = {
+        forget: f"memory {theirs} belongs to another namespace than 'alice'; not deleted",
+        note: "session 's-bob' belongs to another namespace than 'alice'; nothing written",
+        msg: "session 's-bob' belongs to another namespace; nothing recorded",
+    }
+    for item_id, reason in reasons.items():
+        assert (state[item_id]["status"], state[item_id]["attempts"]) == ("dead", 1)
+        assert state[item_id]["last_error"] == (
+            f"PermanentError: queue item {item_id}: {reason} (permanent: not retried)"
+        )
+    assert [r["content"] for r in memories(store)] == ["bob's memory", "fine"]
+
+
+def test_values_the_database_rejects_are_permanent_other_errors_are_not(store: Store) -> None:
+    with store.engine.connect() as conn:
+        with pytest.raises(DataError) as bad_value:
+            conn.execute(text("SELECT CAST('seven' AS integer)"))
+        conn.rollback()
+        with pytest.raises(ProgrammingError) as missing:
+            conn.execute(text("SELECT * FROM no_such_table"))
+
+    assert is_permanent(bad_value.value) and is_permanent(PermanentError("another namespace"))
+    assert not is_permanent(missing.value) and not is_permanent(InputError("not recorded yet"))
 
 
 def test_a_crash_between_claim_and_complete_is_recovered_exactly_once(store: Store) -> None:
@@ -177,7 +225,7 @@ def test_the_worker_picks_up_an_enqueued_item_quickly_and_stops(store: Store) ->
     try:
         time.sleep(0.3)  # let it reach its wait
         with Session(store.engine) as session, session.begin():
-            item_id = queue.enqueue(session, "alice", "ADD_MEMORY", {"content": "live"})
+            item_id = queue.enqueue(session, "alice", "ADD_MEMORY", {"content": "live"}).id
         deadline = time.monotonic() + 5
         while items(store)[item_id]["status"] != "completed" and time.monotonic() < deadline:
             time.sleep(0.01)

@@ -124,6 +124,7 @@ def stats(**changes: object) -> QueueStats:
         "ready": 0,
         "processing": 0,
         "stuck": 0,
+        "abandoned": 0,
         "completed": 0,
         "dead": 0,
         "oldest_pending_seconds": None,
@@ -136,6 +137,11 @@ def test_queue_checks() -> None:
     bad = by_key(check_queue(stats(stuck=1, dead=2, oldest_pending_seconds=31 * 60.0), WS))
     assert not bad["stuck"].ok and not bad["dead"].ok and not bad["oldest-pending"].ok
     assert bad["dead"].snapshot["dead"] == 2
+    gone = by_key(check_queue(stats(processing=3, abandoned=3), WS))["stuck"]
+    assert (
+        not gone.ok
+        and gone.summary == "0 items stuck in processing, 3 held by workers that are gone"
+    )
 
 
 def test_quality_check() -> None:
