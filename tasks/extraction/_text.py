@@ -35,6 +35,8 @@ TOKEN = re.compile(r"\w+(?:'\w+)*")
 # Sentence ends: ASCII marks need a following space ("3.5", "e.g.x" stay whole), CJK do not.
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？\n]")
 _NORMALISE = re.compile(r"[\W_]+")
+_ABBREVIATION_CAP = 8  # longer than any abbreviation of the lexicon, period excluded
+_OPENERS = "([{\"'«“"
 # No lookbehind here (it triples the cost); `names` checks the preceding character.
 _CAPITALISED = re.compile(rf"[{_UPPER}][\w'-]*(?:[ \t]+[{_UPPER}][\w'-]*)*")
 _EXTENSIONS = (
@@ -79,12 +81,32 @@ def dedup_key(lower: str) -> str:
     return _NORMALISE.sub(" ", lower).strip()
 
 
+def _abbreviated(text: str, dot: int) -> bool:
+    """Whether the period at ``dot`` closes an abbreviation rather than a sentence."""
+    before = text[max(0, dot - _ABBREVIATION_CAP) : dot]
+    words = before.split()
+    if not words or before[-1].isspace():
+        return False
+    word = words[-1].lstrip(_OPENERS)
+    if len(words[-1]) == len(before) == _ABBREVIATION_CAP:
+        return False  # the word may go on further back: too long to be an abbreviation
+    lower = word.lower()
+    if lower in lexicon.ABBREVIATIONS or (len(word) == 1 and word.isupper()):
+        return True
+    after = text[dot + 1 : dot + 3].lstrip()
+    return lower in lexicon.NUMERAL_ABBREVIATIONS and after[:1].isdigit()
+
+
 def split_sentences(text: str) -> list[tuple[str, str]]:
-    """(sentence, lower-cased sentence) pairs of text, in order, blanks dropped."""
+    """(sentence, lower-cased sentence) pairs of text, in order, blanks dropped.
+
+    A period after an abbreviation ("Dr.", "e.g.", "J.", "No. 5") does not end one.
+    """
     pairs: list[tuple[str, str]] = []
     start = 0
+    ends = [m.end() for m in _SENTENCE_END.finditer(text) if not _abbreviated(text, m.start())]
     # slicing at the matches is faster than re.split with a lookbehind
-    for end in [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text)]:
+    for end in ends + [len(text)]:
         sentence = text[start:end].strip()
         if sentence:
             pairs.append((sentence, lowercase(sentence)))
@@ -134,8 +156,11 @@ def references(text: str) -> list[tuple[str, str]]:
 
 
 def _at_sentence_start(text: str, start: int) -> bool:
-    before = text[max(0, start - 4) : start].rstrip(" \t\"'(«“")
-    return not before or before[-1] in ".!?。！？\n:"
+    low = max(0, start - 4)
+    before = text[low:start].rstrip(" \t\"'(«“")
+    if before.endswith("."):
+        return not _abbreviated(text, low + len(before) - 1)
+    return not before or before[-1] in "!?。！？\n:"
 
 
 def names(text: str) -> Iterable[str]:
@@ -150,11 +175,24 @@ def names(text: str) -> Iterable[str]:
         opens = _at_sentence_start(text, start)
         if single and opens:
             continue
+        if single and text.startswith(".", match.end()) and _abbreviated(text, match.end()):
+            continue  # a title or initial ("Dr.", "J."), not a name of its own
         words = phrase.split()[1:] if opens else phrase.split()
-        while words and words[0].lower() in lexicon.NOT_ENTITIES:
-            words = words[1:]
-        name = " ".join(words)
+        yield from _names_in(words)
+
+
+def _names_in(words: list[str]) -> Iterable[str]:
+    """The names in a run of capitalised words, split where "I", "I'd" or "I'm" stands."""
+    run: list[str] = []
+    for word in [*words, "I"]:  # the closing "I" ends the last run
+        if word.lower() not in lexicon.FIRST_PERSON:
+            run.append(word)
+            continue
+        while run and run[0].lower() in lexicon.NOT_ENTITIES:
+            run = run[1:]
+        name = " ".join(run)
         # the phrase holds only word characters, "'" and "-", so "'s" is the only possessive
         name = name[:-2] if name.endswith("'s") else name
         if len(name) >= 2 and name.lower() not in lexicon.STOPWORDS:
             yield name
+        run = []

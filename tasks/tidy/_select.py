@@ -10,11 +10,12 @@ Selection rule of the weekly tidy:
    ``storage.scoring.salience`` of its access count and the days since its last access
    (since it occurred, if never accessed), capped at 1 so use cannot swamp the rest;
    recency is ``storage.scoring.recency`` of its age at ``as_of``.
-3. **Near-duplicates merge**: texts equal once normalised (casefolded, punctuation to
-   spaces, whitespace collapsed) or with a token-set Jaccard of at least 0.8 become one
-   entry citing every memory id. Its text is its most specific member's (preference,
-   decision, fact, goal, note, task_card, episode, then the lowest id); it is pinned if
-   any member is, and scores as its best member.
+3. **Memories that say the same thing merge** (``_merge`` has the rule: the same words,
+   equal once normalised or with a token-set Jaccard of at least 0.8, and the same
+   decisive words: names, numbers, dates, quoted words, negations) into one entry citing
+   every memory id. Its text is its most specific member's (preference, decision, fact,
+   goal, note, task_card, episode, then the lowest id); it is pinned if any member is,
+   and scores as its best member.
 4. **Order**: pinned first, then score descending, ties by the lowest memory id.
 5. **Fill**: entries are taken in that order until the next would break either cap (lines,
    or UTF-8 bytes of the whole file: header, section titles, blank lines and trace
@@ -27,23 +28,17 @@ Selection rule of the weekly tidy:
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import math
-import sys
-import unicodedata
-from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from fractions import Fraction
 
 from storage.errors import DataQualityError
 from storage.scoring import importance, recency, salience
+from tasks.tidy._merge import groups, normalise
 from tasks.tidy._render import Caps, Line, added_cost, entry_line, measure, render, section_for
 
 KINDS = ("preference", "decision", "fact", "goal", "note", "task_card", "episode")
-JACCARD = Fraction(4, 5)
 WEIGHTS = {"importance": 0.4, "salience": 0.3, "recency": 0.3}
 
 
@@ -92,69 +87,16 @@ def score(
     )
 
 
-def normalise(text: str) -> str:
-    """Casefolded, punctuation turned into spaces, whitespace collapsed."""
-    folded = text.casefold().translate(_punctuation())
-    return " ".join(folded.split()) or " ".join(text.split())
-
-
-@functools.cache
-def _punctuation() -> dict[int, str]:
-    """Every Unicode punctuation code point (categories P*), mapped to a space."""
-    return {
-        cp: " " for cp in range(sys.maxunicode + 1) if unicodedata.category(chr(cp)).startswith("P")
-    }
-
-
 def entry_key(text: str) -> str:
     """Stable identity of an entry: a hash of its normalised text."""
     return hashlib.sha256(normalise(text).encode("utf-8")).hexdigest()
 
 
 def merge(candidates: Sequence[Candidate]) -> list[list[Candidate]]:
-    """Groups of near-duplicates (equal normalised text, or token Jaccard >= 0.8)."""
-    by_text: dict[str, list[Candidate]] = defaultdict(list)
-    for cand in candidates:
-        if cand.text.strip():
-            by_text[normalise(cand.text)].append(cand)
-    texts = list(by_text)
-    parent = list(range(len(texts)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i, j in similar_pairs([frozenset(t.split()) for t in texts]):
-        parent[find(i)] = find(j)
-    groups: dict[int, list[Candidate]] = defaultdict(list)
-    for i, text in enumerate(texts):
-        groups[find(i)].extend(by_text[text])
-    return [sorted(g, key=lambda c: c.id) for g in groups.values()]
-
-
-def similar_pairs(sets: Sequence[frozenset[str]]) -> Iterator[tuple[int, int]]:
-    """Pairs with Jaccard >= 0.8, found by prefix filtering instead of all pairs."""
-    freq = Counter(token for s in sets for token in s)
-    index: dict[str, list[int]] = defaultdict(list)
-    for i, tokens in enumerate(sets):
-        ranked = sorted(tokens, key=lambda t: (freq[t], t))
-        prefix = len(ranked) - math.ceil(JACCARD * len(ranked)) + 1
-        seen: set[int] = set()
-        for token in ranked[:prefix]:
-            for j in index[token]:
-                if j not in seen and _jaccard_ok(tokens, sets[j]):
-                    yield j, i
-                seen.add(j)
-            index[token].append(i)
-
-
-def _jaccard_ok(a: frozenset[str], b: frozenset[str]) -> bool:
-    small, big = sorted((len(a), len(b)))
-    if small * JACCARD.denominator < JACCARD.numerator * big:
-        return False  # sizes alone rule it out
-    return len(a & b) * JACCARD.denominator >= JACCARD.numerator * len(a | b)
+    """Groups of memories that say the same thing (``_merge``), each by memory id."""
+    kept = [c for c in candidates if c.text.strip()]
+    found = groups([c.text for c in kept])
+    return [sorted((kept[i] for i in group), key=lambda c: c.id) for group in found]
 
 
 def to_entry(group: Sequence[Candidate], caps: Caps) -> Entry:

@@ -11,8 +11,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from storage import weekly
+from tasks.tidy._merge import normalise
 from tasks.tidy._render import cut_utf8, one_line, trace
-from tasks.tidy._select import normalise
 
 TOP_TOPICS = 10
 MAX_ITEMS = 20

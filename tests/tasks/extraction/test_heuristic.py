@@ -314,3 +314,45 @@ def test_tiny_sessions_still_get_a_summary(turns: list[tuple[str, str, str]]) ->
     result = _extract(turns)
     assert result.episode.summary.count(".") >= 1
     assert result.episode.importance == 0.3
+
+
+ABBREVIATED = [
+    "I need to move my appointment with Dr. Smith to Friday morning.",
+    "I work with Mr. Brown and Ms. Green on the audit.",
+    "I have a call with Mrs. Lee about the lease.",
+    "My teacher was Prof. Adams at the university.",
+    "My sister lives on St. James Street near the park.",
+    "I love citrus fruit, e.g. lemons and limes.",
+    "I prefer aisle seats, i.e. the ones near the exit.",
+    "I like apples, pears, etc. for breakfast.",
+    "I prefer TAP vs. Iberia on short flights.",
+    "My seat is No. 14 on the left side.",
+    "I love the books by J. R. R. Tolkien.",
+]
+
+
+@pytest.mark.parametrize("sentence", ABBREVIATED)
+def test_an_abbreviation_does_not_end_the_sentence(sentence: str) -> None:
+    result = _extract([("user", "Alice", sentence), ("assistant", "aria", "Noted.")])
+    salient = [m.content for m in result.memories if m.kind in ("fact", "preference")]
+    assert salient == [f"Alice: {sentence}"]
+
+
+def test_a_sentence_still_ends_after_a_short_word() -> None:
+    result = _extract([("user", "Alice", "No. I prefer tea. Coffee keeps me up.")])
+    salient = [m.content for m in result.memories if m.kind in ("fact", "preference")]
+    assert salient == ["Alice: I prefer tea."]
+
+
+def test_i_and_its_contractions_never_glue_onto_a_name() -> None:
+    result = _extract(
+        [
+            ("user", "Alice", "We could meet in Porto in May I'd say, or in October I'm free."),
+            ("assistant", "aria", "On Friday I'll book it, and Monday I've kept for Bob."),
+            ("user", "Alice", "Then Tuesday I call Dr. Smith about it."),
+        ]
+    )
+    entities = set(result.episode.entities)
+    assert {"Porto", "October", "Friday", "Monday", "Bob", "Tuesday", "Smith"} <= entities
+    glued = [e for e in entities if {"I", "I'd", "I'm", "I'll", "I've"} & set(e.split())]
+    assert glued == [] and "Dr" not in entities

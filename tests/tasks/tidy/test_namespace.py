@@ -332,3 +332,36 @@ def test_back_fill_of_an_earlier_week_leaves_memory_md_alone(store: Store) -> No
 
     assert outcome.memory_md.startswith("left alone: week of 2026-11-23")
     assert memory_md(store).read_bytes() == before
+
+
+TRIPS = {"cph": ("Copenhagen", "Iberia"), "opo": ("Porto", "TAP")}
+
+
+def test_each_line_cites_only_messages_that_say_what_it_says(store: Store) -> None:
+    for day, (sid, (city, airline)) in enumerate(TRIPS.items()):
+        start = DAY + timedelta(days=day)
+        turns = chat(
+            start,
+            f"I need to book flights to {city} for the conference in March.",
+            f"{airline} has a direct flight on Friday morning.",
+            f"I prefer window seats. Let's go with the {airline} one on Friday.",
+            f"Booked the {airline} flight on Friday, window seat 14A.",
+        )
+        add_session(store, sid, "alice", turns, title=f"Trip to {city}")
+        run_sync(store, start.replace(hour=23))
+
+    tidy_namespace(store.engine, open_memory_root(store.settings), context(store), "alice")
+
+    lines = [ln for ln in memory_md(store).read_text("utf-8").splitlines() if ln.startswith("- ")]
+    sql = (
+        "SELECT m.content, c.session_id, c.content FROM memories m JOIN chat_messages c"
+        " ON c.session_id = m.session_id AND c.id = ANY(m.message_ids) WHERE m.id = ANY(:ids)"
+    )
+    names = [name for pair in TRIPS.values() for name in pair]
+    decisions = [ln for ln in lines if ln.startswith("- Alice: Let's go with the")]
+    assert len(decisions) == 2  # one per trip, not one line citing both
+    for line in lines:
+        said = {n for n in names if n in line.split("<!--")[0]}
+        for memory, session_id, message in rows(store, sql, ids=list(trace_ids(line))):
+            assert {n for n in names if n in memory} == said, (line, memory)
+            assert not said or said <= set(TRIPS[session_id]), (line, message)

@@ -8,8 +8,9 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
+from tasks.tidy._merge import normalise
 from tasks.tidy._render import Caps, cut_utf8, header, measure, trace
-from tasks.tidy._select import Candidate, document, normalise, score, select
+from tasks.tidy._select import Candidate, document, score, select
 
 HEAD = header("alice", date(2026, 11, 16))
 WORDS = ["trip", "Lisbon", "window", "seat", "dentist", "budget", "deploy", "ok", "TAP"]
@@ -166,3 +167,87 @@ def test_score_weights_importance_salience_recency() -> None:
     assert month_old == pytest.approx(0.4 * 0.5 + 0.3 * 0.5 + 0.3 * 0.5)
     used = score(0.5, 50, now, now - timedelta(days=30), now)
     assert used == pytest.approx(0.4 * 0.5 + 0.3 * 1.0 + 0.3 * 0.5)  # salience capped at 1
+
+
+APART = {
+    "airline": ("Let's go with the TAP one on Friday.", "Let's go with the Iberia one on Friday."),
+    "place": (
+        "user: I need to book flights to Copenhagen for the conference in March.",
+        "user: I need to book flights to Porto for the conference in March.",
+    ),
+    "number": (
+        "The weekly team meeting is moved to Thursday at 3pm",
+        "The weekly team meeting is moved to Thursday at 5pm",
+    ),
+    "date": (
+        "Dentist appointment moved to 12 March at the clinic on the corner",
+        "Dentist appointment moved to 14 March at the clinic on the corner",
+    ),
+    "weekday": (
+        "the billing deploy is on friday night for the whole team",
+        "the billing deploy is on monday night for the whole team",
+    ),
+    "number word": (
+        "book a table for three people at the italian place near the office",
+        "book a table for four people at the italian place near the office",
+    ),
+    "negation": (
+        "Alice will sit in window seats on long flights to work",
+        "Alice will never sit in window seats on long flights to work",
+    ),
+    "quoted": (
+        'the wifi password at the office is "sunflower" since the move',
+        'the wifi password at the office is "sunrise" since the move',
+    ),
+    "order": (
+        "the train from Lisbon to Porto leaves early in the morning",
+        "the train from Porto to Lisbon leaves early in the morning",
+    ),
+    "after an abbreviation": (
+        "appointment with Dr. Smith about the knee at the usual clinic",
+        "appointment with Dr. Jones about the knee at the usual clinic",
+    ),
+}
+
+
+@pytest.mark.parametrize("texts", APART.values(), ids=APART.keys())
+def test_facts_that_differ_in_a_decisive_word_stay_apart(texts: tuple[str, str]) -> None:
+    cands = [Candidate(1, "decision", texts[0], 0.5), Candidate(2, "decision", texts[1], 0.5)]
+    entries = select(HEAD, cands, Caps(80, 5120))
+    assert sorted((e.text, e.memory_ids) for e in entries) == sorted(
+        [(texts[0], (1,)), (texts[1], (2,))]
+    )
+
+
+SAME = {
+    "extra word": (
+        "Alice prefers window seats on long flights",
+        "Alice prefers window seats on long flights today",
+    ),
+    "decisive words agree": (
+        "The team meeting is on Thursday at 3pm in Room 4",
+        "the team meeting is on thursday at 3pm in room 4 again",
+    ),
+    "case of a plain word": (
+        "user: Let's go with the TAP one on Friday morning",
+        "user: let's GO with the TAP one on Friday morning then",
+    ),
+}
+
+
+@pytest.mark.parametrize("texts", SAME.values(), ids=SAME.keys())
+def test_two_wordings_of_the_same_fact_still_merge(texts: tuple[str, str]) -> None:
+    cands = [Candidate(1, "fact", texts[0], 0.5), Candidate(2, "fact", texts[1], 0.4)]
+    entries = select(HEAD, cands, Caps(80, 5120))
+    assert [(e.text, e.memory_ids) for e in entries] == [(texts[0], (1, 2))]
+
+
+def test_no_chain_of_small_differences_joins_two_that_differ() -> None:
+    base = "alice books window seats on long flights abroad"  # 8 words, 80 % of 10
+    cands = [
+        Candidate(1, "fact", base + " with legroom", 0.5),
+        Candidate(2, "fact", base, 0.5),
+        Candidate(3, "fact", base + " company paid", 0.5),  # 8 of 12 words of the first
+    ]
+    entries = select(HEAD, cands, Caps(80, 5120))
+    assert sorted(e.memory_ids for e in entries) == [(1, 2), (3,)]
