@@ -14,6 +14,7 @@ from tasks.common import notify_flow_failure
 from tasks.watchdog import (
     WatchdogReport,
     decide_task,
+    mark_crashed_task,
     notify_task,
     observe_task,
     open_engine,
@@ -43,15 +44,17 @@ def memory_cron_watchdog(
         Field(description="Only these deployment names; default every one tagged archivist"),
     ] = None,
 ) -> WatchdogReport:
-    """Check every deployment, the queue and data quality; alert after 2 anomalies in a row."""
+    """Check every deployment, the queue and data quality; alert after 2 anomalies in a row;
+    mark crashed the runs whose process is gone."""
     settings = Settings()
     ws = settings.watchdog
     moment = resolve_as_of(as_of, settings)
     engine = open_engine(settings)
     observed, notes = observe_task(TAG, deployments, moment)
     store_results, store_notes = store_checks_task(engine, settings, ws, moment)
+    crashed_notes = [] if dry_run else mark_crashed_task(engine)
     decisions = decide_task(engine, observed, store_results, moment, ws)
-    report = WatchdogReport(moment, dry_run, decisions, notes + store_notes)
+    report = WatchdogReport(moment, dry_run, decisions, notes + store_notes + crashed_notes)
     if not dry_run:
         report.channel = notify_task(report.notices, ws)
         remember_task(engine, decisions, moment)

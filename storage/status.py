@@ -14,6 +14,12 @@ LAST_RUN_PER_FLOW = text(
     FROM runs ORDER BY flow, started_at DESC
     """
 )
+LAST_CRASHED = text(
+    """
+    SELECT count(*) OVER (), flow, started_at, report ->> 'reason'
+    FROM runs WHERE status = 'crashed' ORDER BY started_at DESC LIMIT 1
+    """
+)
 QUEUE_BY_STATUS = text("SELECT status, count(*) FROM memory_write_queue GROUP BY status")
 OLDEST_PENDING = text("SELECT min(available_at) FROM memory_write_queue WHERE status = 'pending'")
 MEMORIES_BY_NAMESPACE_TIER = text(
@@ -33,6 +39,16 @@ class RunRow:
 
 
 @dataclass(frozen=True)
+class CrashedRuns:
+    """How many runs were found dead (``crashed``), and the newest of them."""
+
+    count: int
+    flow: str
+    started_at: datetime
+    reason: str | None
+
+
+@dataclass(frozen=True)
 class QueueOverview:
     by_status: dict[str, int]
     oldest_pending: datetime | None
@@ -45,6 +61,12 @@ def table_exists(conn: Connection, name: str) -> bool:
 def last_runs(conn: Connection) -> list[RunRow]:
     """The newest ``runs`` row of every flow that wrote one."""
     return [RunRow(*row) for row in conn.execute(LAST_RUN_PER_FLOW)]
+
+
+def crashed_runs(conn: Connection) -> CrashedRuns | None:
+    """The runs marked ``crashed``, or None if there is none."""
+    row = conn.execute(LAST_CRASHED).first()
+    return None if row is None else CrashedRuns(*row)
 
 
 def queue_overview(conn: Connection) -> QueueOverview:

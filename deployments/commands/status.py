@@ -73,13 +73,20 @@ def _prefect_runs(now: datetime) -> list[str]:
 
 
 def runs_lines(conn: Connection, now: datetime) -> list[str]:
-    from storage.status import last_runs
+    from storage.status import crashed_runs, last_runs
 
     rows = last_runs(conn)
-    return [
+    lines = [
         f"{r.flow:<28} {r.status:<10} {_when(r.started_at, now)}, as of {r.as_of:%Y-%m-%d %H:%M}"
         for r in rows
     ] or ["no runs recorded yet"]
+    crashed = crashed_runs(conn)
+    if crashed is not None:
+        lines.append(
+            f"crashed runs: {crashed.count}; last: {crashed.flow} started "
+            f"{_when(crashed.started_at, now)}: {crashed.reason or 'no reason recorded'}"
+        )
+    return lines
 
 
 def queue_lines(conn: Connection, now: datetime) -> list[str]:

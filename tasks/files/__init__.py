@@ -9,6 +9,7 @@ from tasks.files._memory_files import (
     daily_log_path,
     open_memory_root,
     read_text,
+    sweep_temporaries,
     task_cards_path,
 )
 
@@ -21,5 +22,6 @@ __all__ = [
     "durable",
     "open_memory_root",
     "read_text",
+    "sweep_temporaries",
     "task_cards_path",
 ]

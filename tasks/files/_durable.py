@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import errno
 import os
-import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
+
+from tasks.files._temporary import sweep, temporary_path
 
 
 def put(fs: AbstractFileSystem, path: str, data: bytes | memoryview, *, flush: bool = True) -> None:
@@ -115,18 +116,20 @@ def aligned(memory: memoryview) -> bool:
 
 def replace(fs: AbstractFileSystem, path: str, data: bytes) -> None:
     """Replace ``path`` with ``data`` so readers see the old or the new file, never a mix
-    (a temporary file renamed into place locally; one PUT on an object store)."""
+    (a temporary file renamed into place locally, then the folder swept of temporary
+    files that killed writers left; one PUT on an object store)."""
     if not isinstance(fs, LocalFileSystem):
         fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
         fs.pipe_file(path, data)  # object stores replace objects atomically
         return
-    parent, name = os.path.split(path)
+    parent = os.path.dirname(path)
     make_dirs(parent)
-    tmp = os.path.join(parent, f".{name}.{uuid.uuid4().hex}.tmp")
+    tmp = temporary_path(path)
     fs.pipe_file(tmp, data)
     sync_file(tmp)  # else the rename could reach the disk before the bytes it names
     fs.mv(tmp, path)
     sync_dir(parent)
+    sweep(parent)  # what a writer killed before its rename left here
 
 
 def make_dirs(path: str) -> None:

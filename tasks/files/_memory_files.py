@@ -2,7 +2,9 @@
 
 Files are a view of the database. Writes replace the whole object atomically (a temporary
 file renamed into place locally; a single PUT on an object store), so a reader never sees
-half a file and a crash never truncates one. Daily logs and task files only ever grow.
+half a file and a crash never truncates one; the temporary copy a killed write leaves is
+swept by the next write to its folder (``_temporary``). Daily logs and task files only
+ever grow.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from datetime import date
 
 import fsspec
 from fsspec import AbstractFileSystem
+from fsspec.implementations.local import LocalFileSystem
 
 from storage.config import Settings
 from tasks.files import _durable as durable
+from tasks.files._temporary import sweep
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,14 @@ def atomic_write(fs: AbstractFileSystem, path: str, data: bytes) -> None:
     """Replace ``path`` with ``data`` so readers see the old or the new file, never a mix,
     and a crash of the machine leaves one of them whole."""
     durable.replace(fs, path, data)
+
+
+def sweep_temporaries(root: MemoryRoot, relative: str) -> list[str]:
+    """Remove from a memory folder the temporary copies that killed writes left; returns
+    their names (an object store has none: a write there is one PUT)."""
+    if not isinstance(root.fs, LocalFileSystem):
+        return []
+    return sweep(root.path(relative))
 
 
 def read_text(fs: AbstractFileSystem, path: str) -> str | None:

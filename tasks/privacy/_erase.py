@@ -22,7 +22,7 @@ from storage.archive import insert_rows
 from storage.errors import InputError, StorageError
 from storage.records import NAMESPACE
 from tasks.aging import ColdStore, namespace_folders, take_out_all
-from tasks.files import MemoryRoot, atomic_write, block_marker, read_text
+from tasks.files import MemoryRoot, atomic_write, block_marker, read_text, sweep_temporaries
 from tasks.privacy._export import export_namespace
 
 
@@ -122,7 +122,9 @@ def purge_session(
 
 
 def _cut_block(root: MemoryRoot, relative: str, key: str) -> int:
-    """Remove one block, its heading included, from a memory file."""
+    """Remove one block, its heading included, from a memory file, and the temporary
+    copies of files that killed writes left beside it."""
+    sweep_temporaries(root, relative.rsplit("/", 1)[0])
     path = root.path(relative)
     body = read_text(root.fs, path)
     span = None if body is None else block_span(body, key)

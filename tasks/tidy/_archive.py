@@ -5,7 +5,9 @@ missed tidy left behind); today's stays, since the sync still appends to it. A m
 writes the archive copy first and deletes the live file only after that, so an
 interruption leaves both and the next run finishes the move: blocks already in the
 archive copy (by their ``archivist:block`` marker) are not added twice, and blocks a
-later sync appended to a re-created live file are added to it.
+later sync appended to a re-created live file are added to it. Before moving, the tidy
+sweeps both folders of the temporary copies that killed writes left there, so no hidden
+copy of a log stays behind the log it copied.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from tasks.files import MemoryRoot, atomic_write, read_text
+from tasks.files import MemoryRoot, atomic_write, read_text, sweep_temporaries
 
 _DATED = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
 _BLOCK_START = re.compile(r"(?m)^(?=## )")
@@ -29,15 +31,23 @@ class LogMove:
     target: str
 
 
+_LOG_FOLDERS = (("memory", ""), ("memory/tasks", "tasks/"))
+
+
 def planned_moves(root: MemoryRoot, namespace: str, today: date) -> list[LogMove]:
     """Daily logs and task files of ``namespace`` dated before ``today``, oldest first."""
     moves = []
-    for folder, sub in (("memory", ""), ("memory/tasks", "tasks/")):
+    for folder, sub in _LOG_FOLDERS:
         for name, day in _dated_files(root, f"{namespace}/{folder}"):
             if day < today:
                 target = f"{namespace}/memory/archive/{day:%Y}/{sub}{name}"
                 moves.append(LogMove(f"{namespace}/{folder}/{name}", target))
     return sorted(moves, key=lambda m: (m.source.rsplit("/", 1)[1], m.source))
+
+
+def sweep_log_folders(root: MemoryRoot, namespace: str) -> list[str]:
+    """Remove the temporary copies killed writes left beside the logs; returns their names."""
+    return [n for f, _ in _LOG_FOLDERS for n in sweep_temporaries(root, f"{namespace}/{f}")]
 
 
 def _dated_files(root: MemoryRoot, folder: str) -> list[tuple[str, date]]:

@@ -29,7 +29,7 @@ from storage import long_term, memories
 from storage.config import Settings
 from storage.embedding import Embedder
 from tasks.files import MemoryRoot, atomic_write, read_text
-from tasks.tidy._archive import move_log, planned_moves
+from tasks.tidy._archive import move_log, planned_moves, sweep_log_folders
 from tasks.tidy._render import Caps, header
 from tasks.tidy._select import KINDS, Candidate, Entry, document, score, select
 from tasks.tidy._weekly import load_week, render_week, weekly_path
@@ -268,6 +268,7 @@ def archive_logs(root: MemoryRoot, ctx: TidyContext, namespace: str) -> list[str
     moves = planned_moves(root, namespace, ctx.today)
     if ctx.dry_run:
         return [m.source for m in moves]
+    sweep_log_folders(root, namespace)
     return [m.source for m in moves if move_log(root, m)]
 
 

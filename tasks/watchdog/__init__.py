@@ -3,6 +3,7 @@
 from tasks.watchdog._run import WatchdogReport
 from tasks.watchdog._steps import (
     decide_task,
+    mark_crashed_task,
     notify_task,
     observe_task,
     open_engine,
@@ -14,6 +15,7 @@ from tasks.watchdog._steps import (
 __all__ = [
     "WatchdogReport",
     "decide_task",
+    "mark_crashed_task",
     "notify_task",
     "observe_task",
     "open_engine",

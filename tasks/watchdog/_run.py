@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from storage.config import Settings, WatchdogSettings
 from storage.quality_runs import latest_quality_run
 from storage.queue import queue_stats
+from storage.runs import mark_crashed
 from storage.watchdog import CheckState, load_states, save_state, table_exists
 from tasks.common import Notice
 from tasks.watchdog._alerts import decide
@@ -108,6 +109,17 @@ def store_checks(
         else:
             notes.append("quality_runs does not exist yet: data-quality check skipped")
     return results, notes
+
+
+def mark_crashed_runs(engine: Engine) -> list[str]:
+    """Mark ``crashed`` every running run whose process is gone; a note for each."""
+    with Session(engine) as session, session.begin():
+        crashed = mark_crashed(session)
+    return [
+        f"run {c.id} of {c.flow} (started {c.started_at:%Y-%m-%d %H:%M %Z}) marked crashed: "
+        f"{c.reason}"
+        for c in crashed
+    ]
 
 
 def all_checks(

@@ -21,6 +21,7 @@ from tasks.watchdog._run import (
     WatchdogReport,
     all_checks,
     decide_all,
+    mark_crashed_runs,
     observe_deployments,
     remember,
     store_checks,
@@ -49,6 +50,14 @@ def store_checks_task(
     engine: Engine, settings: Settings, ws: WatchdogSettings, as_of: datetime
 ) -> tuple[list[CheckResult], list[str]]:
     return store_checks(engine, settings, ws, as_of)
+
+
+@task(name="mark-crashed-runs", cache_policy=NO_CACHE, **IO_RETRY)
+def mark_crashed_task(engine: Engine) -> list[str]:
+    notes = mark_crashed_runs(engine)
+    for note in notes:
+        get_run_logger().warning("%s", note)
+    return notes
 
 
 @task(name="decide", cache_policy=NO_CACHE)

@@ -3,6 +3,7 @@ alerts received by a real local HTTP server."""
 
 from __future__ import annotations
 
+import socket
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -19,6 +20,7 @@ from flows.common import TAG
 from flows.watchdog import memory_cron_watchdog
 from storage.config import Settings
 from storage.engine import open_store
+from tests.storage.run_process import RunningFlow
 from tests.webhook_server import Webhook, webhook_server
 
 
@@ -140,3 +142,21 @@ def test_state_is_kept_per_check_in_postgres(hook: Webhook, flow_env: Settings) 
     assert row.anomaly_count == 2 and row.alerting is True
     assert len(row.last3) == 2
     assert queue == 0
+
+
+def test_the_watchdog_marks_a_run_whose_process_was_killed_crashed(flow_env: Settings) -> None:
+    assert flow_env.database_url is not None
+    url = flow_env.database_url.get_secret_value()
+    with RunningFlow(url, "memory-aging") as killed, RunningFlow(url, "memory-aging") as live:
+        killed.kill()
+        dry = memory_cron_watchdog(as_of=datetime.now(UTC), deployments=[], dry_run=True)
+        report = memory_cron_watchdog(as_of=datetime.now(UTC), deployments=[])
+        with open_store(flow_env).engine.connect() as conn:
+            status = dict(conn.execute(text("SELECT id, status FROM runs")).tuples().all())
+        live.finish()
+
+    assert not any("marked crashed" in note for note in dry.notes)  # a dry run changes nothing
+    [note] = [n for n in report.notes if "marked crashed" in n]
+    assert note.startswith(f"run {killed.run_id} of memory-aging")
+    assert note.endswith(f"its process {killed.pid} on {socket.gethostname()} is gone")
+    assert status == {killed.run_id: "crashed", live.run_id: "running"}

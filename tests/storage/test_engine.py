@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -79,6 +80,57 @@ def test_embedded_server_starts_is_reused_and_stops_on_signal(tmp_path: Path, ho
         timeout=60,
     )
     assert again.stdout.split() == ["ready", "4GB", "15min", "512MB", "off"]  # the same dir again
+
+
+def stop_if_running(pgdata: Path) -> None:
+    """Fast shutdown of a server a failed test left running."""
+    if postmaster_running(pgdata):
+        os.kill(int((pgdata / "postmaster.pid").read_text().splitlines()[0]), signal.SIGINT)
+        wait_stopped(pgdata)
+
+
+def wait_stopped(pgdata: Path) -> bool:
+    deadline = time.monotonic() + 20
+    while postmaster_running(pgdata) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return not postmaster_running(pgdata)
+
+
+def test_a_holder_killed_with_sigkill_no_longer_keeps_the_server_up(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    env.pop("ARCHIVIST_DATABASE_URL", None)
+    pgdata = tmp_path / "pgdata"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_STORE, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().split() == ["ready"]
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait(timeout=30)
+        assert postmaster_running(pgdata)  # its exit hook never ran
+        assert json.loads((pgdata / ".handle_pids.json").read_text()) == [holder.pid]
+
+        later = subprocess.run(
+            [sys.executable, "-c", HOLD_STORE.replace("time.sleep(120)", ""), str(tmp_path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+        assert later.stdout.split() == ["ready"]
+        assert wait_stopped(pgdata), "the embedded server outlived its last live holder"
+        assert json.loads((pgdata / ".handle_pids.json").read_text()) == []
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(timeout=30)
+        if holder.stdout is not None:
+            holder.stdout.close()
+        stop_if_running(pgdata)
 
 
 def test_a_pending_restart_never_stops_a_server_another_process_holds(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,9 +11,11 @@ from prefect.settings import PREFECT_API_URL, temporary_settings
 from sqlalchemy import text
 
 from deployments.commands.status import show_status, status_command
+from flows.daily_sync import memory_sync_daily
 from storage.config import Settings
 from storage.engine import Store
 from tests.helpers import add_session, chat, run_sync
+from tests.storage.run_process import RunningFlow
 
 NOW = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
 SECTIONS = ("== Prefect flow runs", "== Runs", "== Write queue", "== Memories per tier")
@@ -61,6 +64,24 @@ def test_a_busy_store_shows_counts_queue_and_prefect_runs(
     assert "dead 1, pending 1" in out and "oldest pending: 2026-11-21 07:30 UTC (30 min ago)" in out
     assert "alice" in out and "total (1 namespaces)" in out and str(memories) in out
     assert "n/a (PREFECT_API_URL" not in out  # the harness's API answered
+
+
+def test_a_run_killed_mid_way_shows_as_crashed_once_the_next_run_started(
+    flow_env: Settings,
+) -> None:
+    assert flow_env.database_url is not None
+    with RunningFlow(flow_env.database_url.get_secret_value(), "memory-sync-daily") as killed:
+        killed.kill()
+    with temporary_settings(updates={PREFECT_API_URL: None}):
+        before = screen(flow_env)
+    memory_sync_daily(as_of=NOW)  # the next run of the same flow
+    with temporary_settings(updates={PREFECT_API_URL: None}):
+        after = screen(flow_env)
+
+    assert "crashed runs" not in before  # the killed run still said running
+    [line] = [x.strip() for x in after.splitlines() if "crashed runs:" in x]
+    assert line.startswith("crashed runs: 1; last: memory-sync-daily started")
+    assert line.endswith(f"its process {killed.pid} on {socket.gethostname()} is gone")
 
 
 def test_an_unreachable_prefect_api_and_a_missing_table_degrade(store: Store) -> None:

@@ -34,6 +34,7 @@ from tests.tasks.aging.helpers import (
     scalar,
     synced_session,
 )
+from tests.tasks.files.writers import PausedWriter, temporaries
 
 NAMESPACED = text(
     """
@@ -215,6 +216,29 @@ def test_purge_session_erases_it_and_all_derived_from_it(store: Store, tmp_path:
     assert column(store, "SELECT action FROM audit_log ORDER BY id") == ["purge_session"] * 2
     with pytest.raises(InputError):
         purge_session(store.engine, cold, root, "a-new", actor="test")
+
+
+def test_purge_removes_a_copy_of_the_session_a_killed_write_left(
+    store: Store, tmp_path: Path
+) -> None:
+    cold = local_cold(tmp_path)
+    full_history(store, cold, "alice", "a")
+    root = open_memory_root(store.settings)
+    log = Path(root.path("alice/memory/2026-11-18.md"))
+    with_session = log.read_text()
+    # The file as before the write that added the session; that write was killed before
+    # its rename, so only its hidden copy holds the session's block.
+    marker = with_session.index("<!-- archivist:block daily:a-new@")
+    log.write_text(with_session[: with_session.rindex("\n## ", 0, marker) + 1])
+    with PausedWriter(log, with_session) as writer:
+        writer.kill()
+    assert len(temporaries(log.parent)) == 1
+
+    counts = purge_session(store.engine, cold, root, "a-new", actor="test")
+
+    assert counts["file_blocks_removed"] == 0  # nothing of it in the file itself
+    assert temporaries(log.parent) == []
+    assert all("a-new@" not in p.read_text() for p in log.parent.rglob("*") if p.is_file())
 
 
 def test_pin_and_unpin_with_audit_and_pinned_never_age(store: Store, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from tasks.tidy._archive import merge_logs
 from tasks.tidy._namespace import TidyContext, make_context, tidy_namespace
 from tests.helpers import add_session, chat, run_sync
 from tests.storage.memory_factory import put
+from tests.tasks.files.writers import PausedWriter, temporaries
 
 AS_OF = datetime(2026, 11, 22, 22, 0, tzinfo=UTC)  # a Sunday; its week's Monday is the 16th
 DAY = datetime(2026, 11, 19, 10, 0, tzinfo=UTC)
@@ -260,6 +261,29 @@ def test_logs_move_to_archive_and_a_half_move_finishes(store: Store) -> None:
     assert merged.count("daily:s1@a") == 1 and merged.count("daily:s2@c") == 1
     assert (archive / "tasks" / "2026-11-19.md").exists()
     assert sorted(p.name for p in base.glob("*.md")) == ["2026-11-22.md", "notes.md"]
+
+
+def test_archiving_a_log_leaves_no_copy_a_killed_write_made_of_it(store: Store) -> None:
+    seed(store)
+    base = Path(store.settings.memory_root_url) / "alice" / "memory"
+    log = "# Memory log\n\n" + block("s1@a", "first") + "\n"
+    write(base / "2026-11-18.md", log)
+    write(base / "tasks" / "2026-11-19.md", "# Task cards\n")
+    for path in (base / "2026-11-18.md", base / "tasks" / "2026-11-19.md"):
+        with PausedWriter(path, log + "\n" + block("s2@b", "second") + "\n") as writer:
+            writer.kill()  # the sync died between writing the copy and renaming it
+    assert len(temporaries(base)) == len(temporaries(base / "tasks")) == 1
+
+    outcome = tidy_namespace(
+        store.engine, open_memory_root(store.settings), context(store), "alice"
+    )
+
+    assert sorted(outcome.logs_moved) == [
+        "alice/memory/2026-11-18.md",
+        "alice/memory/tasks/2026-11-19.md",
+    ]
+    assert temporaries(base) == temporaries(base / "tasks") == []
+    assert (base / "archive" / "2026" / "2026-11-18.md").read_text() == log
 
 
 def test_merge_logs_never_duplicates_or_loses_a_block() -> None:

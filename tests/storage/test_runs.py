@@ -1,0 +1,93 @@
+"""``runs`` after a crash: a run whose process died is marked crashed, a live one is not."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import create_engine, text
+from sqlalchemy.orm import Session
+
+from storage import runs
+from tests.storage.run_process import RunningFlow
+
+SYNC, TIDY = "memory-sync-daily", "memory-weekly-tidy"
+
+
+def rows(url: str) -> dict[uuid.UUID, tuple[Any, ...]]:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        found = conn.execute(
+            text("SELECT id, flow, status, finished_at IS NOT NULL, report ->> 'reason' FROM runs")
+        )
+        out = {r[0]: tuple(r[1:]) for r in found}
+    engine.dispose()
+    return out
+
+
+def test_the_next_run_of_a_flow_marks_its_killed_run_crashed(fresh_db: str) -> None:
+    with (
+        RunningFlow(fresh_db, SYNC) as killed,
+        RunningFlow(fresh_db, SYNC) as live,
+        RunningFlow(fresh_db, TIDY) as other_flow,
+    ):
+        killed.kill()
+        other_flow.kill()
+        engine = create_engine(fresh_db)
+        with Session(engine) as session, session.begin():
+            next_run = runs.start_run(session, SYNC, datetime.now(UTC), {}, None)
+
+        found = rows(fresh_db)
+        reason = f"its process {killed.pid} on {socket.gethostname()} is gone"
+        assert found[killed.run_id] == (SYNC, "crashed", True, reason)
+        assert found[live.run_id] == (SYNC, "running", False, None)
+        assert found[other_flow.run_id] == (TIDY, "running", False, None)  # not this flow's
+        assert found[next_run] == (SYNC, "running", False, None)
+
+        live.finish()
+        with Session(engine) as session, session.begin():
+            crashed = runs.mark_crashed(session)  # every flow, as the watchdog does
+            runs.finish_run(session, next_run, "completed", {})
+        engine.dispose()
+
+    assert [(c.id, c.flow) for c in crashed] == [(other_flow.run_id, TIDY)]
+    assert rows(fresh_db)[live.run_id] == (SYNC, "completed", True, None)
+
+
+def test_a_run_of_another_host_counts_as_crashed_only_after_a_day(fresh_db: str) -> None:
+    engine = create_engine(fresh_db)
+    now = datetime.now(UTC)
+    started = {
+        "elsewhere_old": ("elsewhere", 4242, now - timedelta(hours=25)),
+        "elsewhere_new": ("elsewhere", 4242, now - timedelta(hours=1)),
+        "unrecorded_old": (None, None, now - timedelta(hours=25)),  # from before migration 0013
+        "unrecorded_new": (None, None, now - timedelta(hours=1)),
+    }
+    ids = {key: uuid.uuid4() for key in started}
+    with engine.begin() as conn:
+        for key, (host, pid, at) in started.items():
+            conn.execute(
+                text(
+                    "INSERT INTO runs (id, flow, as_of, parameters, status, started_at, host, pid)"
+                    " VALUES (:id, :flow, :at, '{}', 'running', :at, :host, :pid)"
+                ),
+                {"id": ids[key], "flow": SYNC, "at": at, "host": host, "pid": pid},
+            )
+
+    with Session(engine) as session, session.begin():
+        runs.mark_crashed(session)
+    engine.dispose()
+
+    found = rows(fresh_db)
+    assert {k: found[i][1] for k, i in ids.items()} == {
+        "elsewhere_old": "crashed",
+        "elsewhere_new": "running",
+        "unrecorded_old": "crashed",
+        "unrecorded_new": "running",
+    }
+    assert found[ids["elsewhere_old"]][3] == (
+        "still running 25 h after it started, on elsewhere: longer than any run"
+    )
+    assert found[ids["unrecorded_old"]][3].endswith("with no process recorded: longer than any run")
