@@ -93,6 +93,16 @@ def finish_run(session: Session, run_id: uuid.UUID, status: str, report: dict[st
     )
 
 
+def end_flow_run(session: Session, flow_run_id: str, status: str, reason: str) -> int:
+    """Close the still-running runs of one Prefect flow run that failed or crashed."""
+    result = session.execute(
+        update(Run)
+        .where(Run.flow_run_id == flow_run_id, Run.status == "running")
+        .values(status=status, report={"reason": reason}, finished_at=func.now())
+    )
+    return int(getattr(result, "rowcount", 0))
+
+
 def mark_crashed(session: Session, flow: str | None = None) -> list[CrashedRun]:
     """Mark ``crashed`` the running runs (of ``flow``, or of every flow) whose process is
     gone, with the reason; returns them."""

@@ -19,8 +19,11 @@ import httpx
 from prefect.artifacts import create_markdown_artifact
 from prefect.exceptions import MissingContextError
 from prefect.logging import get_logger, get_run_logger
+from sqlalchemy.orm import Session
 
+from storage import runs
 from storage.config import Settings, WatchdogSettings
+from storage.engine import open_store
 from storage.errors import ConfigurationError
 from tasks.common._notice import Notice
 
@@ -129,6 +132,22 @@ def open_notifier(settings: WatchdogSettings, logger: Logger) -> Iterator[Notifi
         yield Notifier(settings, client, logger)
 
 
+def record_failure(settings: Settings, flow_run_id: str, state: Any) -> None:
+    """Mark the flow run's ``runs`` row failed or crashed, so it does not stay ``running``.
+
+    The reason names the Prefect flow run, never the error's text (it may quote content).
+    Best effort: when the store itself is what failed, the next run marks the row later.
+    """
+    status = "crashed" if str(getattr(state, "name", "")).lower() == "crashed" else "failed"
+    reason = f"the flow run {status}; its error is in Prefect's flow run {flow_run_id}"
+    try:
+        engine = open_store(settings).engine
+        with Session(engine) as session, session.begin():
+            runs.end_flow_run(session, flow_run_id, status, reason)
+    except Exception as exc:  # noqa: BLE001 - a hook must never raise over the real failure
+        run_logger().warning("could not record the %s run: %s", status, type(exc).__name__)
+
+
 def run_logger() -> Logger:
     """The flow run's logger (visible in the UI), or a plain one outside a run."""
     try:
@@ -154,8 +173,10 @@ def failure_notice(flow_name: str, run_name: str, run_id: str, state: Any) -> No
 
 
 def notify_flow_failure(flow: Any, flow_run: Any, state: Any) -> None:
-    """``on_failure`` / ``on_crashed`` hook: tell the operator now, through the notifier."""
-    ws = Settings().watchdog
+    """``on_failure`` / ``on_crashed`` hook: close the run's row, tell the operator now."""
+    settings = Settings()
+    record_failure(settings, str(flow_run.id), state)
+    ws = settings.watchdog
     notice = failure_notice(str(flow.name), str(flow_run.name), str(flow_run.id), state)
     with open_notifier(ws, run_logger()) as notifier:
         notifier.publish([notice])

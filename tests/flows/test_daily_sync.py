@@ -14,6 +14,7 @@ from sqlalchemy import text
 from flows.daily_sync import memory_sync_daily
 from storage.config import Settings
 from storage.engine import open_store
+from storage.errors import InputError
 
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)
 
@@ -152,3 +153,17 @@ def test_report_counts_what_stays_unsearchable_without_quoting_it(
     assert "| skipped: no user message, fewer assistant messages than the minimum | 1 |" in summary
     assert "| messages loaded with empty content | 1 |" in summary
     assert "Bye" not in json.dumps(stored) and "Reminder" not in json.dumps(stored)
+
+
+def test_a_failed_run_is_recorded_failed_not_left_running(
+    flow_env: Settings, tmp_path: Path
+) -> None:
+    with pytest.raises(InputError):
+        memory_sync_daily(as_of=AS_OF, transcripts_url=str(tmp_path / "missing"))
+
+    with open_store(flow_env).engine.connect() as conn:
+        row = conn.execute(
+            text("SELECT status, finished_at IS NOT NULL, report->>'reason' FROM runs")
+        ).one()
+    assert row[0] == "failed" and row[1]
+    assert row[2].startswith("the flow run failed; its error is in Prefect's flow run ")
