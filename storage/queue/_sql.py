@@ -143,3 +143,16 @@ ASYNC_COMMIT = text("SET LOCAL synchronous_commit = off")
 FRESH_ACTIVITY = text("SELECT pg_stat_clear_snapshot()")
 LISTEN = text(f"LISTEN {CHANNEL}")
 UNLISTEN = text(f"UNLISTEN {CHANNEL}")
+
+# One memory of the namespace, and when it is a turn chunk, every chunk of its message.
+FORGET_MEMORY = text(
+    """
+    DELETE FROM memories m USING memories target
+    WHERE target.id = :id AND target.namespace = :namespace
+      AND m.namespace = target.namespace
+      AND (m.id = target.id
+           OR (target.kind = 'turn' AND m.kind = 'turn'
+               AND m.session_id = target.session_id AND m.message_ids = target.message_ids))
+    RETURNING m.id
+    """
+)

@@ -39,7 +39,6 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
-    delete,
     select,
     text,
 )
@@ -66,6 +65,7 @@ from storage.queue._sql import (
     DEAD,
     ENQUEUE,
     FAIL,
+    FORGET_MEMORY,
     FRESH_ACTIVITY,
     LISTEN,
     PURGE,
@@ -268,9 +268,13 @@ def dead_items(session: Session, limit: int = 20) -> list[DeadItem]:
 def forget_memory(
     session: Session, namespace: str, memory_id: int
 ) -> Literal["deleted", "missing", "foreign"]:
-    """Delete a memory of ``namespace``; one of another namespace is never touched."""
-    stmt = delete(Memory).where(Memory.id == memory_id, Memory.namespace == namespace)
-    if session.execute(stmt.returning(Memory.id)).scalar() is not None:
+    """Delete a memory of ``namespace``; one of another namespace is never touched.
+
+    A ``turn`` memory is one chunk of its message: the message's other chunks go too, or
+    search would show the next of them in its place.
+    """
+    params = {"id": memory_id, "namespace": namespace}
+    if session.execute(FORGET_MEMORY, params).first() is not None:
         return "deleted"
     owner = session.execute(select(Memory.namespace).where(Memory.id == memory_id)).scalar()
     return "missing" if owner is None else "foreign"

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from storage.config import RetrievalSettings
 from storage.embedding import HashingEmbedder
 from storage.engine import Store
+from storage.queue import forget_memory
 from storage.records import MessageRecord
 from storage.retrieval import Hit, Retriever
 from storage.retrieval._archived import ArchiveReader
@@ -172,3 +173,19 @@ def test_a_very_long_message_does_not_crowd_others_out_of_the_results(store: Sto
 
     assert len(hits) == 8
     assert sum(h.session_id == "paste" for h in hits) <= 2  # the paste once (its reply maybe)
+
+
+def test_forgetting_a_chunk_forgets_the_whole_message_and_nothing_else(store: Store) -> None:
+    seed(store)
+    run_sync(store, AS_OF)
+    hit = search(searcher(store), KEYWORD)[0]
+    assert hit.kind == "turn" and hit.message_ids == ("m0",) and len(chunks_of_m0(store)) > 2
+    others = column(store, "SELECT id FROM memories WHERE NOT message_ids = ARRAY['m0']")
+
+    with Session(store.engine) as session, session.begin():
+        assert forget_memory(session, "alice", hit.memory_id) == "deleted"
+
+    assert chunks_of_m0(store) == []
+    assert column(store, "SELECT id FROM memories WHERE NOT message_ids = ARRAY['m0']") == others
+    turns = [h for h in search(searcher(store), KEYWORD) if h.kind == "turn"]
+    assert turns and all("m0" not in h.message_ids for h in turns)
