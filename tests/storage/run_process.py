@@ -3,13 +3,9 @@ with SIGKILL (as a crash leaves it) or to finish it."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import uuid
-from pathlib import Path
-from types import TracebackType
+
+from tests.child import PausedChild
 
 START_THEN_WAIT = """
 import sys
@@ -26,50 +22,11 @@ if sys.stdin.readline():
     with Session(engine) as session, session.begin():
         runs.finish_run(session, run_id, "completed", {})
 """
-ROOT = Path(__file__).resolve().parents[2]
 
 
-class RunningFlow:
+class RunningFlow(PausedChild):
     """A child process with a ``running`` run of ``flow`` recorded by the real code."""
 
     def __init__(self, database_url: str, flow: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", START_THEN_WAIT, database_url, flow],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            text=True,
-        )
-        assert self.process.stdout is not None
-        self.run_id = uuid.UUID(self.process.stdout.readline().strip())
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def kill(self) -> None:
-        """``kill -9``, and reap it (a zombie would still look alive)."""
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-    def finish(self) -> None:
-        """Let it record its end and exit."""
-        assert self.process.stdin is not None
-        self.process.stdin.write("done\n")
-        self.process.stdin.flush()
-        assert self.process.wait(timeout=30) == 0
-
-    def __enter__(self) -> RunningFlow:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self.process.poll() is None:
-            self.kill()
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream is not None:
-                stream.close()
+        super().__init__(START_THEN_WAIT, database_url, flow)
+        self.run_id = uuid.UUID(self.first_line.strip())

@@ -7,12 +7,9 @@ rename not done, exactly where a ``kill -9`` leaves a hidden copy behind.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
-from types import TracebackType
+
+from tests.child import PausedChild
 
 WRITE_THEN_WAIT = """
 import sys
@@ -28,54 +25,15 @@ class StopsBeforeRename(LocalFileSystem):
 
 atomic_write(StopsBeforeRename(), sys.argv[1], sys.argv[2].encode())
 """
-ROOT = Path(__file__).resolve().parents[3]
 
 
-class PausedWriter:
+class PausedWriter(PausedChild):
     """A child process that has written ``path``'s temporary file and waits to rename it."""
 
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", WRITE_THEN_WAIT, str(path), text],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            text=True,
-        )
-        assert self.process.stdout is not None
-        assert self.process.stdout.readline() == "written\n"
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def kill(self) -> None:
-        """``kill -9``, and reap it (a zombie would still look alive)."""
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-    def finish(self) -> None:
-        """Let it rename and exit."""
-        assert self.process.stdin is not None
-        self.process.stdin.write("go\n")
-        self.process.stdin.flush()
-        assert self.process.wait(timeout=30) == 0
-
-    def __enter__(self) -> PausedWriter:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self.process.poll() is None:
-            self.kill()
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream is not None:
-                stream.close()
+        super().__init__(WRITE_THEN_WAIT, str(path), text)
+        assert self.first_line == "written\n"
 
 
 def temporaries(folder: Path) -> list[str]:
