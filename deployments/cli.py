@@ -7,6 +7,7 @@ from datetime import datetime
 
 import click
 
+from deployments.commands.embedding import reembed_command
 from deployments.commands.eval import eval_command
 from deployments.commands.ops import serve_command, watchdog_command
 from deployments.commands.privacy import COMMANDS as PRIVACY_COMMANDS
@@ -242,6 +243,7 @@ def worker(once: bool) -> None:
 
 for _command in (
     eval_command,
+    reembed_command,
     status_command,
     quality_command,
     tidy_command,

@@ -16,6 +16,6 @@ def connect(settings: Settings) -> tuple[Store, Embedder]:
     store = open_store(settings)
     require_current(store.engine, settings)
     embedder = make_embedder(settings.embedding, store.engine)
-    with Session(store.engine) as session:
-        check_compatible(session, settings, embedder.dim)
+    with Session(store.engine) as session, session.begin():
+        check_compatible(session, embedder)
     return store, embedder

@@ -1,14 +1,19 @@
-"""Facts recorded with the schema (embedding dimension, text-search configuration)."""
+"""Facts recorded with the schema: the embedding model and dimension, text-search config."""
 
 from __future__ import annotations
 
-from sqlalchemy import String, Text, select
+from sqlalchemy import String, Text, delete, exists, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from storage.base import Base
-from storage.config import Settings
+from storage.embedding import Embedder
 from storage.errors import ConfigurationError
+from storage.memories import Memory
+
+EMBEDDING_MODEL, EMBEDDING_DIM = "embedding_model", "embedding_dim"
+# Set while ``archivist reembed`` fills the next vectors; gone when they replace the old.
+REEMBED_MODEL, REEMBED_DIM = "reembed_model", "reembed_dim"
 
 
 class SchemaFact(Base):
@@ -24,18 +29,59 @@ def record_fact(session: Session, key: str, value: str) -> None:
     session.execute(stmt)
 
 
+def set_fact(session: Session, key: str, value: str) -> None:
+    """Record one schema fact, replacing any value it had."""
+    stmt = insert(SchemaFact).values(key=key, value=value)
+    session.execute(stmt.on_conflict_do_update(index_elements=["key"], set_={"value": value}))
+
+
+def drop_facts(session: Session, *keys: str) -> None:
+    """Forget schema facts."""
+    session.execute(delete(SchemaFact).where(SchemaFact.key.in_(keys)))
+
+
 def read_facts(session: Session) -> dict[str, str]:
     """All schema facts."""
     return {row.key: row.value for row in session.scalars(select(SchemaFact))}
 
 
-def check_compatible(session: Session, settings: Settings, embedder_dim: int) -> None:
-    """Refuse an embedder or settings whose vector size differs from the stored schema."""
+def check_compatible(session: Session, embedder: Embedder) -> None:
+    """Refuse an embedder whose vectors would not be comparable with the stored ones.
+
+    Model and dimension must be those of the store's vectors. A store holding no memories
+    yet adopts the embedder's model when the dimension fits (there is nothing to mix).
+    """
     facts = read_facts(session)
-    stored = int(facts.get("embedding_dim", "0"))
-    if stored != settings.embedding.dim or stored != embedder_dim:
-        raise ConfigurationError(
-            f"the store holds {stored}-dimensional embeddings, but the settings say "
-            f"ARCHIVIST_EMBEDDING__DIM={settings.embedding.dim} and the embedder produces "
-            f"{embedder_dim}; use the same dimension, or a new database for another model"
+    stored_dim = int(facts.get(EMBEDDING_DIM, "0"))
+    stored_model = facts.get(EMBEDDING_MODEL) or _model_of_rows(session)
+    if stored_model == embedder.name and stored_dim == embedder.dim:
+        return
+    if stored_dim == embedder.dim and (stored_model is None or _empty(session)):
+        set_fact(session, EMBEDDING_MODEL, embedder.name)
+        return
+    under_way = facts.get(REEMBED_MODEL)
+    raise ConfigurationError(
+        f"the store's vectors come from {stored_model or 'an unknown model'} ({stored_dim} "
+        f"dimensions), but the configured embedder is {embedder.name} ({embedder.dim}); "
+        + (
+            f"a re-embedding to {under_way} is under way: run `archivist reembed` to finish it"
+            if under_way
+            else "run `archivist reembed` to re-embed the store with the configured model, "
+            "or configure the store's model again (ARCHIVIST_EMBEDDING__PROVIDER and __MODEL)"
         )
+    )
+
+
+def _model_of_rows(session: Session) -> str | None:
+    """The model most stored vectors name (for a store whose fact was never recorded)."""
+    stmt = (
+        select(Memory.embedding_model)
+        .group_by(Memory.embedding_model)
+        .order_by(func.count().desc(), Memory.embedding_model)
+        .limit(1)
+    )
+    return session.scalar(stmt)
+
+
+def _empty(session: Session) -> bool:
+    return not session.scalar(select(exists().where(Memory.id.is_not(None))))

@@ -13,6 +13,7 @@ from deployments.settings_loader import load_settings
 from storage.config import Settings
 
 if TYPE_CHECKING:
+    from storage.embedding import Embedder
     from storage.engine import Store
     from tasks.aging import ColdStore
     from tasks.files import MemoryRoot
@@ -26,12 +27,18 @@ def _actor() -> str:
 
 def _open(settings: Settings) -> tuple[Store, ColdStore, MemoryRoot]:
     """The checked store, the cold tier and the memory files."""
+    store, cold, root, _ = _open_with_embedder(settings)
+    return store, cold, root
+
+
+def _open_with_embedder(settings: Settings) -> tuple[Store, ColdStore, MemoryRoot, Embedder]:
+    """``_open`` and the store's embedder, for restores (which re-embed another model's rows)."""
     from storage.connect import connect
     from tasks.aging import open_cold_store
     from tasks.files import open_memory_root
 
-    store, _ = connect(settings)
-    return store, open_cold_store(settings), open_memory_root(settings)
+    store, embedder = connect(settings)
+    return store, open_cold_store(settings), open_memory_root(settings), embedder
 
 
 @click.command("aging")
@@ -88,8 +95,8 @@ def forget_command(namespace: str, confirm: bool, export_to: str | None, full_va
 def _pin(memory_id: int, pinned: bool) -> None:
     from tasks.privacy import set_pin
 
-    store, cold, _ = _open(load_settings())
-    namespace = set_pin(store.engine, cold, memory_id, pinned, actor=_actor())
+    store, cold, _, embedder = _open_with_embedder(load_settings())
+    namespace = set_pin(store.engine, cold, memory_id, pinned, embedder, actor=_actor())
     click.echo(f"memory {memory_id} ({namespace}) {'pinned' if pinned else 'unpinned'}")
 
 
@@ -134,8 +141,8 @@ def restore_command(memory_id: int) -> None:
     """Bring an archived memory back to the hot table."""
     from tasks.privacy import restore
 
-    store, cold, _ = _open(load_settings())
-    restore(store.engine, cold, memory_id, actor=_actor())
+    store, cold, _, embedder = _open_with_embedder(load_settings())
+    restore(store.engine, cold, memory_id, embedder, actor=_actor())
     click.echo(f"memory {memory_id} restored")
 
 

@@ -35,6 +35,7 @@ _COLUMNS = [
     "kind",
     "content",
     "embedding",
+    "embedding_model",
     "importance",
     "vehemence",
     "access_count",
@@ -114,13 +115,14 @@ class ColdQuery:
     start: datetime | None
     end: datetime | None
     cfg: str
+    model: str  # the query vector's model: rows archived under another have no cosine
 
     @classmethod
-    def of(cls, request: Any, n: int, cfg: str) -> ColdQuery:
+    def of(cls, request: Any, n: int, cfg: str, model: str) -> ColdQuery:
         """From a retrieval request (namespace, query, vector, kinds and time span)."""
         fields = ("namespace", "query", "vector", "kinds", "start", "end")
         values = {name: getattr(request, name) for name in fields}
-        return cls(**values, n=n, cfg=cfg)
+        return cls(**values, n=n, cfg=cfg, model=model)
 
 
 def _read_files(conn: Connection, reader: ArchiveReader, namespace: str) -> list[pa.Table]:
@@ -155,11 +157,23 @@ def _load(conn: Connection, reader: ArchiveReader, q: ColdQuery) -> pa.Table | N
     return table if table.num_rows else None
 
 
-def _cosines(table: pa.Table, vector: np.ndarray) -> np.ndarray:
-    flat = pc.list_flatten(table["embedding"]).to_numpy()
-    matrix = flat.reshape(table.num_rows, -1).astype(np.float32)
+def _cosines(table: pa.Table, vector: np.ndarray, model: str) -> np.ndarray:
+    """Cosine of each row's vector with the query's; 0 for rows of another model.
+
+    Archive files keep the vectors of the model that wrote them (``archivist reembed``
+    re-embeds the hot table only), and vectors of two models are not comparable: such rows
+    compete on their words alone until a restore re-embeds them.
+    """
+    out = np.zeros(table.num_rows, dtype=np.float32)
+    same = np.flatnonzero(pc.equal(table["embedding_model"], model).to_numpy(zero_copy_only=False))
+    if same.size == 0:
+        return out
+    rows = table.take(pa.array(same, pa.int64()))
+    flat = pc.list_flatten(rows["embedding"]).to_numpy()
+    matrix = flat.reshape(rows.num_rows, -1).astype(np.float32)
     norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(vector)), 1e-12)
-    return np.asarray(matrix @ vector.astype(np.float32) / np.maximum(norms, 1e-12))
+    out[same] = matrix @ vector.astype(np.float32) / np.maximum(norms, 1e-12)
+    return out
 
 
 def _chosen(table: pa.Table, cosines: np.ndarray, lexemes: Sequence[str], n: int) -> list[int]:
@@ -181,7 +195,7 @@ def archived_candidates(
     if table is None:
         return []
     lexemes = list(dict.fromkeys(conn.execute(QUERY_LEXEMES, q.__dict__).scalar_one()))
-    cosines = _cosines(table, q.vector)
+    cosines = _cosines(table, q.vector, q.model)
     picked = _chosen(table, cosines, lexemes, q.n)
     rows = table.take(pa.array(picked, pa.int64())).to_pylist()
     idf = dict(zip(hot["lexemes"], hot["idfs"], strict=True)) if hot else {}

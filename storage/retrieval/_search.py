@@ -191,7 +191,7 @@ class Retriever:
         if not request.include_archived:
             return []
         n = request.limit * self.settings.overfetch
-        cold = ColdQuery.of(request, n, self.text_search_config)
+        cold = ColdQuery.of(request, n, self.text_search_config, self.embedder.name)
         found = archived_candidates(conn, self.archive, cold, params)
         ranked = demote(rank([*rows, *found], now, weights, self.settings))
         return one_per_message(ranked)[: request.limit]

@@ -19,8 +19,10 @@ from sqlalchemy.orm import Session
 
 from storage import archive, audit, privacy
 from storage.archive import insert_rows
+from storage.embedding import Embedder
 from storage.errors import InputError, StorageError
 from storage.records import NAMESPACE
+from storage.reembed import refresh_vectors
 from tasks.aging import ColdStore, namespace_folders, take_out_all
 from tasks.files import MemoryRoot, atomic_write, block_marker, read_text, sweep_temporaries
 from tasks.privacy._export import export_namespace
@@ -155,15 +157,20 @@ def _heading_start(body: str, marker: int) -> int:
     return line if body.startswith("## ", line) and line < marker else marker
 
 
-def restore(engine: Engine, cold: ColdStore, memory_id: int, *, actor: str) -> int:
-    """Bring an archived memory back to the hot table, with its id, vector and counters."""
+def restore(
+    engine: Engine, cold: ColdStore, memory_id: int, embedder: Embedder, *, actor: str
+) -> int:
+    """Bring an archived memory back to the hot table, with its id, vector and counters.
+
+    A row archived under another embedding model comes back re-embedded by ``embedder``.
+    """
     with Session(engine) as session:
         grouped = archive.locate(session, [memory_id])
     if not grouped:
         raise InputError(f"memory {memory_id} is not in the archive")
 
     def put_back(session: Session, rows: pa.Table) -> None:
-        insert_rows(session, rows)
+        insert_rows(session, refresh_vectors(rows, embedder))
         archive.relink_episodes(session, rows.column("id").to_pylist())
         namespace = str(rows.column("namespace")[0]) if rows.num_rows else None
         audit.record(
@@ -178,7 +185,15 @@ def restore(engine: Engine, cold: ColdStore, memory_id: int, *, actor: str) -> i
     return take_out_all(engine, cold, grouped, put_back)
 
 
-def set_pin(engine: Engine, cold: ColdStore, memory_id: int, pinned: bool, *, actor: str) -> str:
+def set_pin(
+    engine: Engine,
+    cold: ColdStore,
+    memory_id: int,
+    pinned: bool,
+    embedder: Embedder,
+    *,
+    actor: str,
+) -> str:
     """Pin (never ages) or unpin a memory; an archived one is restored first to be pinned."""
     with Session(engine) as session, session.begin():
         namespace = privacy.set_pinned(session, memory_id, pinned)
@@ -192,6 +207,6 @@ def set_pin(engine: Engine, cold: ColdStore, memory_id: int, pinned: bool, *, ac
         with Session(engine) as session:
             archived = bool(archive.locate(session, [memory_id]))
         if archived:
-            restore(engine, cold, memory_id, actor=actor)
-            return set_pin(engine, cold, memory_id, pinned, actor=actor)
+            restore(engine, cold, memory_id, embedder, actor=actor)
+            return set_pin(engine, cold, memory_id, pinned, embedder, actor=actor)
     raise InputError(f"memory {memory_id} does not exist (or is archived: restore it first)")

@@ -261,7 +261,7 @@ def test_restore_brings_a_row_back_with_its_id_and_vector(store: Store, tmp_path
     run(store, cold)
     target = ids["old_a"][3]
 
-    assert restore(store.engine, cold, target, actor="test") == 1
+    assert restore(store.engine, cold, target, HashingEmbedder(384), actor="test") == 1
 
     with store.engine.connect() as conn:
         row = conn.execute(
@@ -277,7 +277,7 @@ def test_restore_brings_a_row_back_with_its_id_and_vector(store: Store, tmp_path
     assert hits[0].memory_id == target and hits[0].tier == "fresh"
     assert column(store, "SELECT action FROM audit_log") == ["restore"]
     with pytest.raises(InputError):
-        restore(store.engine, cold, target, actor="test")
+        restore(store.engine, cold, target, HashingEmbedder(384), actor="test")
 
 
 def batch_of(years: list[int]) -> pa.Table:

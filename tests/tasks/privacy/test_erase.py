@@ -245,18 +245,20 @@ def test_pin_and_unpin_with_audit_and_pinned_never_age(store: Store, tmp_path: P
     cold = local_cold(tmp_path)
     (old,) = put(store, "alice", ["keep this forever"], AS_OF - timedelta(days=900))
     (archived,) = put(store, "alice", ["archive then pin"], AS_OF - timedelta(days=900))
-    set_pin(store.engine, cold, old, True, actor="test")
+    set_pin(store.engine, cold, old, True, HashingEmbedder(384), actor="test")
     archive_old(store.engine, cold, AS_OF - timedelta(days=365), None, 1000, False)
     assert column(store, "SELECT id FROM memories") == [old]
 
-    set_pin(store.engine, cold, archived, True, actor="test")  # restored, then pinned
-    set_pin(store.engine, cold, old, False, actor="test")
+    set_pin(
+        store.engine, cold, archived, True, HashingEmbedder(384), actor="test"
+    )  # restored, then pinned
+    set_pin(store.engine, cold, old, False, HashingEmbedder(384), actor="test")
 
     assert column(store, "SELECT id FROM memories WHERE pinned") == [archived]
     actions = column(store, "SELECT action FROM audit_log ORDER BY id")
     assert actions == ["pin", "restore", "pin", "unpin"]
     with pytest.raises(InputError):
-        set_pin(store.engine, cold, 999_999, True, actor="test")
+        set_pin(store.engine, cold, 999_999, True, HashingEmbedder(384), actor="test")
 
 
 def test_purge_removes_the_whole_block_heading_included(store: Store, tmp_path: Path) -> None:

@@ -1,0 +1,61 @@
+"""``archivist reembed``: move the store to the configured embedding model.
+
+Registered on the ``archivist`` group in ``deployments/cli.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import click
+
+from deployments.settings_loader import load_settings
+from storage.config import Settings
+from storage.errors import InputError
+from storage.records import NAMESPACE
+
+Echo = Callable[[str], None]
+
+
+@click.command("reembed")
+@click.option("--namespace", help="Only this namespace's memories (the rest wait for a later run).")
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, 10_000),
+    default=256,
+    show_default=True,
+    help="Memories embedded and committed together.",
+)
+def reembed_command(namespace: str | None, batch_size: int) -> None:
+    """Re-embed every memory with the configured embedding model (resumable)."""
+    run_reembed(load_settings(), namespace, batch_size, click.echo)
+
+
+def run_reembed(settings: Settings, namespace: str | None, batch_size: int, echo: Echo) -> None:
+    """Re-embed with progress, then say whether the store now uses the new model."""
+    from storage.embedding import make_embedder
+    from storage.engine import open_store
+    from storage.migrate import require_current
+    from tasks.reembed import reembed
+
+    if namespace is not None and not NAMESPACE.fullmatch(namespace):
+        raise InputError(f"namespace {namespace!r} is not a valid name")
+    store = open_store(settings)
+    require_current(store.engine, settings)
+    embedder = make_embedder(settings.embedding, store.engine)
+    out = reembed(
+        store.engine,
+        embedder,
+        namespace=namespace,
+        batch=batch_size,
+        on_progress=lambda done, total: echo(f"  {done}/{total} memories re-embedded"),
+    )
+    if out.already_current:
+        echo(f"the store already uses {out.model}; nothing to do")
+    elif out.swapped:
+        echo(f"{out.embedded} memories re-embedded; the store now uses {out.model}")
+    else:
+        echo(
+            f"{out.embedded} memories re-embedded; {out.pending} in other namespaces still "
+            f"wait, and the store keeps its old vectors until `archivist reembed` ends them"
+        )

@@ -1,0 +1,131 @@
+"""Re-embedding the store: next vectors filled beside the current ones, then swapped in.
+
+``memories.embedding_next`` (sized for the new model) is filled batch by batch, each batch
+committed on its own, so a killed run loses at most the batch in flight and the next run
+goes on with the rows still NULL. Searches keep using the old vectors until ``swap``
+replaces them all in one transaction, and the store's model facts change with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+from sqlalchemy import bindparam, text
+from sqlalchemy.orm import Session
+
+from storage.embedding import Embedder
+from storage.meta import (
+    EMBEDDING_DIM,
+    EMBEDDING_MODEL,
+    REEMBED_DIM,
+    REEMBED_MODEL,
+    drop_facts,
+    read_facts,
+    set_fact,
+)
+
+_HAS_NEXT = text(
+    "SELECT EXISTS (SELECT 1 FROM information_schema.columns "
+    "WHERE table_name = 'memories' AND column_name = 'embedding_next')"
+)
+_PENDING = text(
+    "SELECT count(*) FROM memories WHERE embedding_next IS NULL "
+    "AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace)"
+)
+_BATCH = text(
+    "SELECT id, content FROM memories WHERE embedding_next IS NULL "
+    "AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace) "
+    "ORDER BY id LIMIT :size"
+)
+_WRITE = text(
+    "UPDATE memories m SET embedding_next = CAST(v.vector AS vector) "
+    "FROM unnest(CAST(:ids AS bigint[]), CAST(:vectors AS text[])) AS v(id, vector) "
+    "WHERE m.id = v.id"
+).bindparams(bindparam("ids"), bindparam("vectors"))
+_HNSW = (
+    "CREATE INDEX ix_memories_hnsw ON memories USING hnsw (embedding vector_cosine_ops) "
+    "WITH (m = 16, ef_construction = 64) WHERE ann_indexed"
+)
+
+
+def start(session: Session, model: str, dim: int) -> bool:
+    """Make room for ``model``'s vectors; False when a run for it is already under way."""
+    facts = read_facts(session)
+    has_next = bool(session.scalar(_HAS_NEXT))
+    if has_next and facts.get(REEMBED_MODEL) == model and facts.get(REEMBED_DIM) == str(dim):
+        return False
+    session.execute(text("ALTER TABLE memories DROP COLUMN IF EXISTS embedding_next"))
+    session.execute(text(f"ALTER TABLE memories ADD COLUMN embedding_next vector({int(dim)})"))
+    set_fact(session, REEMBED_MODEL, model)
+    set_fact(session, REEMBED_DIM, str(dim))
+    return True
+
+
+def pending(session: Session, namespace: str | None = None) -> int:
+    """Rows still waiting for their next vector (in one namespace, or in all)."""
+    return int(session.scalar(_PENDING, {"namespace": namespace}) or 0)
+
+
+def next_batch(session: Session, namespace: str | None, size: int) -> list[tuple[int, str]]:
+    """The next ``size`` rows to re-embed, by id: (id, content)."""
+    rows = session.execute(_BATCH, {"namespace": namespace, "size": size})
+    return [(int(r.id), str(r.content)) for r in rows]
+
+
+def write_batch(session: Session, ids: Sequence[int], vectors: np.ndarray) -> None:
+    """Store the next vectors of ``ids``."""
+    literals = ["[" + ",".join(f"{x:.8g}" for x in row) + "]" for row in vectors.tolist()]
+    session.execute(_WRITE, {"ids": list(ids), "vectors": literals})
+
+
+def swap(session: Session, model: str, dim: int) -> bool:
+    """Replace every vector by its next one, in this transaction; False if rows still wait.
+
+    Takes the table's exclusive lock, so no writer adds a row without a next vector
+    between the check and the swap, and no search sees half of it.
+    """
+    session.execute(text("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE"))
+    if pending(session):
+        return False
+    for statement in (
+        "DROP INDEX IF EXISTS ix_memories_hnsw",
+        "ALTER TABLE memories DROP COLUMN embedding",
+        "ALTER TABLE memories RENAME COLUMN embedding_next TO embedding",
+        "ALTER TABLE memories ALTER COLUMN embedding SET NOT NULL",
+        _HNSW,
+    ):
+        session.execute(text(statement))
+    session.execute(text("UPDATE memories SET embedding_model = :model"), {"model": model})
+    set_fact(session, EMBEDDING_MODEL, model)
+    set_fact(session, EMBEDDING_DIM, str(dim))
+    drop_facts(session, REEMBED_MODEL, REEMBED_DIM)
+    return True
+
+
+def refresh_vectors(table: pa.Table, embedder: Embedder) -> pa.Table:
+    """Archived rows with vectors of ``embedder``'s model: rows of another model re-embedded.
+
+    Archive files keep the vectors of the model that wrote them; a restore passes its rows
+    through here, so the hot table only ever holds the store's model.
+    """
+    stale = [
+        i
+        for i, model in enumerate(table.column("embedding_model").to_pylist())
+        if model != embedder.name
+    ]
+    if not stale:
+        return table
+    vectors = table.column("embedding").to_pylist()
+    fresh = embedder.embed([str(table.column("content")[i]) for i in stale])
+    for i, vector in zip(stale, fresh.tolist(), strict=True):
+        vectors[i] = vector
+    field = table.schema.field("embedding")
+    table = table.set_column(
+        table.schema.get_field_index("embedding"), field, pa.array(vectors, field.type)
+    )
+    models = pa.array([embedder.name] * table.num_rows, pa.string())
+    return table.set_column(
+        table.schema.get_field_index("embedding_model"), "embedding_model", models
+    )

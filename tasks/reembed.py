@@ -1,0 +1,81 @@
+"""Re-embed the store with the configured model, in committed batches that survive a kill.
+
+Hot and compressed memories and long-term entries all live in ``memories``; each batch of
+rows gets its next vector and commits, and once no row waits the next vectors replace the
+old ones in one transaction (``storage.reembed``). Archived rows keep their Parquet
+vectors: a restore re-embeds a row of another model, and archived search ranks such rows
+by their words alone, so no ranking ever compares vectors of two models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session
+
+from storage import reembed as store
+from storage.embedding import Embedder
+from storage.meta import EMBEDDING_DIM, EMBEDDING_MODEL, read_facts
+
+OnProgress = Callable[[int, int], None]
+
+
+@dataclass
+class ReembedOutcome:
+    """What one run did: rows embedded now, rows still waiting, whether the swap happened."""
+
+    model: str
+    embedded: int = 0
+    resumed: bool = False
+    pending: int = 0
+    swapped: bool = False
+    already_current: bool = False
+
+
+def reembed(
+    engine: Engine,
+    embedder: Embedder,
+    *,
+    namespace: str | None = None,
+    batch: int = 256,
+    on_progress: OnProgress | None = None,
+) -> ReembedOutcome:
+    """Give every memory (of ``namespace``, or all) a vector from ``embedder``.
+
+    The swap to the new vectors happens once no row of any namespace waits; until then
+    searches keep using the old model's vectors and other commands refuse the new model.
+    """
+    out = ReembedOutcome(embedder.name)
+    with Session(engine) as session, session.begin():
+        facts = read_facts(session)
+        current = (facts.get(EMBEDDING_MODEL), facts.get(EMBEDDING_DIM))
+        if current == (embedder.name, str(embedder.dim)) and "reembed_model" not in facts:
+            out.already_current = True
+            return out
+        out.resumed = not store.start(session, embedder.name, embedder.dim)
+        total = store.pending(session, namespace)
+    while True:
+        while rows := _next(engine, namespace, batch):
+            vectors = embedder.embed([content for _, content in rows])
+            with Session(engine) as session, session.begin():
+                store.write_batch(session, [mid for mid, _ in rows], vectors)
+            out.embedded += len(rows)
+            if on_progress is not None:
+                on_progress(out.embedded, max(total, out.embedded))
+        with Session(engine) as session, session.begin():
+            out.swapped = store.swap(session, embedder.name, embedder.dim)
+            out.pending = 0 if out.swapped else store.pending(session)
+        if out.swapped or namespace is not None:
+            break  # else a writer added rows meanwhile: embed them too
+    if out.swapped:
+        # The swap rewrote every row; clear the dead versions and refresh statistics.
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("VACUUM (ANALYZE) memories"))
+    return out
+
+
+def _next(engine: Engine, namespace: str | None, size: int) -> list[tuple[int, str]]:
+    with Session(engine) as session:
+        return store.next_batch(session, namespace, size)

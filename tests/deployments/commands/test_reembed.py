@@ -1,0 +1,55 @@
+"""reembed as a user runs it after changing the embedding settings."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from click.testing import CliRunner
+
+from deployments.cli import main
+from storage.config import Settings
+from storage.engine import open_store
+from tests.storage.memory_factory import put
+
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    assert settings.database_url is not None
+    monkeypatch.setenv("ARCHIVIST_DATABASE_URL", settings.database_url.get_secret_value())
+    monkeypatch.setenv("ARCHIVIST_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("ARCHIVIST_EMBEDDING__PROVIDER", "hashing")
+    return settings
+
+
+def test_a_new_model_is_refused_until_reembed_moves_the_store(
+    env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put(open_store(env), "alice", [f"dentist visit number {i}" for i in range(5)], NOW)
+    put(open_store(env), "bob", ["oat milk", "rye bread"], NOW)
+    monkeypatch.setenv("ARCHIVIST_EMBEDDING__DIM", "128")
+    runner = CliRunner()
+
+    refused = runner.invoke(main, ["search", "alice", "dentist"])
+    assert refused.exit_code == 1
+    assert "hashing-v1-384 (384 dimensions)" in refused.output
+    assert "run `archivist reembed`" in refused.output and "Traceback" not in refused.output
+
+    partial = runner.invoke(main, ["reembed", "--namespace", "alice", "--batch-size", "2"])
+    assert partial.exit_code == 0, partial.output
+    assert "  2/5 memories re-embedded" in partial.output
+    assert "5 memories re-embedded; 2 in other namespaces still wait" in partial.output
+
+    done = runner.invoke(main, ["reembed"])
+    assert done.exit_code == 0, done.output
+    assert "2 memories re-embedded; the store now uses hashing-v1-128" in done.output
+    found = runner.invoke(main, ["search", "alice", "dentist visit number 3", "--limit", "1"])
+    assert found.exit_code == 0 and "dentist visit number 3" in found.output
+    assert "nothing to do" in runner.invoke(main, ["reembed"]).output
+
+
+def test_reembed_refuses_a_bad_namespace(env: Settings) -> None:
+    result = CliRunner().invoke(main, ["reembed", "--namespace", "bob\n"])
+    assert result.exit_code == 1 and "not a valid name" in result.output

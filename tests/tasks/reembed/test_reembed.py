@@ -1,0 +1,169 @@
+"""``archivist reembed``: a store moves to another model (and dimension) whole, resumably."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from storage.embedding import HashingEmbedder
+from storage.engine import Store
+from storage.errors import ConfigurationError
+from storage.meta import check_compatible, read_facts
+from storage.retrieval._search import Retriever
+from tasks.aging._archival import archive_old
+from tasks.privacy._erase import restore
+from tasks.reembed import reembed
+from tests.child import PausedChild
+from tests.storage.memory_factory import put
+from tests.tasks.aging.helpers import local_cold
+
+AS_OF = datetime(2026, 11, 20, 12, tzinfo=UTC)
+NEW = HashingEmbedder(128)
+
+
+class Renamed:
+    """The hashing embedder under another model's name: same size, other model."""
+
+    name = "another-model"
+    dim = 384
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return HashingEmbedder(384).embed(texts)
+
+
+def texts(n: int, word: str) -> list[str]:
+    return [f"{word} note {i}: the {word} plan for day {i}" for i in range(n)]
+
+
+def vectors(store: Store) -> dict[int, tuple[str, str, np.ndarray]]:
+    with Session(store.engine) as session:
+        rows = session.execute(text("SELECT id, content, embedding_model, embedding FROM memories"))
+        return {r.id: (r.content, r.embedding_model, r.embedding.to_numpy()) for r in rows}
+
+
+def assert_all_from(store: Store, embedder: HashingEmbedder) -> None:
+    found = vectors(store)
+    assert found
+    for content, model, vector in found.values():
+        assert model == embedder.name
+        assert np.allclose(vector, embedder.embed([content])[0], atol=1e-6)
+
+
+def test_reembed_moves_every_memory_to_the_new_model_and_dimension(store: Store) -> None:
+    put(store, "alice", texts(30, "garden"), AS_OF - timedelta(days=3))
+    put(store, "bob", texts(20, "budget"), AS_OF - timedelta(days=1), kind="long_term")
+    with Session(store.engine) as session, pytest.raises(ConfigurationError, match="reembed"):
+        check_compatible(session, NEW)
+
+    out = reembed(store.engine, NEW, batch=7)
+
+    assert (out.embedded, out.swapped, out.pending) == (50, True, 0)
+    assert_all_from(store, NEW)
+    with Session(store.engine) as session:
+        check_compatible(session, NEW)  # the store now takes the new model
+        assert read_facts(session)["embedding_dim"] == "128"
+        with pytest.raises(ConfigurationError, match="384"):
+            check_compatible(session, HashingEmbedder(384))
+    hits = Retriever(store.engine, NEW).search("alice", "garden plan day 4", as_of=AS_OF)
+    assert hits and hits[0].content == "garden note 4: the garden plan for day 4"
+    assert reembed(store.engine, NEW).already_current
+
+
+def test_a_model_of_the_same_size_is_refused_until_reembedded(store: Store) -> None:
+    put(store, "alice", texts(3, "garden"), AS_OF)
+    with Session(store.engine) as session, pytest.raises(ConfigurationError) as caught:
+        check_compatible(session, Renamed())
+    assert "hashing-v1-384" in str(caught.value) and "archivist reembed" in str(caught.value)
+
+    assert reembed(store.engine, Renamed()).swapped
+    with Session(store.engine) as session:
+        check_compatible(session, Renamed())
+        assert read_facts(session)["embedding_model"] == "another-model"
+
+
+def test_an_empty_store_takes_the_configured_model(store: Store) -> None:
+    with Session(store.engine) as session, session.begin():
+        check_compatible(session, Renamed())
+    with Session(store.engine) as session:
+        assert read_facts(session)["embedding_model"] == "another-model"
+
+
+def test_one_namespace_at_a_time_swaps_only_when_all_are_done(store: Store) -> None:
+    put(store, "alice", texts(12, "garden"), AS_OF)
+    put(store, "bob", texts(5, "budget"), AS_OF)
+
+    first = reembed(store.engine, NEW, namespace="alice", batch=5)
+    assert (first.embedded, first.swapped, first.pending) == (12, False, 5)
+    with Session(store.engine) as session, pytest.raises(ConfigurationError, match="under way"):
+        check_compatible(session, NEW)
+    old = Retriever(store.engine, HashingEmbedder(384)).search("bob", "budget plan", as_of=AS_OF)
+    assert old  # searches keep the old vectors meanwhile
+
+    second = reembed(store.engine, NEW)
+    assert (second.resumed, second.embedded, second.swapped) == (True, 5, True)
+    assert_all_from(store, NEW)
+
+
+KILLABLE_REEMBED = """
+import sys
+from storage.config import Settings
+from storage.embedding import HashingEmbedder
+from storage.engine import open_store
+from tasks.reembed import reembed
+
+store = open_store(Settings(database_url=sys.argv[1], data_dir=sys.argv[2]))
+
+def progress(done, total):
+    if done == 30:
+        print("paused", flush=True)
+        sys.stdin.readline()
+
+reembed(store.engine, HashingEmbedder(128), batch=10, on_progress=progress)
+"""
+
+
+def test_a_killed_reembed_resumes_without_redoing_finished_batches(
+    store: Store, tmp_path: Path
+) -> None:
+    put(store, "alice", texts(95, "garden"), AS_OF)
+    url = store.settings.database_url.get_secret_value()
+    with PausedChild(KILLABLE_REEMBED, url, str(tmp_path / "child")) as child:
+        assert child.first_line == "paused\n"
+        child.kill()
+    with Session(store.engine) as session:
+        done = session.scalar(
+            text("SELECT count(*) FROM memories WHERE embedding_next IS NOT NULL")
+        )
+    assert done == 30  # three committed batches survive the kill
+
+    out = reembed(store.engine, NEW, batch=10)
+
+    assert (out.resumed, out.embedded, out.swapped) == (True, 65, True)  # 30 + 65 = 95: none twice
+    assert_all_from(store, NEW)
+
+
+def test_a_restored_memory_of_the_old_model_comes_back_re_embedded(
+    store: Store, tmp_path: Path
+) -> None:
+    (old,) = put(
+        store, "alice", ["the garden shed key is under the blue pot"], AS_OF - timedelta(days=900)
+    )
+    put(store, "alice", texts(3, "garden"), AS_OF)
+    cold = local_cold(tmp_path)
+    archive_old(store.engine, cold, AS_OF - timedelta(days=365), None, 1000, False)
+    reembed(store.engine, NEW)
+
+    found = Retriever(store.engine, NEW).search(
+        "alice", "blue pot shed key", as_of=AS_OF, include_archived=True
+    )
+    assert found[0].memory_id == old and found[0].factors["cosine"] == 0.0  # words alone
+
+    assert restore(store.engine, cold, old, NEW, actor="test") == 1
+    content, model, vector = vectors(store)[old]
+    assert model == NEW.name and np.allclose(vector, NEW.embed([content])[0], atol=1e-6)
