@@ -106,14 +106,14 @@ def decay_batch(
 COMPRESSIBLE = text(
     """
     SELECT s.id AS session_id, s.namespace, e.memory_id, e.summary,
-           max(c.ts) AS last_at, count(*) AS messages
+           max(c.ts) AS last_at, count(*) AS messages, s.title
     FROM chat_sessions s
     JOIN chat_messages c ON c.session_id = s.id
     JOIN episodes e ON e.session_id = s.id AND e.memory_id IS NOT NULL
     JOIN processed_sessions p ON p.session_id = s.id
     WHERE (CAST(:namespace AS text) IS NULL OR s.namespace = :namespace)
       AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.session_id = s.id AND m.pinned)
-    GROUP BY s.id, s.namespace, e.memory_id, e.summary, p.last_message_at
+    GROUP BY s.id, s.namespace, e.memory_id, e.summary, p.last_message_at, s.title
     HAVING max(c.ts) < :cutoff AND p.last_message_at >= max(c.ts)
     ORDER BY s.id
     """
@@ -197,6 +197,7 @@ class CompressCandidate:
     summary: str
     last_at: datetime
     messages: int
+    title: str | None = None
 
 
 def compressible(

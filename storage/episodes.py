@@ -59,3 +59,15 @@ def upsert_episodes(session: Session, rows: list[dict[str, Any]]) -> None:
         set_={**{f: stmt.excluded[f] for f in fields}, "updated_at": func.now()},
     )
     session.execute(stmt, rows)
+
+
+def episode_text(title: str | None, summary: str) -> str:
+    """An episode memory's text: the session's title first, unless the summary says it.
+
+    The title is often the only place a word such as "Dentist" appears, so an episode is
+    findable by it only if its memory carries it.
+    """
+    title = (title or "").strip()
+    if not title or title.casefold() in summary.casefold():
+        return summary
+    return f"{title}. {summary}"

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import numpy as np
 import pyarrow as pa
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
@@ -24,6 +25,7 @@ from sqlalchemy.orm import Session
 from storage import aging, archive
 from storage.aging import CompressCandidate
 from storage.embedding import Embedder
+from storage.episodes import episode_text
 from tasks.aging._cold_store import ColdStore, transcript_part
 
 _TS = pa.timestamp("us", tz="UTC")
@@ -111,14 +113,19 @@ def _new_summaries(
     """(memory id, summary, vector) for episode memories whose text is not the summary."""
     with Session(engine) as session:
         texts = aging.memory_texts(session, [c.episode_memory_id for c in batch])
-    stale = [c for c in batch if texts.get(c.episode_memory_id) != c.summary]
+    wanted = {c.episode_memory_id: episode_text(c.title, c.summary) for c in batch}
+    stale = [c for c in batch if texts.get(c.episode_memory_id) != wanted[c.episode_memory_id]]
     if not stale:
         return []
-    vectors = embedder.embed([c.summary for c in stale])
+    vectors = embedder.embed([wanted[c.episode_memory_id] for c in stale])
     return [
-        (c.episode_memory_id, c.summary, "[" + ",".join(f"{x:.7g}" for x in v.tolist()) + "]")
+        (c.episode_memory_id, wanted[c.episode_memory_id], _literal(v))
         for c, v in zip(stale, vectors, strict=True)
     ]
+
+
+def _literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
 
 
 def compress_batch(

@@ -101,7 +101,8 @@ def derive(state: SessionState, extraction: Extraction) -> Derived:
     episode = extraction.episode
     ids = tuple(m.id for m in state.messages)
     last = state.messages[-1].timestamp
-    rows = [MemoryRow("episode", episode.summary, ids, last, episode.importance, episode.vehemence)]
+    text = episodes.episode_text(state.session.title, episode.summary)
+    rows = [MemoryRow("episode", text, ids, last, episode.importance, episode.vehemence)]
     if extraction.task_card is not None:
         text = task_card_text(extraction.task_card)
         rows.append(MemoryRow("task_card", text, ids, last, episode.importance, episode.vehemence))

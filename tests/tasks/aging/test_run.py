@@ -17,10 +17,12 @@ from storage.config import Settings
 from storage.embedding import HashingEmbedder
 from storage.engine import Store
 from storage.memories import NewMemory, insert_memories
+from storage.retrieval import Retriever
 from tasks.aging._archival import archive_old
 from tasks.aging._compression import compress_old, write_transcripts
 from tasks.aging._run import decay, delete_old
 from tasks.sync._steps import build_context
+from tests.helpers import add_session, chat, run_sync
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import (
     AS_OF,
@@ -280,3 +282,26 @@ def test_deletion_is_off_by_default_and_on_when_enabled(store: Store, tmp_path: 
     assert scalar(store, "SELECT count(*) FROM archive_manifest") == 0
     assert list(Path(tmp_path / "archive").rglob("*.parquet")) == []
     assert AS_OF.tzinfo is UTC
+
+
+def test_an_episode_is_found_by_its_session_title_before_and_after_compression(
+    store: Store, tmp_path: Path
+) -> None:
+    turns = (
+        "Can you move my appointment with Dr. Weber to Thursday morning?",
+        "Done: Thursday 9:30 with Dr. Weber, same practice as before.",
+        "Great, and remind me the day before please.",
+        "I will remind you on Wednesday evening.",
+    )
+    add_session(store, "teeth", "alice", chat(MONTHS_AGO, *turns), title="Dentist appointment")
+    run_sync(store, MONTHS_AGO.replace(hour=23, minute=0), namespace="alice")
+    retriever = Retriever(store.engine, HashingEmbedder(384))
+
+    def episode_hits() -> list[str]:
+        hits = retriever.search("alice", "when is the dentist?", as_of=AS_OF, kinds=["episode"])
+        return [h.content for h in hits if h.factors["bm25"] > 0]
+
+    (before,) = episode_hits()
+    assert before.startswith("Dentist appointment. ")
+    assert compress(store, tmp_path).sessions == 1
+    assert episode_hits() == [before]

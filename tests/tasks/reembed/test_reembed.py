@@ -132,6 +132,7 @@ def test_a_killed_reembed_resumes_without_redoing_finished_batches(
     store: Store, tmp_path: Path
 ) -> None:
     put(store, "alice", texts(95, "garden"), AS_OF)
+    assert store.settings.database_url is not None
     url = store.settings.database_url.get_secret_value()
     with PausedChild(KILLABLE_REEMBED, url, str(tmp_path / "child")) as child:
         assert child.first_line == "paused\n"
