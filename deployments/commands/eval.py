@@ -140,11 +140,11 @@ def render(result: EvalResult, echo: Echo) -> None:
     summary = summarise(result.scores, result.ks)
     echo(f"preset {result.preset} ({_weights(result)}); recall@k for k = {list(result.ks)}")
     echo(render_table(summary, result.ks))
-    unlabelled = sum(s.messages is None and s.sessions is None for s in result.scores)
+    overall = summary[OVERALL]
     echo(
-        f"cross-namespace leaks: {summary[OVERALL].leaks} "
-        f"(in {sum(s.hits for s in result.scores)} hits; {unlabelled} questions without "
-        "evidence are scored only on leaks)"
+        f"cross-namespace leaks: {overall.leaks} in {sum(s.hits for s in result.scores)} hits; "
+        f"unanswerable questions (no evidence): {overall.unanswerable}, "
+        f"{overall.abstained} of them got no hit"
     )
     timing = _timings(result)
     echo(f"timing: p50 {timing['p50']:.1f} ms, p95 {timing['p95']:.1f} ms per query")
@@ -172,6 +172,7 @@ def _question(result: EvalResult, index: int) -> dict[str, Any]:
         "ms": round(run.ms, 2),
         "messages": level_as_dict(score.messages),
         "sessions": level_as_dict(score.sessions),
+        "distinct_sessions": level_as_dict(score.distinct),
         "cross_namespace_leaks": score.leaks,
         "hits": hits,
     }

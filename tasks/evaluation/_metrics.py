@@ -7,12 +7,15 @@ unique within their session.
   by its ``session_id``), except ``episode`` and ``task_card`` hits, which summarise a whole
   session and count only at session level;
 - session level: a hit covers its ``session_id``;
+- distinct-session level: the sessions of the hits, deduplicated in rank order, so that
+  recall@k counts k different sessions however many hits one session has;
 - recall@k = |evidence covered by the top k hits| / |evidence|;
 - MRR = 1 / rank of the first hit covering any evidence, 0 if none.
 
 Averages are macro (every question weighs the same). A question without evidence at a
 level is left out of that level's averages; every question is checked for leaks: hits
-from a namespace other than the one asked.
+from a namespace other than the one asked. A question with no evidence at all is
+unanswerable: it *abstains* when search returns no hit for it.
 """
 
 from __future__ import annotations
@@ -77,8 +80,13 @@ class QuestionScore:
     category: str
     messages: LevelScore | None
     sessions: LevelScore | None
+    distinct: LevelScore | None
     hits: int
     leaks: int
+
+    @property
+    def unanswerable(self) -> bool:
+        return self.messages is None and self.sessions is None
 
 
 @dataclass(frozen=True)
@@ -97,7 +105,10 @@ class GroupSummary:
     questions: int
     messages: LevelSummary | None
     sessions: LevelSummary | None
+    distinct: LevelSummary | None
     leaks: int
+    unanswerable: int = 0
+    abstained: int = 0
 
 
 def cited_messages(hit: Cited) -> frozenset[str]:
@@ -110,6 +121,12 @@ def cited_messages(hit: Cited) -> frozenset[str]:
 def cited_sessions(hit: Cited) -> frozenset[str]:
     """The session a hit comes from, if any."""
     return frozenset() if hit.session_id is None else frozenset({hit.session_id})
+
+
+def distinct_sessions(cited: Sequence[frozenset[str]]) -> list[frozenset[str]]:
+    """The hits' sessions in rank order, each once (hits without a session left out)."""
+    seen = dict.fromkeys(sid for ids in cited for sid in sorted(ids))
+    return [frozenset({sid}) for sid in seen]
 
 
 def recall_at(cited: Sequence[frozenset[str]], evidence: frozenset[str], k: int) -> float:
@@ -159,11 +176,13 @@ def score_question(
     """Recall and reciprocal rank at both levels, and leaks, of one question's hits."""
     messages = frozenset(question.evidence_message_ids)
     sessions = frozenset(question.evidence_session_ids)
+    by_session = [cited_sessions(h) for h in hits]
     return QuestionScore(
         id=question.id,
         category=question.category,
         messages=score_level([cited_messages(h) for h in hits], messages, ks),
-        sessions=score_level([cited_sessions(h) for h in hits], sessions, ks),
+        sessions=score_level(by_session, sessions, ks),
+        distinct=score_level(distinct_sessions(by_session), sessions, ks),
         hits=len(hits),
         leaks=count_leaks(hits, question.namespace, session_namespaces),
     )
@@ -186,7 +205,10 @@ def _summarise_group(scores: Sequence[QuestionScore], ks: Sequence[int]) -> Grou
         questions=len(scores),
         messages=_summarise_level([s.messages for s in scores], ks),
         sessions=_summarise_level([s.sessions for s in scores], ks),
+        distinct=_summarise_level([s.distinct for s in scores], ks),
         leaks=sum(s.leaks for s in scores),
+        unanswerable=sum(s.unanswerable for s in scores),
+        abstained=sum(s.unanswerable and s.hits == 0 for s in scores),
     )
 
 
@@ -222,7 +244,10 @@ def group_as_dict(group: GroupSummary) -> dict[str, Any]:
         "questions": group.questions,
         "messages": level_as_dict(group.messages),
         "sessions": level_as_dict(group.sessions),
+        "distinct_sessions": level_as_dict(group.distinct),
         "cross_namespace_leaks": group.leaks,
+        "unanswerable": group.unanswerable,
+        "abstained": group.abstained,
     }
 
 
@@ -234,18 +259,27 @@ def _cells(level: LevelSummary | None, ks: Sequence[int]) -> list[str]:
 
 
 def render_table(summary: Mapping[str, GroupSummary], ks: Sequence[int]) -> str:
-    """Fixed-width table: per category and overall, message and session level, leaks."""
+    """Fixed-width table per category and overall: message, session and distinct-session
+    levels, leaks, and how many unanswerable questions got no hit."""
     names = [*(f"R@{k}" for k in ks), "MRR"]
     level_head = f"{'n':>4}" + "".join(f"{n:>7}" for n in names)
     width = len(level_head)
+    heads = ("messages", "sessions", "distinct sessions")
     lines = [
-        f"{'':<24}{'':>5}   {'messages':<{width}}   {'sessions':<{width}}",
-        f"{'category':<24}{'n':>5}   {level_head}   {level_head}   {'leaks':>5}",
+        f"{'':<24}{'':>5}   " + "   ".join(f"{h:<{width}}" for h in heads),
+        f"{'category':<24}{'n':>5}   "
+        + "   ".join([level_head] * 3)
+        + f"   {'leaks':>5}   {'abstained':>9}",
     ]
     for name, group in summary.items():
         if name == OVERALL:
             lines.append("-" * len(lines[1]))
-        messages = " ".join(_cells(group.messages, ks))
-        sessions = " ".join(_cells(group.sessions, ks))
-        lines.append(f"{name:<24}{group.questions:>5}   {messages}   {sessions}   {group.leaks:>5}")
+        levels = "   ".join(
+            " ".join(_cells(level, ks))
+            for level in (group.messages, group.sessions, group.distinct)
+        )
+        abstained = f"{group.abstained}/{group.unanswerable}" if group.unanswerable else "-"
+        lines.append(
+            f"{name:<24}{group.questions:>5}   {levels}   {group.leaks:>5}   {abstained:>9}"
+        )
     return "\n".join(lines)

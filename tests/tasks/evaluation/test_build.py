@@ -129,7 +129,7 @@ def test_summary_is_a_macro_average_that_leaves_out_questions_without_evidence()
     assert overall.messages is not None and overall.messages.questions == 2
     assert overall.messages.recall[1] == pytest.approx((1.0 + 0.5) / 2)
     assert overall.messages.mrr == pytest.approx(1.0)
-    assert summary["adversarial"] == GroupSummary(1, None, None, 0)
+    assert summary["adversarial"] == GroupSummary(1, None, None, None, 0, 1, 1)
     table = render_table(summary, KS)
     assert "R@10" in table and "adversarial" in table
     assert len({len(line) for line in table.splitlines()[1:]}) == 1  # fixed width
@@ -321,7 +321,9 @@ def test_labelled_set_end_to_end(store: Store) -> None:
     bad = broken[OVERALL]
     assert bad.messages is not None and bad.sessions is not None
     assert bad.messages.recall[10] < 0.7 and bad.sessions.recall[1] < 0.85
-    assert summary["adversarial-namespace"] == GroupSummary(3, None, None, 0)
+    adversarial = summary["adversarial-namespace"]
+    assert (adversarial.questions, adversarial.unanswerable, adversarial.leaks) == (3, 3, 0)
+    assert adversarial.messages is None and adversarial.distinct is None
 
 
 def test_memory_is_built_once_and_questions_do_not_count_as_accesses(store: Store) -> None:
@@ -397,3 +399,25 @@ def test_assistant_only_and_long_sessions_are_built_and_found(store: Store) -> N
     for r in runs:
         top = r.hits[0]
         assert (top.session_id, top.message_ids) == (r.query.evidence_session_ids[0], ("m1",))
+
+
+def test_distinct_session_recall_counts_each_session_once_in_rank_order() -> None:
+    hits = [hit("turn", "s1", "m1"), hit("fact", "s1", "m1"), hit("turn", "s1", "m2")]
+    hits += [hit("turn", "s2", "m1"), hit("episode", "s3")]
+
+    score = score_question(query(sessions=["s2", "s3"]), hits, (1, 2, 3), {})
+
+    assert score.sessions is not None and score.distinct is not None
+    assert score.sessions.recall == {1: 0.0, 2: 0.0, 3: 0.0}  # three hits, one session
+    assert score.distinct.recall == {1: 0.0, 2: 0.5, 3: 1.0}  # s1, s2, s3
+    assert score.distinct.reciprocal_rank == pytest.approx(1 / 2)
+
+
+def test_an_unanswerable_question_abstains_only_with_no_hit() -> None:
+    empty = score_question(query(category="none"), [], KS, {})
+    answered = score_question(query(category="none"), [hit("turn", "s1", "m1")], KS, {})
+
+    group = summarise([empty, answered], KS)["none"]
+
+    assert (group.unanswerable, group.abstained) == (2, 1)
+    assert "1/2" in render_table({"none": group}, KS)
