@@ -80,6 +80,12 @@ class RetrievalSettings(BaseModel):
     stats_ttl_seconds: float = Field(
         300.0, ge=0, description="how long BM25 statistics are reused in-process (0: never)"
     )
+    min_cosine: float | None = Field(
+        None,
+        ge=-1,
+        le=1,
+        description="candidates matching no query word need this cosine; default: the embedder's",
+    )
     max_limit: int = Field(100, ge=1, le=1000)
     prime_episodes: int = Field(3, ge=0, le=50)
     prime_min_salience: float = Field(0.3, ge=0, le=1)

@@ -26,6 +26,7 @@ FACTORS = (
     "vehemence",
     "salience",
 )
+RELEVANCE = ("semantic", "dense", "lexical")
 PRESETS: dict[str, dict[str, float]] = {
     "archivist": {"semantic": 0.6, "recency": 0.2, "importance": 0.2},
     "librarian": {"semantic": 0.40, "recency": 0.25, "frequency": 0.20, "vehemence": 0.15},
@@ -108,5 +109,23 @@ def parse_weights(text: str) -> dict[str, float]:
 
 
 def composite(factors: Mapping[str, float], weights: Mapping[str, float]) -> float:
-    """Weighted sum of the named factors."""
-    return sum(weights.get(name, 0.0) * factors.get(name, 0.0) for name in FACTORS)
+    """Relevance, ordered among near-equals by the other factors as bounded boosts.
+
+    relevance = the weighted mean of the relevance factors (semantic, dense, lexical);
+    every other factor scales it:
+
+        score = relevance * (W_rel + sum(w_f * f)) / (W_rel + W_other)
+
+    so a score never exceeds its relevance, a memory with no relevance scores 0 however
+    new or important, and the boosts reorder only memories within a bounded ratio of each
+    other's relevance (at most (W_rel + W_other) / W_rel). Weights without any relevance
+    factor (priming's ``importance`` and ``salience`` with no message) give the weighted
+    mean of the others.
+    """
+    rel_weight = sum(weights.get(name, 0.0) for name in RELEVANCE)
+    other_weight = sum(weights.get(name, 0.0) for name in FACTORS if name not in RELEVANCE)
+    boost = sum(weights.get(n, 0.0) * factors.get(n, 0.0) for n in FACTORS if n not in RELEVANCE)
+    if rel_weight == 0:
+        return boost / other_weight if other_weight else 0.0
+    relevance = sum(weights.get(n, 0.0) * factors.get(n, 0.0) for n in RELEVANCE) / rel_weight
+    return relevance * (rel_weight + boost) / (rel_weight + other_weight)

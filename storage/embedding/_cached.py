@@ -33,6 +33,11 @@ class CachedEmbedder:
     def dim(self) -> int:
         return self._inner.dim
 
+    @property
+    def min_cosine(self) -> float:
+        """The wrapped model's relevance floor (``storage.retrieval`` reads it)."""
+        return float(getattr(self._inner, "min_cosine", 0.0))
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Rows in input order: cached ones looked up, the rest embedded once and cached."""
         hashes = [embedding_cache.text_hash(t) for t in texts]

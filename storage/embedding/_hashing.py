@@ -23,6 +23,11 @@ _NGRAM = 3
 class HashingEmbedder:
     """Word unigrams plus character trigrams, hashed into ``dim`` signed buckets."""
 
+    # Shared trigrams of common words ("what is the?") reach cosines of 0.3-0.4 with
+    # unrelated text, as high as real matches: without a lexical match, search keeps only
+    # near-copies (``storage.retrieval`` drops dense-only candidates below this).
+    min_cosine = 0.5
+
     def __init__(self, dim: int = 384) -> None:
         self._dim = dim
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}

@@ -9,7 +9,12 @@ import numpy as np
 
 
 class Embedder(Protocol):
-    """Turns texts into unit vectors of a fixed size; the same text gives the same vector."""
+    """Turns texts into unit vectors of a fixed size; the same text gives the same vector.
+
+    An embedder may also have ``min_cosine``: the cosine below which its vectors say
+    nothing about relevance. Search leaves out candidates under it that match no word of the
+    query (``ARCHIVIST_RETRIEVAL__MIN_COSINE`` overrides; without either, 0).
+    """
 
     @property
     def name(self) -> str: ...

@@ -46,7 +46,7 @@ def search_params(
     )
     if n_docs == 0:
         return None
-    n = request.limit * settings.overfetch
+    n = pool_target(request.limit) * settings.overfetch
     tiers = ["fresh", "compressed"] + (["archived"] if request.include_archived else [])
     params = {
         "namespace": request.namespace,
@@ -63,6 +63,16 @@ def search_params(
         **lexical_params(terms, n_docs),
     }
     return params, n_indexed
+
+
+# Every search of up to this many hits ranks the same candidates, so the first k hits of
+# search(limit=k) are the first k of search(limit=50): the pool never depends on k.
+POOL_HITS = 50
+
+
+def pool_target(limit: int) -> int:
+    """How many distinct hits the candidate pool is sized for."""
+    return max(limit, POOL_HITS)
 
 
 def lexical_stats(

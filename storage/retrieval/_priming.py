@@ -118,7 +118,8 @@ def _facts(
         return ()
     if message is not None:
         found = retriever.search_in(conn, namespace, message, limit * 3, FACT_KINDS, now)
-        return _distinct(found, limit)
+        if found:  # else nothing relates to the message: the most important facts instead
+            return _distinct(found, limit)
     rows = conn.execute(
         TOP_FACTS, {"namespace": namespace, "kinds": FACT_KINDS, "now": now, "scan": _SCAN * 4}
     ).all()

@@ -1,8 +1,10 @@
-"""Ranking of candidate rows: relevance parts normalised per query, then the composite score.
+"""Ranking of candidate rows: relevance parts as shares of the query's best, the composite
+score, and one place per source.
 
 Pure: no database and no clock. ``storage.scoring`` holds the factor formulas. A long
-message is stored as several ``turn`` chunks that cite it; ``one_per_message`` keeps the
-best-ranked of them, so a message fills one place in the results however long it is.
+message is stored as several ``turn`` chunks that cite it, and a fact cites the turn it
+came from; ``one_per_source`` keeps the best-ranked of such hits, so a message fills one
+place in the results.
 """
 
 from __future__ import annotations
@@ -15,16 +17,39 @@ from storage import scoring
 from storage.config import RetrievalSettings
 from storage.retrieval._types import Hit
 
+LONG_TERM = "long_term"
+
+
+def relevance_parts(rows: Sequence[Any]) -> tuple[list[float], list[float]]:
+    """Dense and lexical relevance of each candidate, as a share of the query's best.
+
+    A ratio to the best candidate, not min-max: the weakest candidate of a pool is not
+    pushed to 0 nor a weak best one's neighbours spread to [0, 1], so the parts keep their
+    proportions and the boosts of ``scoring.composite`` reorder only near-equals. The best
+    dense and lexical candidates are in every pool, so the ratios do not depend on its size.
+    """
+    cosines = [max(0.0, float(r.cosine)) for r in rows]
+    scores = [max(0.0, float(r.bm25)) for r in rows]
+    top_cosine, top_score = max(cosines, default=0.0), max(scores, default=0.0)
+    dense = [c / top_cosine if top_cosine > 0 else 0.0 for c in cosines]
+    lexical = [b / top_score if top_score > 0 else 0.0 for b in scores]
+    return dense, lexical
+
 
 def rank(
     rows: Sequence[Any],
     now: datetime,
     weights: Mapping[str, float],
     settings: RetrievalSettings,
+    min_cosine: float = 0.0,
 ) -> list[Hit]:
-    """Hits best first: fused relevance (dense and lexical, min-max per query) and the rest."""
-    dense = scoring.min_max([float(r.cosine) for r in rows])
-    lexical = scoring.min_max([float(r.bm25) for r in rows])
+    """Hits best first: fused relevance with the other factors as bounded boosts.
+
+    Candidates that match no word of the query and whose cosine is under ``min_cosine``
+    are left out: a query about nothing in memory gets nothing back.
+    """
+    rows = [r for r in rows if float(r.bm25) > 0 or float(r.cosine) >= min_cosine]
+    dense, lexical = relevance_parts(rows)
     share = settings.dense_share
     hits = [
         make_hit(r, d, lx, share * d + (1 - share) * lx, now, weights, settings.half_life_days)
@@ -51,15 +76,38 @@ def distinct_messages(rows: Sequence[Any]) -> int:
     return len({message_key(r.kind, r.session_id, r.message_ids, r.id) for r in rows})
 
 
-def one_per_message(hits: Sequence[Hit]) -> list[Hit]:
-    """The hits in order, each message's turn chunks after its best one left out."""
-    seen: set[Place] = set()
+# Kinds that summarise a whole session: they cite all its messages and never stand in for
+# the message-level memories of that session.
+SESSION_KINDS = frozenset({"episode", "task_card"})
+
+
+def one_per_source(hits: Sequence[Hit]) -> list[Hit]:
+    """The hits in order, leaving out each hit whose sources a better hit already shows.
+
+    A memory citing messages of a session that a better-ranked memory also cites (all of
+    them) says nothing new: a fact and the turn it came from, the chunks of one long
+    message. A long-term entry and the facts merged into it collapse the same way, in
+    whichever order they rank.
+    """
     kept: list[Hit] = []
+    shown: set[int] = set()
+    merged: set[int] = set()
+    cited: dict[str, list[frozenset[str]]] = {}
     for hit in hits:
-        key = message_key(hit.kind, hit.session_id, hit.message_ids, hit.memory_id)
-        if key not in seen:
-            seen.add(key)
-            kept.append(hit)
+        if hit.kind == LONG_TERM:
+            if shown.intersection(hit.sources):
+                continue
+            merged.update(hit.sources)
+        elif hit.memory_id in merged:
+            continue
+        elif hit.session_id is not None and hit.message_ids and hit.kind not in SESSION_KINDS:
+            messages = frozenset(hit.message_ids)
+            seen = cited.setdefault(hit.session_id, [])
+            if any(messages <= other for other in seen):
+                continue
+            seen.append(messages)
+        kept.append(hit)
+        shown.add(hit.memory_id)
     return kept
 
 
@@ -102,4 +150,5 @@ def make_hit(
         session_id=row.session_id,
         message_ids=tuple(row.message_ids),
         tier=row.tier,
+        sources=tuple(getattr(row, "sources", None) or ()),
     )

@@ -28,7 +28,13 @@ from storage.embedding import Embedder
 from storage.errors import RetrievalError
 from storage.records import NAMESPACE
 from storage.retrieval._archived import ArchiveReader, ColdQuery, archived_candidates, demote
-from storage.retrieval._candidates import Request, neighbours, plan, search_params
+from storage.retrieval._candidates import (
+    Request,
+    neighbours,
+    plan,
+    pool_target,
+    search_params,
+)
 from storage.retrieval._inputs import (
     aware,
     check_request,
@@ -36,7 +42,7 @@ from storage.retrieval._inputs import (
     resolve_time_range,
 )
 from storage.retrieval._priming import build_priming
-from storage.retrieval._ranking import distinct_messages, one_per_message, rank
+from storage.retrieval._ranking import distinct_messages, one_per_source, rank
 from storage.retrieval._sql import (
     CANDIDATES,
     EXPLAIN_ANN,
@@ -64,6 +70,8 @@ class Retriever:
         self.tz = tz
         self.text_search_config = text_search_config
         self.weights = scoring.resolve_weights(self.settings.preset, self.settings.weights)
+        floor = self.settings.min_cosine
+        self.min_cosine = float(getattr(embedder, "min_cosine", 0.0)) if floor is None else floor
         self.stats = StatsCache(self.settings.stats_ttl_seconds)
         self.archive = ArchiveReader()  # how include_archived opens the cold tier's files
 
@@ -161,13 +169,15 @@ class Retriever:
         # A long message's chunks can fill the pool and then count once: widen it, twice at
         # most, while that leaves fewer distinct messages than asked for.
         for _ in range(2):
-            if len(rows) < params["n"] or distinct_messages(rows) >= request.limit:
+            if len(rows) < params["n"] or distinct_messages(rows) >= pool_target(request.limit):
                 break
             params |= {"n": params["n"] * 4, "n_lexical": max(params["n"] * 4, 50)}
             rows = self._candidates(conn, params, n_indexed)
         if request.include_archived:
             return self._with_archived(conn, request, rows, params, now, weights)
-        return one_per_message(rank(rows, now, weights, self.settings))[: request.limit]
+        return one_per_source(rank(rows, now, weights, self.settings, self.min_cosine))[
+            : request.limit
+        ]
 
     def _candidates(
         self, conn: Connection, params: dict[str, Any], n_indexed: int
@@ -190,11 +200,11 @@ class Retriever:
         """Hot candidates plus the cold tier's, ranked together; archived hits at 0.9x."""
         if not request.include_archived:
             return []
-        n = request.limit * self.settings.overfetch
+        n = pool_target(request.limit) * self.settings.overfetch
         cold = ColdQuery.of(request, n, self.text_search_config, self.embedder.name)
         found = archived_candidates(conn, self.archive, cold, params)
-        ranked = demote(rank([*rows, *found], now, weights, self.settings))
-        return one_per_message(ranked)[: request.limit]
+        ranked = demote(rank([*rows, *found], now, weights, self.settings, self.min_cosine))
+        return one_per_source(ranked)[: request.limit]
 
     def explain_plan(
         self, namespace: str, query: str, *, limit: int = 10, kinds: Sequence[str] | None = None

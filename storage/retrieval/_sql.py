@@ -100,6 +100,9 @@ CANDIDATES = text(
     SELECT m.id, m.namespace, m.kind, m.content, m.importance, m.vehemence, m.access_count,
            m.last_accessed_at, m.occurred_at, m.created_at, m.session_id, m.message_ids, m.tier,
            1 - (m.embedding <=> CAST(:qvec AS vector)) AS cosine,
+           CASE WHEN m.kind = 'long_term' THEN (
+               SELECT l.memory_ids FROM long_term_entries l WHERE l.memory_id = m.id LIMIT 1
+           ) END AS sources,
            coalesce((
                SELECT sum(t.idf * (cardinality(u.positions) * (:k1 + 1))
                           / (cardinality(u.positions)

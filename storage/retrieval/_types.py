@@ -26,6 +26,8 @@ class Hit:
     session_id: str | None
     message_ids: tuple[str, ...]
     tier: str
+    # A long-term entry's source memories (the facts merged into its MEMORY.md line).
+    sources: tuple[int, ...] = ()
 
     def explain(self) -> str:
         """``score = sum(weight x factor)`` spelt out, plus the unweighted parts."""

@@ -70,10 +70,26 @@ def test_parse_weights() -> None:
             scoring.parse_weights(bad)
 
 
-def test_composite_is_the_weighted_sum() -> None:
+def test_composite_is_relevance_scaled_by_bounded_boosts() -> None:
     factors = {"semantic": 0.5, "recency": 1.0, "importance": 0.25, "frequency": 0.9}
     weights = scoring.resolve_weights("archivist")
-    assert scoring.composite(factors, weights) == pytest.approx(0.6 * 0.5 + 0.2 * 1.0 + 0.2 * 0.25)
+    boosts = (weights["semantic"] + weights["recency"] * 1.0 + weights["importance"] * 0.25) / (
+        weights["semantic"] + weights["recency"] + weights["importance"]
+    )
+    assert scoring.composite(factors, weights) == pytest.approx(0.5 * boosts)
+    # Never above relevance, nothing without it, and relevance alone when only it is weighted.
+    best = {**factors, "importance": 1.0}
+    assert scoring.composite(best, weights) == pytest.approx(0.5)
+    assert scoring.composite({**factors, "semantic": 0.0}, weights) == 0.0
+    only = scoring.resolve_weights("custom", {"semantic": 1.0})
+    assert scoring.composite(factors, only) == pytest.approx(0.5)
+    # The lexical and dense parts can be weighted on their own: their weighted mean.
+    parts = scoring.resolve_weights("custom", {"dense": 3.0, "lexical": 1.0, "recency": 1.0})
+    mixed = {"dense": 0.8, "lexical": 0.4, "recency": 0.5}
+    assert scoring.composite(mixed, parts) == pytest.approx(0.7 * (4.0 + 0.5) / 5.0)
+    # No relevance weighted at all (priming with no message): the others' weighted mean.
+    plain = scoring.resolve_weights("custom", {"importance": 1.0, "salience": 3.0})
+    assert scoring.composite({"importance": 0.4, "salience": 0.8}, plain) == pytest.approx(0.7)
 
 
 def test_policy_file_sets_weights_and_a_missing_one_is_an_error(

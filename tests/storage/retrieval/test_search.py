@@ -43,7 +43,8 @@ def test_namespace_isolation_including_full_text(store: Store) -> None:
     put(store, "bob", ["Bob's zeppelin hangar code is 4711", "zeppelin zeppelin zeppelin"], NOW)
     r = retriever(store)
 
-    assert r.search("alice", "zeppelin hangar code", as_of=NOW, record_access=False) != []
+    assert r.search("alice", "zeppelin hangar code", as_of=NOW, record_access=False) == []
+    assert retriever(store, min_cosine=-1.0).search("alice", "zeppelin", as_of=NOW) != []
     assert all(h.namespace == "alice" for h in r.search("alice", "zeppelin", as_of=NOW))
     assert not any("zeppelin" in h.content for h in r.search("alice", "zeppelin", as_of=NOW))
     assert r.search("nobody", "zeppelin", as_of=NOW) == []
@@ -62,7 +63,7 @@ def test_top_k_is_complete_whatever_the_namespace_size_and_plan(store: Store) ->
     put(store, "small", [f"small note {i} about atlas" for i in range(12)], NOW)
     flagged = refresh_ann_index(store.engine, min_rows=1000)
     assert flagged == {"big": 1512}
-    r = retriever(store)
+    r = retriever(store, min_cosine=-1.0)  # every dense candidate counts, related or not
 
     assert "ix_memories_hnsw" in r.explain_plan("big", "atlas budget")
     small_plan = r.explain_plan("small", "atlas")
@@ -137,7 +138,7 @@ def test_recency_reorders_relevant_memories_but_does_not_replace_relevance(store
         "passport renewal appointment booked",
         "passport renewal appointment at the consulate",
     ]
-    assert hits[-1].content == "lunch with Sam"
+    assert "lunch with Sam" not in [h.content for h in hits]  # nothing relevant about it
 
 
 def test_presets_weigh_different_factors(store: Store) -> None:

@@ -302,7 +302,8 @@ def test_labelled_set_end_to_end(store: Store) -> None:
 
     build = build_memory(store.engine, inputs.transcripts, embedder, settings.tz)
     summary = run(Retriever(store.engine, embedder, settings.retrieval, settings.tz), inputs)
-    broken = run(BrokenRanking(store.engine, embedder, settings.retrieval), inputs)
+    everything = settings.retrieval.model_copy(update={"min_cosine": -1.0})  # no floor
+    broken = run(BrokenRanking(store.engine, embedder, everything), inputs)
 
     assert (build.sessions, build.days, build.without_memory) == (11, 12, [])
     assert build.written.sessions == 12  # the session spanning two days is written twice

@@ -1,0 +1,145 @@
+"""Retrieval quality on the large labelled set: each embedder, each preset, relevance only.
+
+    .venv/bin/python bench/eval.py [--set bench/data/eval] [--embedders hashing,local]
+        [--rankings archivist,librarian,relevance] [--workdir DIR] [--json PATH]
+
+The set is every ``sessions.jsonl`` and ``queries.jsonl`` under ``--set`` (its parts are
+read together). For each embedder, memory is built the daily sync's way in a fresh
+embedded store (``tasks.evaluation.build_memory``, as ``archivist eval`` does), then every
+question is asked as of its time with each ranking. Per category it prints message
+recall@10, distinct-session recall@5 and message MRR, and how many unanswerable questions
+got no hit. ``--workdir`` keeps the stores, so a rerun skips the build (it is idempotent).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# Run as a file, bench/ comes first on the path, and bench/queue.py would shadow the
+# standard library's queue module (which psycopg imports); the package is installed.
+if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
+
+import argparse
+import atexit
+import json
+import shutil
+import tempfile
+import time
+from typing import Any
+
+RANKINGS: dict[str, dict[str, float] | None] = {
+    "archivist": None,  # the preset's weights
+    "librarian": None,
+    "relevance": {"semantic": 1.0},
+}
+
+
+def read_set(root: Path) -> tuple[tuple[str, str], tuple[str, str]]:
+    """Every part's sessions and queries, concatenated in path order."""
+    parts = {}
+    for name in ("sessions.jsonl", "queries.jsonl"):
+        files = sorted(root.rglob(name))
+        if not files:
+            raise SystemExit(f"no {name} under {root}")
+        text = "".join(f.read_text("utf-8").rstrip("\n") + "\n" for f in files)
+        parts[name] = (f"{root}/**/{name}", text)
+    return parts["sessions.jsonl"], parts["queries.jsonl"]
+
+
+def evaluate(embedder_name: str, root: Path, workdir: Path, rankings: list[str]) -> dict[str, Any]:
+    from storage.config import EmbeddingSettings, Settings
+    from storage.engine import open_store
+    from storage.migrate import upgrade
+    from storage.retrieval import Retriever
+    from storage.scoring import resolve_weights
+    from tasks.evaluation import build_memory, load_inputs, run_queries, score_question, summarise
+
+    settings = Settings(
+        data_dir=workdir / embedder_name,
+        embedding=EmbeddingSettings(provider=embedder_name),
+    )
+    store = open_store(settings)
+    upgrade(store.engine, settings)
+    inputs = load_inputs(*read_set(root))
+    if inputs.problems:
+        raise SystemExit("\n".join(str(p) for p in inputs.problems))
+    retriever = Retriever.from_settings(settings)
+    started = time.perf_counter()
+    build = build_memory(store.engine, inputs.transcripts, retriever.embedder, settings.tz)
+    print(
+        f"[{embedder_name}] {len(inputs.transcripts)} sessions, {build.messages} messages, "
+        f"{len(inputs.queries)} questions; memory built in {time.perf_counter() - started:.1f} s "
+        f"({build.written.memories_added} memories added)"
+    )
+    namespaces = {t.session.id: t.session.namespace for t in inputs.transcripts}
+    out: dict[str, Any] = {}
+    for name in rankings:
+        weights = RANKINGS[name] or resolve_weights(name)
+        runs = run_queries(retriever, inputs.queries, 10, weights)
+        scores = [score_question(r.query, r.hits, (5, 10), namespaces) for r in runs]
+        ms = sorted(r.ms for r in runs)
+        out[name] = {"summary": summarise(scores, (5, 10)), "p95_ms": ms[int(0.95 * len(ms))]}
+    return out
+
+
+def _cell(group: Any) -> str:
+    msg = group.messages.recall[10] if group.messages else None
+    dist = group.distinct.recall[5] if group.distinct else None
+    mrr = group.messages.mrr if group.messages else None
+    if msg is None:
+        return f"{'abstained ' + str(group.abstained) + '/' + str(group.unanswerable):>20}"
+    return f"{msg:>6.3f} {dist if dist is not None else 0:>6.3f} {mrr:>6.3f}"
+
+
+def render(embedder: str, results: dict[str, Any]) -> None:
+    names = list(results)
+    print(f"\n{embedder}: message R@10, distinct-session R@5, message MRR")
+    print(f"{'category':<22}{'n':>4}  " + "  ".join(f"{n:>20}" for n in names))
+    categories = list(results[names[0]]["summary"])
+    for category in categories:
+        first = results[names[0]]["summary"][category]
+        cells = "  ".join(_cell(results[n]["summary"][category]) for n in names)
+        print(f"{category:<22}{first.questions:>4}  {cells}")
+    print(f"{'search p95 ms':<26}  " + "  ".join(f"{results[n]['p95_ms']:>20.1f}" for n in names))
+
+
+def as_json(results: dict[str, Any]) -> dict[str, Any]:
+    from tasks.evaluation import group_as_dict
+
+    return {
+        name: {
+            "p95_ms": r["p95_ms"],
+            "summary": {c: group_as_dict(g) for c, g in r["summary"].items()},
+        }
+        for name, r in results.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--set", type=Path, default=Path(__file__).parent / "data" / "eval")
+    parser.add_argument("--embedders", default="hashing,local")
+    parser.add_argument("--rankings", default=",".join(RANKINGS))
+    parser.add_argument("--workdir", type=Path, help="keep the stores here (reused on rerun)")
+    parser.add_argument("--json", type=Path, help="write the figures as JSON")
+    args = parser.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="archivist-eval-"))
+    if args.workdir is None:  # registered first, so it runs after the embedded server stops
+        atexit.register(shutil.rmtree, workdir, ignore_errors=True)
+    rankings = [r for r in args.rankings.split(",") if r]
+    unknown = sorted(set(rankings) - set(RANKINGS))
+    if unknown:
+        raise SystemExit(f"unknown ranking(s) {unknown}; use {list(RANKINGS)}")
+    report: dict[str, Any] = {}
+    for embedder in [e for e in args.embedders.split(",") if e]:
+        results = evaluate(embedder, args.set, workdir, rankings)
+        render(embedder, results)
+        report[embedder] = as_json(results)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", "utf-8")
+
+
+if __name__ == "__main__":
+    main()
