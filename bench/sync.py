@@ -1,10 +1,13 @@
 """Benchmark of memory-sync-daily: 10,000 sessions / 200,000 messages, then a no-op re-run.
 
     .venv/bin/python bench/sync.py [--sessions 10000] [--messages-per-session 20]
+        [--embedder local|hashing]
 
 Runs on a throw-away embedded PostgreSQL and memory folder (deleted at the end unless
-``--keep``). The flow's own clock is used
-(its report's ``seconds``), so Prefect start-up is excluded; load time is printed apart.
+``--keep``), with the chosen embedder (default the local model). First the embedder alone:
+memories embedded per second over 5,000 of the generated messages, in the sync's batches.
+Then the flow, timed by its own clock (its report's ``seconds``), so Prefect start-up is
+excluded; load time is printed apart.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from storage.config import Settings
 from storage.records import MessageRecord, SessionRecord
 from storage.sessions import record_messages, record_session
 
@@ -38,7 +42,9 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--messages-per-session", type=int, default=20)
     parser.add_argument("--keep", action="store_true", help="keep the work dir")
+    parser.add_argument("--embedder", choices=["local", "hashing"], default="local")
     args = parser.parse_args()
+    os.environ["ARCHIVIST_EMBEDDING__PROVIDER"] = args.embedder
     workdir = Path(tempfile.mkdtemp(prefix="archivist-bench-"))
     if not args.keep:  # registered first, so it runs after the embedded server has stopped
         atexit.register(shutil.rmtree, workdir, ignore_errors=True)
@@ -49,7 +55,6 @@ def main() -> None:
     os.environ.setdefault("DO_NOT_TRACK", "1")
 
     from flows.daily_sync import memory_sync_daily
-    from storage.config import Settings
     from storage.engine import open_store
     from storage.migrate import upgrade
     from tasks.samples import generate_bulk
@@ -74,6 +79,7 @@ def main() -> None:
     total += load(store.engine, batch)
     load_s = time.perf_counter() - started
     print(f"loaded {args.sessions:,} sessions / {total:,} messages in {load_s:.1f} s")
+    embedding_rate(settings, as_of)
 
     first = memory_sync_daily(as_of=as_of)
     again = memory_sync_daily(as_of=as_of)
@@ -88,6 +94,23 @@ def main() -> None:
         f"{again.written.sessions} written)"
     )
     print(f"data dir: {workdir}")
+
+
+def embedding_rate(settings: Settings, as_of: datetime) -> None:
+    """Memories embedded per second by the configured embedder, warm, in the sync's batches."""
+    from storage.embedding import make_embedder
+    from tasks.samples import generate_bulk
+
+    sample = generate_bulk(250, 20, start=as_of - timedelta(hours=24), end=as_of, seed=5)
+    texts = [m.content for _, messages in sample for m in messages]
+    embedder = make_embedder(settings.embedding)
+    embedder.embed(texts[:64])  # load the model
+    started = time.perf_counter()
+    embedder.embed(texts)
+    seconds = time.perf_counter() - started
+    print(
+        f"{embedder.name}: {len(texts) / seconds:,.0f} memories embedded/s ({len(texts):,} texts)"
+    )
 
 
 def load(engine: Engine, batch: list[tuple[SessionRecord, list[MessageRecord]]]) -> int:

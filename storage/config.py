@@ -33,8 +33,14 @@ class EmbeddingSettings(BaseModel):
     # Validation errors would otherwise echo the raw input, API key included.
     model_config = ConfigDict(hide_input_in_errors=True)
 
-    provider: Literal["hashing", "openai"] = "hashing"
+    provider: Literal["local", "hashing", "openai"] = Field(
+        "local",
+        description="local: all-MiniLM-L6-v2 here; hashing: no model; openai: an endpoint",
+    )
     dim: int = Field(384, ge=8, le=4096)
+    threads: int | None = Field(
+        None, ge=1, le=64, description="CPU threads of the local embedder (default: one per core)"
+    )
     base_url: str | None = Field(
         None, description="OpenAI-compatible API root, e.g. http://localhost:11434/v1"
     )
@@ -49,15 +55,19 @@ class EmbeddingSettings(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _openai_needs_endpoint(self) -> EmbeddingSettings:
-        if self.provider == "openai":
-            missing = [
-                f"ARCHIVIST_EMBEDDING__{field.upper()}"
-                for field in ("base_url", "model")
-                if not getattr(self, field)
-            ]
-            if missing:
-                raise ValueError(f"the openai embedding provider needs {' and '.join(missing)}")
+    def _provider_needs(self) -> EmbeddingSettings:
+        if self.provider == "local" and self.dim != 384:
+            raise ValueError(
+                f"the local embedder makes 384-dimensional vectors, not ARCHIVIST_EMBEDDING__DIM="
+                f"{self.dim}; unset it or set 384"
+            )
+        missing = [
+            f"ARCHIVIST_EMBEDDING__{field.upper()}"
+            for field in ("base_url", "model")
+            if self.provider == "openai" and not getattr(self, field)
+        ]
+        if missing:
+            raise ValueError(f"the openai embedding provider needs {' and '.join(missing)}")
         return self
 
 

@@ -2,10 +2,14 @@
 
 A template database is migrated once; each test gets its own copy (``CREATE DATABASE ...
 TEMPLATE``), so tests may commit freely and still never see each other's rows.
+
+Tests where meaning does not matter use the hashing embedder (set here for every process
+the tests start, as their default); the tests of the local model ask for it.
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -18,6 +22,8 @@ from sqlalchemy.engine import make_url
 from storage.config import Settings
 from storage.engine import Store, get_engine, open_store
 from storage.migrate import upgrade
+
+os.environ.setdefault("ARCHIVIST_EMBEDDING__PROVIDER", "hashing")
 
 TEMPLATE = "archivist_template"
 

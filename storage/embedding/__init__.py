@@ -1,4 +1,5 @@
-"""Embedders: the protocol, the offline hashing default, OpenAI-compatible endpoints, the cache.
+"""Embedders: the protocol, the local model (default), hashing, OpenAI-compatible endpoints,
+the cache.
 
 In the store's layer because both sides need them: the sync and the queue embed what they
 write, and retrieval embeds each query. The store records which model made its vectors.
@@ -9,12 +10,14 @@ from storage.embedding._cached import CachedEmbedder
 from storage.embedding._factory import make_embedder
 from storage.embedding._hashing import HashingEmbedder
 from storage.embedding._http import OpenAIEmbedder
+from storage.embedding._local import LocalEmbedder
 from storage.embedding._protocol import Embedder
 
 __all__ = [
     "CachedEmbedder",
     "Embedder",
     "HashingEmbedder",
+    "LocalEmbedder",
     "OpenAIEmbedder",
     "make_embedder",
     "purge_model",

@@ -11,7 +11,13 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from storage.config import EmbeddingSettings
-from storage.embedding import CachedEmbedder, HashingEmbedder, OpenAIEmbedder, make_embedder
+from storage.embedding import (
+    CachedEmbedder,
+    HashingEmbedder,
+    LocalEmbedder,
+    OpenAIEmbedder,
+    make_embedder,
+)
 from storage.embedding import _cache as embedding_cache
 from storage.engine import Store
 
@@ -132,11 +138,13 @@ def test_text_hash_is_sha256_of_utf8() -> None:
 
 
 def test_make_embedder_caches_remote_models_by_default(store: Store) -> None:
-    local = EmbeddingSettings(dim=16)
+    local = EmbeddingSettings(dim=16, provider="hashing")
+    model = EmbeddingSettings()  # the local model: not cached either
     remote = EmbeddingSettings(dim=16, provider="openai", base_url="http://x/v1", model="m")
 
     assert isinstance(make_embedder(local), HashingEmbedder)
     assert isinstance(make_embedder(local, store.engine), HashingEmbedder)  # auto: not local
+    assert isinstance(make_embedder(model, store.engine), LocalEmbedder)
     assert isinstance(make_embedder(remote, store.engine), CachedEmbedder)  # auto: remote
     assert isinstance(make_embedder(remote), OpenAIEmbedder)  # no engine, no cache
     forced = local.model_copy(update={"cache": "on"})

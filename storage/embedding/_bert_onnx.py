@@ -1,0 +1,151 @@
+"""A BERT encoder as an ONNX graph, built in memory from a checkpoint's safetensors.
+
+The packaged all-MiniLM-L6-v2 ships PyTorch-style weights only, and ONNX Runtime needs a
+graph. Exporting one takes PyTorch at run time (7 s to import) and downloading one takes a
+network; this module writes the graph itself, with standard opset-17 operators, from the
+weights in the package: token, position and type embeddings, then per layer self-attention
+and a GELU feed-forward, each followed by a residual LayerNorm. ONNX Runtime's optimiser
+fuses the attention at load. The output is the last hidden state; pooling is the caller's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from safetensors.numpy import load_file
+
+OPSET = 17
+
+
+@dataclass(frozen=True)
+class BertShape:
+    """The sizes a BERT checkpoint's ``config.json`` declares."""
+
+    layers: int
+    heads: int
+    hidden: int
+    eps: float
+
+    @classmethod
+    def read(cls, config: Path) -> BertShape:
+        raw = json.loads(config.read_text("utf-8"))
+        if raw.get("model_type") != "bert" or raw.get("hidden_act") != "gelu":
+            raise ValueError(f"{config}: not a BERT encoder with exact GELU")
+        return cls(
+            raw["num_hidden_layers"],
+            raw["num_attention_heads"],
+            raw["hidden_size"],
+            float(raw["layer_norm_eps"]),
+        )
+
+
+class _Graph:
+    """Nodes and initializers under construction, with fresh names."""
+
+    def __init__(self) -> None:
+        self.nodes: list[onnx.NodeProto] = []
+        self.weights: list[onnx.TensorProto] = []
+        self._count = 0
+
+    def const(self, name: str, value: np.ndarray) -> str:
+        self.weights.append(numpy_helper.from_array(value, name))
+        return name
+
+    def op(self, kind: str, *inputs: str, **attrs: Any) -> str:
+        self._count += 1
+        out = f"{kind.lower()}_{self._count}"
+        self.nodes.append(helper.make_node(kind, list(inputs), [out], **attrs))
+        return out
+
+    def linear(self, x: str, prefix: str, w: dict[str, np.ndarray]) -> str:
+        """x @ W^T + b of a torch ``Linear`` named ``prefix``."""
+        weight = self.const(f"{prefix}.wt", np.ascontiguousarray(w[f"{prefix}.weight"].T))
+        bias = self.const(f"{prefix}.b", w[f"{prefix}.bias"])
+        return self.op("Add", self.op("MatMul", x, weight), bias)
+
+    def norm(self, x: str, prefix: str, w: dict[str, np.ndarray], eps: float) -> str:
+        gamma = self.const(f"{prefix}.g", w[f"{prefix}.weight"])
+        beta = self.const(f"{prefix}.beta", w[f"{prefix}.bias"])
+        return self.op("LayerNormalization", x, gamma, beta, axis=-1, epsilon=eps)
+
+
+def build_encoder(folder: Path) -> bytes:
+    """The serialised ONNX model of the BERT checkpoint in ``folder``.
+
+    Inputs ``input_ids`` and ``attention_mask`` (int64, batch x tokens); output
+    ``hidden`` (float32, batch x tokens x hidden size).
+    """
+    shape = BertShape.read(folder / "config.json")
+    w = load_file(str(folder / "model.safetensors"))
+    g = _Graph()
+    x = _embeddings(g, w, shape)
+    bias = _mask_bias(g)
+    for layer in range(shape.layers):
+        x = _layer(g, w, shape, f"encoder.layer.{layer}", x, bias)
+    g.nodes.append(helper.make_node("Identity", [x], ["hidden"]))
+    graph = helper.make_graph(
+        g.nodes,
+        "bert_encoder",
+        [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
+            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"]),
+        ],
+        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["batch", "tokens", None])],
+        initializer=g.weights,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return bytes(model.SerializeToString())
+
+
+def _embeddings(g: _Graph, w: dict[str, np.ndarray], shape: BertShape) -> str:
+    words = g.op("Gather", g.const("word", w["embeddings.word_embeddings.weight"]), "input_ids")
+    tokens = g.op("Gather", g.op("Shape", "input_ids"), g.const("one", np.array(1, np.int64)))
+    start, step = g.const("zero", np.array(0, np.int64)), "one"
+    positions = g.op("Range", start, tokens, step)
+    table = g.const("position", w["embeddings.position_embeddings.weight"])
+    placed = g.op("Add", words, g.op("Gather", table, positions))
+    kind = g.const("token_type", w["embeddings.token_type_embeddings.weight"][0])
+    return g.norm(g.op("Add", placed, kind), "embeddings.LayerNorm", w, shape.eps)
+
+
+def _mask_bias(g: _Graph) -> str:
+    """0 where a token is attended to, a large negative number over padding: batch,1,1,T."""
+    mask = g.op("Cast", "attention_mask", to=TensorProto.FLOAT)
+    ones = g.const("ones", np.array(1.0, np.float32))
+    blocked = g.op("Mul", g.op("Sub", ones, mask), g.const("neg", np.array(-1e9, np.float32)))
+    return g.op("Unsqueeze", blocked, g.const("axes12", np.array([1, 2], np.int64)))
+
+
+def _layer(g: _Graph, w: dict[str, np.ndarray], shape: BertShape, p: str, x: str, bias: str) -> str:
+    per_head = shape.hidden // shape.heads
+    split = g.const(f"{p}.split", np.array([0, 0, shape.heads, per_head], np.int64))
+    joined = g.const(f"{p}.join", np.array([0, 0, shape.hidden], np.int64))
+
+    def heads(name: str, perm: list[int]) -> str:
+        projected = g.linear(x, f"{p}.attention.self.{name}", w)
+        return g.op("Transpose", g.op("Reshape", projected, split), perm=perm)
+
+    q, k, v = heads("query", [0, 2, 1, 3]), heads("key", [0, 2, 3, 1]), heads("value", [0, 2, 1, 3])
+    scale = g.const(f"{p}.scale", np.array(1 / math.sqrt(per_head), np.float32))
+    scores = g.op("Add", g.op("Mul", g.op("MatMul", q, k), scale), bias)
+    context = g.op("MatMul", g.op("Softmax", scores, axis=-1), v)
+    merged = g.op("Reshape", g.op("Transpose", context, perm=[0, 2, 1, 3]), joined)
+    attended = g.linear(merged, f"{p}.attention.output.dense", w)
+    x = g.norm(g.op("Add", x, attended), f"{p}.attention.output.LayerNorm", w, shape.eps)
+    inner = g.linear(x, f"{p}.intermediate.dense", w)
+    root2 = g.const(f"{p}.root2", np.array(math.sqrt(2.0), np.float32))
+    half = g.const(f"{p}.half", np.array(0.5, np.float32))
+    ones = g.const(f"{p}.one", np.array(1.0, np.float32))
+    erf = g.op("Erf", g.op("Div", inner, root2))
+    gelu = g.op("Mul", g.op("Mul", inner, half), g.op("Add", erf, ones))
+    out = g.linear(gelu, f"{p}.output.dense", w)
+    return g.norm(g.op("Add", x, out), f"{p}.output.LayerNorm", w, shape.eps)

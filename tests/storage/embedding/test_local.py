@@ -1,0 +1,135 @@
+"""The local embedder: the published all-MiniLM-L6-v2, offline, as sentence-transformers
+computes it, and meaning found where words differ."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from storage.config import EmbeddingSettings, RetrievalSettings
+from storage.embedding import LocalEmbedder, make_embedder
+from storage.embedding._local import model_folder, verified
+from storage.engine import Store
+from storage.errors import ConfigurationError
+from storage.retrieval import Retriever
+from tests.helpers import add_session, chat, run_sync
+
+TEXTS = [
+    "Should I buy new shoes before the race?",
+    "what footwear should I get for running",
+    "",
+    "Wir fahren im Mai für ein langes Wochenende nach Kopenhagen.",
+    "¿Podemos mover la cita con el dentista al jueves?",
+    "来週の月曜日に歯医者の予約があります。",
+    "🙂🙂 ok",
+    "The backup job copied the billing volume to the eastern site. " * 40,  # > 256 tokens
+]
+
+
+@pytest.fixture(scope="module")
+def local() -> LocalEmbedder:
+    return LocalEmbedder(threads=2, batch_size=3)
+
+
+def test_vectors_are_sentence_transformers_own(local: LocalEmbedder) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    reference = SentenceTransformer(str(model_folder()), device="cpu")
+    expected = reference.encode(TEXTS, normalize_embeddings=True)
+
+    got = local.embed(TEXTS)
+
+    assert got.shape == (len(TEXTS), 384) and got.dtype == np.float32
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    assert (got * expected).sum(axis=1).min() >= 0.9999
+
+
+def test_a_text_gets_the_same_vector_in_any_batch(local: LocalEmbedder) -> None:
+    alone = np.stack([local.embed([t])[0] for t in TEXTS])
+    together = local.embed(TEXTS[::-1])[::-1]
+    assert np.abs(alone - together).max() < 1e-5
+
+
+def test_weights_are_checked_against_the_published_model(tmp_path: Path) -> None:
+    copy = tmp_path / "model"
+    shutil.copytree(model_folder(), copy)
+    assert verified(copy) == copy
+    with (copy / "model.safetensors").open("r+b") as weights:
+        weights.seek(-4, 2)
+        weights.write(b"\x00\x00\x80\x3f")  # one float changed
+    with pytest.raises(ConfigurationError, match="is not the published all-MiniLM-L6-v2's"):
+        verified(copy)
+
+
+def test_settings_for_the_local_model() -> None:
+    assert EmbeddingSettings().provider == "local"
+    embedder = make_embedder(EmbeddingSettings(threads=1))
+    assert isinstance(embedder, LocalEmbedder) and embedder.name == "all-MiniLM-L6-v2"
+    with pytest.raises(ValidationError, match="ARCHIVIST_EMBEDDING__DIM=256"):
+        EmbeddingSettings(dim=256)
+    with pytest.raises(ValidationError):
+        EmbeddingSettings(threads=0)
+
+
+NO_NETWORK = """
+import socket, sys
+
+def deny(event, args):
+    if event in ("socket.connect", "socket.getaddrinfo", "socket.gethostbyname"):
+        raise SystemExit(f"network use: {event} {args!r}")
+
+sys.addaudithook(deny)
+if sys.argv[1] == "control":
+    socket.create_connection(("192.0.2.1", 80), timeout=0.1)
+from storage.embedding import LocalEmbedder
+vectors = LocalEmbedder(threads=1).embed(["offline, please", "no model hub"])
+print(vectors.shape)
+"""
+
+
+@pytest.mark.parametrize("mode", ["embed", "control"])
+def test_loading_and_embedding_open_no_connection(mode: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    done = subprocess.run(
+        [sys.executable, "-c", NO_NETWORK, mode], capture_output=True, text=True, env=env
+    )
+    if mode == "control":  # the hook does catch a connection
+        assert done.returncode != 0 and "network use: socket." in done.stderr
+    else:
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "(2, 384)"
+
+
+NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
+
+
+def test_paraphrases_are_found_on_the_default_install(store: Store, local: LocalEmbedder) -> None:
+    start = NOW - timedelta(days=20)
+    talks = {
+        "race": ("Should I buy new shoes before the race?", "Yes, break them in for two weeks."),
+        "trip": ("We booked four nights in Copenhagen for June.", "Nyhavn is lovely then."),
+        "car": ("The car needs new tyres before winter.", "Book the garage this week."),
+        "work": ("Can you draft the quarterly budget summary?", "Here is a first draft."),
+        "food": ("I'm making lasagne for the kids tonight.", "Add spinach, they won't notice."),
+    }
+    for number, (sid, turns) in enumerate(talks.items()):
+        when = start + timedelta(days=number)
+        add_session(store, sid, "alice", chat(when, *turns, "Thanks!", "You're welcome."))
+        run_sync(store, when.replace(hour=23), embedder=local, min_user_messages=1)
+    retriever = Retriever(store.engine, local, RetrievalSettings(), store.settings.tz)
+
+    def first(query: str) -> str:
+        hits = retriever.search("alice", query, as_of=NOW, kinds=["turn"], record_access=False)
+        return hits[0].content
+
+    assert "new shoes before the race" in first("what footwear should I get for running")
+    assert "Copenhagen" in first("vacation to Denmark")
+    assert retriever.search("alice", "qwxzv blorptangle", as_of=NOW) == []
