@@ -94,7 +94,7 @@ class RetrievalSettings(BaseModel):
         None,
         ge=-1,
         le=1,
-        description="candidates matching no query word need this cosine; default: the embedder's",
+        description="a query with no word match needs a candidate this close; default: embedder's",
     )
     max_limit: int = Field(100, ge=1, le=1000)
     prime_episodes: int = Field(3, ge=0, le=50)

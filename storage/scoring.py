@@ -5,14 +5,15 @@
 - frequency  = min(1, ln(1 + access_count) / ln(100))
 - salience   = max(0.01, (1 + 0.1 * access_count) * 0.5 ** (days_since_last_access / 30))
 - vehemence  = 0.5 * urgency + 0.3 * |sentiment| + 0.2 * risk
-- relevance  = dense_share * cosine' + (1 - dense_share) * bm25', each min-max normalised
-  over the query's candidates, so the presets' "semantic" weight applies to fused relevance
+- relevance  = dense_share * cosine' + (1 - dense_share) * bm25', each a share of the
+  query's best candidate, so the presets' "semantic" weight applies to fused relevance
+- score      = relevance scaled by bounded boosts from the other factors (``composite``)
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from storage.errors import ConfigurationError
 
@@ -28,7 +29,7 @@ FACTORS = (
 )
 RELEVANCE = ("semantic", "dense", "lexical")
 PRESETS: dict[str, dict[str, float]] = {
-    "archivist": {"semantic": 0.6, "recency": 0.2, "importance": 0.2},
+    "archivist": {"semantic": 0.6, "recency": 0.25, "importance": 0.15},
     "librarian": {"semantic": 0.40, "recency": 0.25, "frequency": 0.20, "vehemence": 0.15},
 }
 DEFAULT_IMPORTANCE = 0.5
@@ -61,22 +62,6 @@ def vehemence(urgency: float, sentiment: float, risk: float) -> float:
 def importance(value: float | None) -> float:
     """Importance in [0, 1]; unknown is 0.5."""
     return DEFAULT_IMPORTANCE if value is None else min(1.0, max(0.0, value))
-
-
-def min_max(values: Sequence[float]) -> list[float]:
-    """Scale to [0, 1] over this query's candidates; all-equal positive values become 1."""
-    if not values:
-        return []
-    low, high = min(values), max(values)
-    if high - low < 1e-12:
-        return [1.0 if high > 0 else 0.0 for _ in values]
-    return [(v - low) / (high - low) for v in values]
-
-
-def fuse(cosines: Sequence[float], bm25: Sequence[float], dense_share: float) -> list[float]:
-    """Fused relevance of each candidate: weighted sum of normalised dense and lexical."""
-    dense, lexical = min_max(cosines), min_max(bm25)
-    return [dense_share * d + (1 - dense_share) * lx for d, lx in zip(dense, lexical, strict=True)]
 
 
 def resolve_weights(preset: str, custom: Mapping[str, float] | None = None) -> dict[str, float]:

@@ -53,6 +53,8 @@ def render_hits(hits: Sequence[Hit], explain: bool, echo: Echo) -> None:
     echo(f"{'#':>2}  {'score':>6}  {'kind':<10} {'when':<16} memory")
     for rank, hit in enumerate(hits, start=1):
         text = " ".join(hit.content.split())
+        if hit.low_confidence:
+            text = f"(low confidence) {text}"
         short = text if len(text) <= 90 else text[:87] + "..."
         echo(
             f"{rank:>2}  {hit.score:6.3f}  {hit.kind:<10} {hit.occurred_at:%Y-%m-%d %H:%M} {short}"

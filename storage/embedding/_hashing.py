@@ -23,10 +23,11 @@ _NGRAM = 3
 class HashingEmbedder:
     """Word unigrams plus character trigrams, hashed into ``dim`` signed buckets."""
 
-    # Shared trigrams of common words ("what is the?") reach cosines of 0.3-0.4 with
-    # unrelated text, as high as real matches: without a lexical match, search keeps only
-    # near-copies (``storage.retrieval`` drops dense-only candidates below this).
-    min_cosine = 0.5
+    # Gibberish and emoji reach cosines of about 0.15 with unrelated text through shared
+    # character trigrams: a query whose best candidate shares no word with it and stays
+    # under this is about nothing in memory (``storage.retrieval`` returns no hits). Common
+    # words ("what is the?") reach 0.3, as high as real matches: this model cannot tell.
+    min_cosine = 0.2
 
     def __init__(self, dim: int = 384) -> None:
         self._dim = dim

@@ -12,8 +12,8 @@ class Embedder(Protocol):
     """Turns texts into unit vectors of a fixed size; the same text gives the same vector.
 
     An embedder may also have ``min_cosine``: the cosine below which its vectors say
-    nothing about relevance. Search leaves out candidates under it that match no word of the
-    query (``ARCHIVIST_RETRIEVAL__MIN_COSINE`` overrides; without either, 0).
+    nothing about relevance. A query none of whose candidates reaches it or shares a word
+    with it gets no hits (``ARCHIVIST_RETRIEVAL__MIN_COSINE`` overrides; without either, 0).
     """
 
     @property

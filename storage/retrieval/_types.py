@@ -28,14 +28,20 @@ class Hit:
     tier: str
     # A long-term entry's source memories (the facts merged into its MEMORY.md line).
     sources: tuple[int, ...] = ()
+    # Shares no word with the query and is not close in meaning either (cosine under the
+    # embedder's ``min_cosine``): ranked, but likely not what was asked for.
+    low_confidence: bool = False
 
     def explain(self) -> str:
-        """``score = sum(weight x factor)`` spelt out, plus the unweighted parts."""
+        """The score from its factors (``scoring.composite``), then the unweighted parts."""
         used = [f"{w:g}*{n}({self.factors[n]:.3f})" for n, w in self.weights.items() if w]
         rest = [f"{n}={v:.3f}" for n, v in self.factors.items() if not self.weights.get(n)]
+        flag = "  (low confidence)" if self.low_confidence else ""
         return (
-            f"{self.score:.3f} = " + " + ".join(used) + (f"  [{', '.join(rest)}]" if rest else "")
-        )
+            f"{self.score:.3f} from "
+            + " + ".join(used)
+            + (f"  [{', '.join(rest)}]" if rest else "")
+        ) + flag
 
 
 @dataclass(frozen=True)

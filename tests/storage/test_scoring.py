@@ -41,17 +41,13 @@ def test_importance_defaults_and_vehemence_formula() -> None:
     assert scoring.vehemence(0.4, -0.5, 0.5) == pytest.approx(0.2 + 0.15 + 0.1)
 
 
-def test_min_max_and_fusion() -> None:
-    assert scoring.min_max([]) == []
-    assert scoring.min_max([2.0, 2.0]) == [1.0, 1.0]
-    assert scoring.min_max([0.0, 0.0]) == [0.0, 0.0]
-    assert scoring.min_max([1.0, 3.0, 2.0]) == [0.0, 1.0, 0.5]
-    assert scoring.fuse([0.1, 0.9], [4.0, 0.0], 0.5) == [0.5, 0.5]
-
-
 def test_presets_and_custom_weights() -> None:
     archivist = scoring.resolve_weights("archivist")
-    assert (archivist["semantic"], archivist["recency"], archivist["importance"]) == (0.6, 0.2, 0.2)
+    assert (archivist["semantic"], archivist["recency"], archivist["importance"]) == (
+        0.6,
+        0.25,
+        0.15,
+    )
     librarian = scoring.resolve_weights("librarian")
     assert sum(librarian.values()) == pytest.approx(1.0) and librarian["vehemence"] == 0.15
     custom = scoring.resolve_weights("archivist", {"semantic": 0.7, "lexical": 0.3})

@@ -45,7 +45,7 @@ def test_search_prints_a_table_and_the_breakdown(env: Settings) -> None:
     lines = result.output.splitlines()
     assert lines[0].split() == ["#", "score", "kind", "when", "memory"]
     assert "Dentist appointment moved to Tuesday 9am" in lines[1]
-    assert "0.6*semantic(" in result.output and "0.2*recency(" in result.output
+    assert "0.6*semantic(" in result.output and "0.25*recency(" in result.output
     assert "Buy oat milk" not in result.output
 
 

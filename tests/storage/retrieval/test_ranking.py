@@ -4,9 +4,12 @@ and its facts."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from types import SimpleNamespace
+
+import pytest
 
 from storage.retrieval import Hit
-from storage.retrieval._ranking import one_per_source
+from storage.retrieval._ranking import one_per_source, relevance_parts
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 
@@ -56,3 +59,15 @@ def test_a_long_term_entry_and_its_facts_fill_one_place_whichever_ranks_first() 
     assert [h.memory_id for h in one_per_source(entry_first)] == [1]
     assert [h.memory_id for h in one_per_source(fact_first)] == [5]
     assert [h.memory_id for h in one_per_source(other)] == [1, 7]
+
+
+def test_relevance_parts_are_shares_of_the_best_candidate() -> None:
+    rows = [SimpleNamespace(cosine=c, bm25=b) for c, b in [(0.5, 0.0), (0.25, 4.0), (-0.1, 2.0)]]
+
+    dense, lexical = relevance_parts(rows)
+
+    assert dense == [1.0, 0.5, 0.0] and lexical == [0.0, 1.0, 0.5]
+    # A weaker pool keeps its proportions: nothing is stretched to fill [0, 1].
+    weak = [SimpleNamespace(cosine=c, bm25=0.0) for c in (0.2, 0.19)]
+    assert relevance_parts(weak) == ([1.0, pytest.approx(0.95)], [0.0, 0.0])
+    assert relevance_parts([]) == ([], [])
