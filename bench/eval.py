@@ -1,7 +1,8 @@
 """Retrieval quality on the large labelled set: each embedder, each preset, relevance only.
 
     .venv/bin/python bench/eval.py [--set bench/data/eval] [--embedders hashing,local]
-        [--rankings archivist,librarian,relevance] [--workdir DIR] [--json PATH]
+        [--rankings archivist,librarian,relevance] [--haystack 20] [--workdir DIR]
+        [--json PATH]
 
 The set is every ``sessions.jsonl`` and ``queries.jsonl`` under ``--set`` (its parts are
 read together). For each embedder, memory is built the daily sync's way in a fresh
@@ -9,6 +10,12 @@ embedded store (``tasks.evaluation.build_memory``, as ``archivist eval`` does), 
 question is asked as of its time with each ranking. Per category it prints message
 recall@10, distinct-session recall@5 and message MRR, and how many unanswerable questions
 got no hit. ``--workdir`` keeps the stores, so a rerun skips the build (it is idempotent).
+
+``--haystack N`` adds N synthetic sessions of 12 messages to each labelled namespace,
+spread over the two months before its last message (``tasks.samples.generate_bulk``:
+plans, reviews, budgets and flights of made-up people, never a labelled answer), so that
+the evidence has to be found among a few hundred memories, as in real use, rather than
+among a dozen. 0 measures the labelled sessions alone.
 """
 
 from __future__ import annotations
@@ -27,7 +34,13 @@ import json
 import shutil
 import tempfile
 import time
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tasks.sync import Transcript
 
 RANKINGS: dict[str, dict[str, float] | None] = {
     "archivist": None,  # the preset's weights
@@ -48,7 +61,31 @@ def read_set(root: Path) -> tuple[tuple[str, str], tuple[str, str]]:
     return parts["sessions.jsonl"], parts["queries.jsonl"]
 
 
-def evaluate(embedder_name: str, root: Path, workdir: Path, rankings: list[str]) -> dict[str, Any]:
+def haystack(transcripts: Sequence[Transcript], per_namespace: int) -> list[Transcript]:
+    """Synthetic sessions for each labelled namespace, over the two months before its end."""
+    from tasks.samples import generate_bulk
+    from tasks.sync import Transcript
+
+    spans: dict[str, list[datetime]] = {}
+    for t in transcripts:
+        spans.setdefault(t.session.namespace, []).extend(m.timestamp for m in t.messages)
+    out: list[Transcript] = []
+    for number, (namespace, times) in enumerate(sorted(spans.items())):
+        end = max(times)
+        bulk = generate_bulk(
+            per_namespace, 12, start=end - timedelta(days=60), end=end, namespaces=1, seed=number
+        )
+        for index, (session, messages) in enumerate(bulk):
+            renamed = session.model_copy(
+                update={"id": f"hay-{namespace}-{index}", "namespace": namespace}
+            )
+            out.append(Transcript("haystack", renamed, tuple(messages)))
+    return out
+
+
+def evaluate(
+    embedder_name: str, root: Path, workdir: Path, rankings: list[str], hay: int
+) -> dict[str, Any]:
     from storage.config import EmbeddingSettings, Settings
     from storage.engine import open_store
     from storage.migrate import upgrade
@@ -67,21 +104,39 @@ def evaluate(embedder_name: str, root: Path, workdir: Path, rankings: list[str])
         raise SystemExit("\n".join(str(p) for p in inputs.problems))
     retriever = Retriever.from_settings(settings)
     started = time.perf_counter()
-    build = build_memory(store.engine, inputs.transcripts, retriever.embedder, settings.tz)
+    sessions = [*inputs.transcripts, *haystack(inputs.transcripts, hay)]
+    build = build_memory(store.engine, sessions, retriever.embedder, settings.tz)
+    labelled, seconds = len(inputs.transcripts), time.perf_counter() - started
     print(
-        f"[{embedder_name}] {len(inputs.transcripts)} sessions, {build.messages} messages, "
-        f"{len(inputs.queries)} questions; memory built in {time.perf_counter() - started:.1f} s "
-        f"({build.written.memories_added} memories added)"
+        f"[{embedder_name}] {labelled} labelled and {len(sessions) - labelled} haystack sessions, "
+        f"{build.messages} messages, {len(inputs.queries)} questions; memory built in "
+        f"{seconds:.1f} s ({build.written.memories_added} memories added)"
     )
     namespaces = {t.session.id: t.session.namespace for t in inputs.transcripts}
+    sent = {f"{t.session.id}:{m.id}": m.timestamp for t in inputs.transcripts for m in t.messages}
     out: dict[str, Any] = {}
     for name in rankings:
         weights = RANKINGS[name] or resolve_weights(name)
         runs = run_queries(retriever, inputs.queries, 10, weights)
         scores = [score_question(r.query, r.hits, (5, 10), namespaces) for r in runs]
+        by_age = [
+            replace(s, category=age_bucket(r.query, sent))
+            for s, r in zip(scores, runs, strict=True)
+        ]
         ms = sorted(r.ms for r in runs)
-        out[name] = {"summary": summarise(scores, (5, 10)), "p95_ms": ms[int(0.95 * len(ms))]}
+        summary = summarise(scores, (5, 10))
+        ages = {k: v for k, v in summarise(by_age, (5, 10)).items() if k != "overall"}
+        out[name] = {"summary": {**summary, **ages}, "p95_ms": ms[int(0.95 * len(ms))]}
     return out
+
+
+def age_bucket(query: Any, sent: dict[str, datetime]) -> str:
+    """How old the question's newest evidence is when it is asked."""
+    times = [sent[m] for m in query.evidence_message_ids if m in sent]
+    if not times:
+        return "age: no evidence"
+    days = (query.asked_at - max(times)).days
+    return "age: < 30 days" if days < 30 else "age: 30-179 days" if days < 180 else "age: 180+ days"
 
 
 def _cell(group: Any) -> str:
@@ -122,6 +177,7 @@ def main() -> None:
     parser.add_argument("--set", type=Path, default=Path(__file__).parent / "data" / "eval")
     parser.add_argument("--embedders", default="hashing,local")
     parser.add_argument("--rankings", default=",".join(RANKINGS))
+    parser.add_argument("--haystack", type=int, default=20, help="filler sessions per namespace")
     parser.add_argument("--workdir", type=Path, help="keep the stores here (reused on rerun)")
     parser.add_argument("--json", type=Path, help="write the figures as JSON")
     args = parser.parse_args()
@@ -134,7 +190,7 @@ def main() -> None:
         raise SystemExit(f"unknown ranking(s) {unknown}; use {list(RANKINGS)}")
     report: dict[str, Any] = {}
     for embedder in [e for e in args.embedders.split(",") if e]:
-        results = evaluate(embedder, args.set, workdir, rankings)
+        results = evaluate(embedder, args.set, workdir, rankings, args.haystack)
         render(embedder, results)
         report[embedder] = as_json(results)
     if args.json:

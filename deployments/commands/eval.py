@@ -144,7 +144,7 @@ def render(result: EvalResult, echo: Echo) -> None:
     echo(
         f"cross-namespace leaks: {overall.leaks} in {sum(s.hits for s in result.scores)} hits; "
         f"unanswerable questions (no evidence): {overall.unanswerable}, "
-        f"{overall.abstained} of them got no hit"
+        f"{overall.abstained} of them got no hit, or only low-confidence ones"
     )
     timing = _timings(result)
     echo(f"timing: p50 {timing['p50']:.1f} ms, p95 {timing['p95']:.1f} ms per query")

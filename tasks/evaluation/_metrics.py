@@ -15,7 +15,8 @@ unique within their session.
 Averages are macro (every question weighs the same). A question without evidence at a
 level is left out of that level's averages; every question is checked for leaks: hits
 from a namespace other than the one asked. A question with no evidence at all is
-unanswerable: it *abstains* when search returns no hit for it.
+unanswerable: it *abstains* when search returns no hit for it, or only hits marked
+low-confidence.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ class Cited(Protocol):
 
     @property
     def message_ids(self) -> tuple[str, ...]: ...
+
+    @property
+    def low_confidence(self) -> bool: ...
 
 
 class Labelled(Protocol):
@@ -83,6 +87,7 @@ class QuestionScore:
     distinct: LevelScore | None
     hits: int
     leaks: int
+    confident_hits: int = 0
 
     @property
     def unanswerable(self) -> bool:
@@ -185,6 +190,7 @@ def score_question(
         distinct=score_level(distinct_sessions(by_session), sessions, ks),
         hits=len(hits),
         leaks=count_leaks(hits, question.namespace, session_namespaces),
+        confident_hits=sum(not h.low_confidence for h in hits),
     )
 
 
@@ -208,7 +214,7 @@ def _summarise_group(scores: Sequence[QuestionScore], ks: Sequence[int]) -> Grou
         distinct=_summarise_level([s.distinct for s in scores], ks),
         leaks=sum(s.leaks for s in scores),
         unanswerable=sum(s.unanswerable for s in scores),
-        abstained=sum(s.unanswerable and s.hits == 0 for s in scores),
+        abstained=sum(s.unanswerable and s.confident_hits == 0 for s in scores),
     )
 
 
@@ -260,7 +266,7 @@ def _cells(level: LevelSummary | None, ks: Sequence[int]) -> list[str]:
 
 def render_table(summary: Mapping[str, GroupSummary], ks: Sequence[int]) -> str:
     """Fixed-width table per category and overall: message, session and distinct-session
-    levels, leaks, and how many unanswerable questions got no hit."""
+    levels, leaks, and how many unanswerable questions got no confident hit."""
     names = [*(f"R@{k}" for k in ks), "MRR"]
     level_head = f"{'n':>4}" + "".join(f"{n:>7}" for n in names)
     width = len(level_head)
