@@ -91,6 +91,9 @@ class _Model:
         options.intra_op_num_threads = threads or 0
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # Idle threads would spin for the next request and take the CPU from PostgreSQL,
+        # which runs between two queries' embeddings on the same cores.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         self.session = ort.InferenceSession(
             build_encoder(folder), options, providers=["CPUExecutionProvider"]
