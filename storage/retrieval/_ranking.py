@@ -21,7 +21,9 @@ from storage.retrieval._types import Hit
 LONG_TERM = "long_term"
 
 
-def relevance_parts(rows: Sequence[Any]) -> tuple[list[float], list[float]]:
+def relevance_parts(
+    rows: Sequence[Any], min_cosine: float = 0.0
+) -> tuple[list[float], list[float]]:
     """Dense and lexical relevance of each candidate, as a share of the query's best.
 
     A ratio to the best candidate, not min-max: the weakest candidate of a pool is not
@@ -31,7 +33,9 @@ def relevance_parts(rows: Sequence[Any]) -> tuple[list[float], list[float]]:
     """
     cosines = [max(0.0, float(r.cosine)) for r in rows]
     scores = [max(0.0, float(r.bm25)) for r in rows]
-    top_cosine, top_score = max(cosines, default=0.0), max(scores, default=0.0)
+    # A best candidate under the floor is not fully relevant: it is a share of the floor.
+    top_cosine = max(max(cosines, default=0.0), min_cosine)
+    top_score = max(scores, default=0.0)
     dense = [c / top_cosine if top_cosine > 0 else 0.0 for c in cosines]
     lexical = [b / top_score if top_score > 0 else 0.0 for b in scores]
     return dense, lexical
@@ -56,7 +60,7 @@ def rank(
     """
     if not any(float(r.bm25) > 0 or float(r.cosine) >= min_cosine * 2 / 3 for r in rows):
         return []
-    dense, lexical = relevance_parts(rows)
+    dense, lexical = relevance_parts(rows, min_cosine)
     share = settings.dense_share
     hits = [
         make_hit(r, d, lx, share * d + (1 - share) * lx, now, weights, settings.half_life_days)

@@ -71,3 +71,5 @@ def test_relevance_parts_are_shares_of_the_best_candidate() -> None:
     weak = [SimpleNamespace(cosine=c, bm25=0.0) for c in (0.2, 0.19)]
     assert relevance_parts(weak) == ([1.0, pytest.approx(0.95)], [0.0, 0.0])
     assert relevance_parts([]) == ([], [])
+    # A best candidate under the relevance floor is a share of the floor, not of itself.
+    assert relevance_parts(weak, 0.4)[0] == [pytest.approx(0.5), pytest.approx(0.475)]
