@@ -16,9 +16,8 @@ from typing import Any
 
 from storage import scoring
 from storage.config import RetrievalSettings
+from storage.long_term import LONG_TERM_KIND
 from storage.retrieval._types import Hit
-
-LONG_TERM = "long_term"
 
 
 def relevance_parts(
@@ -111,7 +110,7 @@ def one_per_source(hits: Sequence[Hit]) -> list[Hit]:
     merged: set[int] = set()
     cited: dict[str, list[frozenset[str]]] = {}
     for hit in hits:
-        if hit.kind == LONG_TERM:
+        if hit.kind == LONG_TERM_KIND:
             if shown.intersection(hit.sources):
                 continue
             merged.update(hit.sources)
