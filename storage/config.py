@@ -79,7 +79,7 @@ class RetrievalSettings(BaseModel):
         None, description="custom factor weights, replacing the preset's"
     )
     half_life_days: float = Field(30.0, gt=0)
-    overfetch: int = Field(3, ge=1, le=20)
+    overfetch: int = Field(2, ge=1, le=20)
     dense_share: float = Field(
         0.5, ge=0, le=1, description="share of dense cosine in the fused relevance (rest BM25)"
     )
