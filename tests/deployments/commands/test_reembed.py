@@ -15,15 +15,6 @@ from tests.storage.memory_factory import put
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture
-def env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    assert settings.database_url is not None
-    monkeypatch.setenv("ARCHIVIST_DATABASE_URL", settings.database_url.get_secret_value())
-    monkeypatch.setenv("ARCHIVIST_DATA_DIR", str(settings.data_dir))
-    monkeypatch.setenv("ARCHIVIST_EMBEDDING__PROVIDER", "hashing")
-    return settings
-
-
 def test_a_new_model_is_refused_until_reembed_moves_the_store(
     env: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:

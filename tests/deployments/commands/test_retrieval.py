@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import pytest
 from click.testing import CliRunner
 
 from deployments.cli import main
@@ -13,14 +12,6 @@ from storage.engine import open_store
 from tests.storage.memory_factory import put
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    assert settings.database_url is not None
-    monkeypatch.setenv("ARCHIVIST_DATABASE_URL", settings.database_url.get_secret_value())
-    monkeypatch.setenv("ARCHIVIST_DATA_DIR", str(settings.data_dir))
-    return settings
 
 
 def test_search_prints_a_table_and_the_breakdown(env: Settings) -> None:
