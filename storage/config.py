@@ -19,6 +19,9 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from storage.config_sections import ServingSettings as ServingSettings
+from storage.config_sections import SyncSettings as SyncSettings
+from storage.config_sections import WatchdogSettings as WatchdogSettings
 from storage.errors import ConfigurationError
 
 
@@ -204,39 +207,6 @@ class QualitySettings(BaseModel):
         return value
 
 
-class WatchdogSettings(BaseModel):
-    """When the watchdog calls something an anomaly, and where its alerts go."""
-
-    # hide_input_in_errors: a webhook URL often carries its token.
-    model_config = ConfigDict(hide_input_in_errors=True)
-
-    webhook_url: SecretStr | None = Field(
-        None, description="POST alerts here (Slack-compatible JSON); unset: Prefect artifact"
-    )
-    webhook_timeout: float = Field(10.0, gt=0, description="seconds per webhook request")
-    webhook_retries: int = Field(3, ge=0, le=10, description="retries after the first attempt")
-    webhook_backoff_seconds: float = Field(
-        1.0, ge=0, description="retry n waits backoff * 2**(n-1) seconds"
-    )
-    alert_after: int = Field(2, ge=1, le=100, description="consecutive anomalies before alerting")
-    reminder_hours: float = Field(24.0, gt=0, description="re-alert an ongoing anomaly after")
-    stale_grace_minutes: float = Field(30.0, ge=0, description="slack on top of the interval")
-    late_runs_threshold: int = Field(3, ge=0, description="more late runs than this: anomaly")
-    queue_stuck_alert: int = Field(1, ge=1, description="this many stuck items: anomaly")
-    queue_dead_alert: int = Field(1, ge=1, description="this many dead items: anomaly")
-    queue_oldest_pending_minutes: float = Field(
-        30.0, gt=0, description="a pending item older than this: anomaly"
-    )
-
-
-class SyncSettings(BaseModel):
-    """Defaults of the daily sync; flow parameters override them per run."""
-
-    window_hours: float = Field(26.0, gt=0)
-    min_user_messages: int = Field(2, ge=0)
-    batch_size: int = Field(500, ge=1, le=10_000)
-
-
 class Settings(BaseSettings):
     """Everything configurable about Archivist, validated at start-up."""
 
@@ -270,6 +240,7 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     sync: SyncSettings = Field(default_factory=SyncSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    serving: ServingSettings = Field(default_factory=ServingSettings)
 
     @classmethod
     def settings_customise_sources(

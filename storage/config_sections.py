@@ -1,0 +1,61 @@
+"""Sections of ``Settings`` (``storage.config``): the watchdog, the sync, and serving.
+
+``storage.config`` re-exports them; import them from there.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+
+class WatchdogSettings(BaseModel):
+    """When the watchdog calls something an anomaly, and where its alerts go."""
+
+    # hide_input_in_errors: a webhook URL often carries its token.
+    model_config = ConfigDict(hide_input_in_errors=True)
+
+    webhook_url: SecretStr | None = Field(
+        None, description="POST alerts here (Slack-compatible JSON); unset: Prefect artifact"
+    )
+    webhook_timeout: float = Field(10.0, gt=0, description="seconds per webhook request")
+    webhook_retries: int = Field(3, ge=0, le=10, description="retries after the first attempt")
+    webhook_backoff_seconds: float = Field(
+        1.0, ge=0, description="retry n waits backoff * 2**(n-1) seconds"
+    )
+    alert_after: int = Field(2, ge=1, le=100, description="consecutive anomalies before alerting")
+    reminder_hours: float = Field(24.0, gt=0, description="re-alert an ongoing anomaly after")
+    stale_grace_minutes: float = Field(30.0, ge=0, description="slack on top of the interval")
+    late_runs_threshold: int = Field(3, ge=0, description="more late runs than this: anomaly")
+    queue_stuck_alert: int = Field(1, ge=1, description="this many stuck items: anomaly")
+    queue_dead_alert: int = Field(1, ge=1, description="this many dead items: anomaly")
+    queue_oldest_pending_minutes: float = Field(
+        30.0, gt=0, description="a pending item older than this: anomaly"
+    )
+
+
+class SyncSettings(BaseModel):
+    """Defaults of the daily sync; flow parameters override them per run."""
+
+    window_hours: float = Field(26.0, gt=0)
+    min_user_messages: int = Field(2, ge=0)
+    batch_size: int = Field(500, ge=1, le=10_000)
+
+
+class ServingSettings(BaseModel):
+    """The HTTP API and the MCP server (``archivist api``, ``archivist mcp``)."""
+
+    # hide_input_in_errors: the serving URL carries the serving role's password.
+    model_config = ConfigDict(hide_input_in_errors=True)
+
+    database_url: SecretStr | None = Field(
+        None,
+        description="URL that logs in as the serving role (archivist_serving); unset: the "
+        "embedded server's URL with that user",
+    )
+    row_level_security: bool = Field(
+        True, description="serve as archivist_serving, which sees one namespace per transaction"
+    )
+    host: str = Field("127.0.0.1", description="address archivist api and mcp listen on")
+    api_port: int = Field(8765, ge=0, le=65535)
+    mcp_port: int = Field(8766, ge=0, le=65535)
+    max_body_bytes: int = Field(65_536, ge=1024, le=16_777_216, description="larger: 413")
