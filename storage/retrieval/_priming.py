@@ -14,6 +14,7 @@ from storage.config import RetrievalSettings
 from storage.retrieval._ranking import make_hit
 from storage.retrieval._sql import EPISODE_ENTITIES, RECENT_EPISODES, RECORD_ACCESS, TOP_FACTS
 from storage.retrieval._types import Hit, PrimedEpisode, PrimedThread, Priming
+from storage.scoped import scope
 
 FACT_KINDS = ["fact", "preference", "decision"]
 _SCAN = 50
@@ -48,6 +49,7 @@ def build_priming(
     clock = time.perf_counter()
     message = (initial_message or "").strip() or None
     with retriever.engine.begin() as conn:
+        scope(conn, namespace)
         rows = conn.execute(RECENT_EPISODES, {"namespace": namespace, "now": now, "scan": _SCAN})
         episodes, threads, episode_ids = _episodes(retriever, list(rows), now)
         timings["episodes"] = _lap(clock)

@@ -51,6 +51,7 @@ from storage.retrieval._sql import (
 )
 from storage.retrieval._stats import StatsCache
 from storage.retrieval._types import Hit, Priming, TimeRange
+from storage.scoped import scope
 
 
 class Retriever:
@@ -76,17 +77,23 @@ class Retriever:
         self.archive = ArchiveReader()  # how include_archived opens the cold tier's files
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Retriever:
-        """Open the configured store and embedder, checking that both fit the schema."""
+    def from_settings(cls, settings: Settings, *, serving: bool = False) -> Retriever:
+        """Open the configured store and embedder, checking that both fit the schema.
+
+        ``serving``: search through the serving role's pool (``storage.scoped``), which sees
+        one namespace per transaction; the checks above still run as the store's role.
+        """
         from sqlalchemy.orm import Session
 
         from storage.connect import connect
         from storage.meta import read_facts
+        from storage.scoped import open_serving_engine
 
         store, embedder = connect(settings)
         with Session(store.engine) as session:
             config = read_facts(session).get("text_search_config", "english")
-        retriever = cls(store.engine, embedder, settings.retrieval, settings.tz, config)
+        engine = open_serving_engine(settings) if serving else store.engine
+        retriever = cls(engine, embedder, settings.retrieval, settings.tz, config)
         retriever.archive = ArchiveReader(options=settings.storage_options)
         return retriever
 
@@ -120,6 +127,7 @@ class Retriever:
         )
         try:
             with self.engine.begin() as conn:
+                scope(conn, namespace)
                 hits = self._search(conn, request, now, used)
                 if record_access and hits:
                     self._record(conn, hits, query, now)
@@ -213,6 +221,7 @@ class Retriever:
         check_request(namespace, query, limit, kinds, self.settings.max_limit)
         request = Request(namespace, query, self.embedder.embed([query])[0], limit, kinds=kinds)
         with self.engine.connect() as conn:
+            scope(conn, namespace)
             prepared = self._params(conn, request)
             if prepared is None:
                 return "empty namespace: no plan"
