@@ -11,6 +11,7 @@ from deployments.commands.embedding import reembed_command
 from deployments.commands.eval import eval_command
 from deployments.commands.ops import serve_command, watchdog_command
 from deployments.commands.privacy import COMMANDS as PRIVACY_COMMANDS
+from deployments.commands.serving import COMMANDS as SERVING_COMMANDS
 from deployments.commands.status import quality_command, status_command
 from deployments.commands.tidy import tidy_command
 from deployments.settings_loader import load_settings
@@ -250,5 +251,6 @@ for _command in (
     serve_command,
     watchdog_command,
     *PRIVACY_COMMANDS,
+    *SERVING_COMMANDS,
 ):
     main.add_command(_command)

@@ -13,7 +13,7 @@ from pathlib import Path
 import grimp
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("deployments", "flows", "tasks", "storage")
+PACKAGES = ("deployments", "serving", "flows", "tasks", "storage")
 MAX_LINES = 320  # "about 300": room for a docstring, not for a second role
 
 

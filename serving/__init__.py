@@ -1,0 +1,24 @@
+"""Serving: the HTTP API (``serving.api``) and the MCP server (``serving.mcp``) over one
+``MemoryService``, which reads and writes one namespace per request through the serving
+role. Imports no Prefect, no flows and no tasks: it starts fast and carries no pipeline.
+"""
+
+from serving._errors import (
+    Conflict,
+    Forbidden,
+    NotFound,
+    ServiceError,
+    ServiceUnavailable,
+    Unauthorized,
+)
+from serving._service import MemoryService
+
+__all__ = [
+    "Conflict",
+    "Forbidden",
+    "MemoryService",
+    "NotFound",
+    "ServiceError",
+    "ServiceUnavailable",
+    "Unauthorized",
+]

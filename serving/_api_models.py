@@ -1,0 +1,60 @@
+"""The HTTP API's request bodies; unknown fields are refused, as everywhere in Archivist."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+
+from storage.retrieval import TimeRange
+
+TimeRangeName = Literal["today", "week", "month", "recent", "all"]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+
+class SearchRequest(_Body):
+    query: str = Field(description="what to look for, in the user's words", max_length=10_000)
+    limit: int = Field(10, description="how many memories (up to ARCHIVIST_RETRIEVAL__MAX_LIMIT)")
+    time_range: TimeRangeName | None = Field(
+        None, description="a named window; or give start and end"
+    )
+    start: AwareDatetime | None = Field(None, description="from this moment (with end)")
+    end: AwareDatetime | None = Field(None, description="until this moment (with start)")
+    kinds: list[str] | None = Field(
+        None, max_length=20, description="only these kinds (turn, fact, episode, ...)"
+    )
+    include_archived: bool = Field(False, description="search the cold tier too (slower)")
+
+    @model_validator(mode="after")
+    def _one_range(self) -> SearchRequest:
+        if (self.start is None) != (self.end is None):
+            raise ValueError("give both start and end, or neither")
+        if self.start is not None and self.time_range is not None:
+            raise ValueError("give time_range or start and end, not both")
+        if self.start is not None and self.end is not None and self.start > self.end:
+            raise ValueError("start is after end")
+        return self
+
+    def resolved_time_range(self) -> TimeRange | None:
+        if self.start is not None and self.end is not None:
+            return (self.start, self.end)
+        return self.time_range
+
+
+class PrimeRequest(_Body):
+    message: str | None = Field(
+        None, max_length=10_000, description="the conversation's first message, if any"
+    )
+
+
+class RememberRequest(_Body):
+    content: str = Field(description="the memory, as a sentence", max_length=20_000)
+    kind: Literal["note", "fact", "preference", "goal", "decision"] = "note"
+    importance: float | None = Field(None, ge=0, le=1)
+    occurred_at: AwareDatetime | None = Field(None, description="when it happened (default now)")
+    idempotency_key: str | None = Field(
+        None, max_length=200, description="the same key again is not queued twice"
+    )

@@ -1,0 +1,219 @@
+"""``MemoryService``: what the HTTP API and the MCP server do, for one grant at a time.
+
+Both are thin shells over this class. Every method takes a ``Grant`` (one namespace, read
+only or not) and works inside a transaction scoped to that namespace: with row-level
+security on (the default) the pool logs in as ``archivist_serving`` and cannot see another
+namespace's rows even through a query that forgets its filter. Writes go through the
+durable write queue (``remember``) or change one memory in place (pin, unpin, forget);
+each change is audited with the key's id, never the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from serving._errors import Conflict, Forbidden, NotFound, ServiceUnavailable, Unauthorized
+from serving._files import MemoryFiles
+from serving._views import hit_view, json_row, priming_view
+from storage import audit, queue, serving_reads
+from storage.config import Settings
+from storage.errors import InputError
+from storage.keys import Grant, resolve_key
+from storage.retrieval import Retriever, TimeRange
+from storage.scoped import scope
+
+MAX_EPISODES = 50
+
+
+class MemoryService:
+    """One Retriever, one pool, one memory-file reader: share it across requests."""
+
+    def __init__(self, settings: Settings, retriever: Retriever, files: MemoryFiles) -> None:
+        self.settings = settings
+        self.retriever = retriever
+        self.engine: Engine = retriever.engine
+        self.files = files
+
+    @classmethod
+    def open(cls, settings: Settings) -> MemoryService:
+        """Check the store and the embedder, then serve as the serving role (unless row-level
+        security is turned off in ``ARCHIVIST_SERVING__ROW_LEVEL_SECURITY``)."""
+        serving = settings.serving.row_level_security
+        retriever = Retriever.from_settings(settings, serving=serving)
+        return cls(settings, retriever, MemoryFiles.of(settings))
+
+    # -- who may do what -------------------------------------------------------------------
+
+    def authenticate(self, key: str | None) -> Grant:
+        """The grant of a presented key; ``Unauthorized`` without a valid one."""
+        if not key:
+            raise Unauthorized("no key: send Authorization: Bearer <key> (archivist keys create)")
+        with self._database():
+            with self.engine.begin() as conn:
+                grant = resolve_key(conn, key)
+        if grant is None:
+            raise Unauthorized("unknown or revoked key")
+        return grant
+
+    def authorize(self, grant: Grant, namespace: str, *, write: bool = False) -> None:
+        """Refuse (403) a namespace other than the grant's, or a write with a read-only key;
+        the refusal is audited under the key's own namespace."""
+        if namespace != grant.namespace:
+            self._refused(grant, "other_namespace")
+            raise Forbidden(f"this key is for another namespace than {namespace!r}")
+        if write and grant.read_only:
+            self._refused(grant, "read_only")
+            raise Forbidden("this key is read-only")
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def search(
+        self,
+        grant: Grant,
+        query: str,
+        *,
+        limit: int = 10,
+        time_range: TimeRange | None = None,
+        kinds: Sequence[str] | None = None,
+        include_archived: bool = False,
+    ) -> list[dict[str, Any]]:
+        """The best memories for ``query``, each with its provenance."""
+        with self._database():
+            hits = self.retriever.search(
+                grant.namespace,
+                query,
+                limit=limit,
+                time_range=time_range,
+                kinds=kinds,
+                include_archived=include_archived,
+            )
+        return [hit_view(hit) for hit in hits]
+
+    def prime(self, grant: Grant, message: str | None = None) -> dict[str, Any]:
+        """What to remember when a conversation starts, as data and as text."""
+        with self._database():
+            return priming_view(self.retriever.prime(grant.namespace, message))
+
+    def get(self, grant: Grant, memory_id: int) -> dict[str, Any]:
+        """One memory of the grant's namespace; ``NotFound`` for any other id."""
+        with self._session(grant) as session:
+            found = serving_reads.memory(session, grant.namespace, memory_id)
+            if found is None:
+                raise self._missing(session, grant, memory_id)
+        return json_row(found)
+
+    def recent_episodes(self, grant: Grant, limit: int = 5) -> list[dict[str, Any]]:
+        """The latest session summaries, newest first."""
+        if not 1 <= limit <= MAX_EPISODES:
+            raise InputError(f"limit {limit} out of range 1..{MAX_EPISODES}")
+        with self._session(grant) as session:
+            rows = serving_reads.recent_episodes(session, grant.namespace, limit)
+        return [json_row(row) for row in rows]
+
+    def queue_stats(self, grant: Grant) -> dict[str, Any]:
+        """The write queue's counts for the grant's namespace."""
+        with self._session(grant) as session:
+            return queue.queue_stats(session, None, self.settings.queue).as_dict()
+
+    def memory_md(self, grant: Grant) -> str:
+        return self.files.memory_md(grant.namespace)
+
+    def daily_logs(self, grant: Grant, days: int = 7) -> dict[str, str]:
+        return self.files.daily_logs(grant.namespace, days)
+
+    def health(self) -> dict[str, Any]:
+        """Whether the store answers, and what serves it."""
+        with self._database(), self.engine.connect() as conn:
+            role = conn.execute(text("SELECT current_user")).scalar_one()
+        return {
+            "status": "ok",
+            "role": role,
+            "row_level_security": self.settings.serving.row_level_security,
+            "embedder": self.retriever.embedder.name,
+        }
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def remember(
+        self,
+        grant: Grant,
+        content: str,
+        *,
+        kind: str = "note",
+        importance: float | None = None,
+        occurred_at: datetime | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Queue a memory (the worker embeds and stores it); the same key again is a no-op."""
+        self.authorize(grant, grant.namespace, write=True)
+        payload: dict[str, Any] = {"content": content, "kind": kind}
+        if importance is not None:
+            payload["importance"] = importance
+        if occurred_at is not None:
+            payload["occurred_at"] = occurred_at.isoformat()
+        with self._session(grant) as session:
+            queued = queue.enqueue(
+                session, grant.namespace, "ADD_MEMORY", payload, idempotency_key=idempotency_key
+            )
+            if not queued.duplicate:
+                self._audit(session, grant, "remember", f"queue:{queued.id}")
+        return {"queue_item": queued.id, "duplicate": queued.duplicate, "status": "queued"}
+
+    def set_pinned(self, grant: Grant, memory_id: int, pinned: bool) -> dict[str, Any]:
+        """Pin (never ages) or unpin a memory of the grant's namespace."""
+        self.authorize(grant, grant.namespace, write=True)
+        with self._session(grant) as session:
+            if not serving_reads.set_pinned(session, grant.namespace, memory_id, pinned):
+                raise self._missing(session, grant, memory_id)
+            self._audit(session, grant, "pin" if pinned else "unpin", f"memory:{memory_id}")
+        return {"memory_id": memory_id, "pinned": pinned}
+
+    def forget(self, grant: Grant, memory_id: int) -> dict[str, Any]:
+        """Delete one memory now (a turn's sibling chunks with it)."""
+        self.authorize(grant, grant.namespace, write=True)
+        with self._session(grant) as session:
+            if queue.forget_memory(session, grant.namespace, memory_id) != "deleted":
+                raise self._missing(session, grant, memory_id)
+            self._audit(session, grant, "forget_memory", f"memory:{memory_id}")
+        return {"memory_id": memory_id, "deleted": True}
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    @contextmanager
+    def _session(self, grant: Grant) -> Iterator[Session]:
+        """A transaction scoped to the grant's namespace, committed when the block ends."""
+        with self._database(), Session(self.engine) as session, session.begin():
+            scope(session.connection(), grant.namespace)
+            yield session
+
+    @contextmanager
+    def _database(self) -> Iterator[None]:
+        try:
+            yield
+        except DBAPIError as exc:
+            raise ServiceUnavailable(f"the store failed: {type(exc.orig).__name__}") from exc
+
+    def _missing(self, session: Session, grant: Grant, memory_id: int) -> Exception:
+        if serving_reads.archived(session, grant.namespace, memory_id):
+            return Conflict(f"memory {memory_id} is archived; restore it first (archivist restore)")
+        return NotFound(f"no memory {memory_id} in namespace {grant.namespace!r}")
+
+    def _audit(self, session: Session, grant: Grant, action: str, target: str) -> None:
+        audit.record(session, action, actor=grant.actor, namespace=grant.namespace, target=target)
+
+    def _refused(self, grant: Grant, reason: str) -> None:
+        with self._session(grant) as session:
+            audit.record(
+                session,
+                "refused",
+                actor=grant.actor,
+                namespace=grant.namespace,
+                details={"reason": reason},
+            )

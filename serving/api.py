@@ -1,0 +1,191 @@
+"""``archivist api``: the HTTP API over ``MemoryService``, on FastAPI and uvicorn.
+
+Every namespace route needs ``Authorization: Bearer <key>`` (``archivist keys create``):
+no key or a revoked one answers 401, a key of another namespace 403, a read-only key's
+write 403. Errors are JSON ``{"error": "..."}`` with the message the CLI prints for the
+same mistake. Bodies over ``ARCHIVIST_SERVING__MAX_BODY_BYTES`` answer 413 before they are
+parsed. OpenAPI docs are at ``/docs``. One process holds one service: one Retriever, one
+pool; ``--workers`` starts more processes.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException
+
+from serving._api_models import PrimeRequest, RememberRequest, SearchRequest
+from serving._body_limit import BodyLimit
+from serving._errors import ServiceError
+from serving._service import MAX_EPISODES, MemoryService
+from storage.config import Settings
+from storage.errors import InputError, RetrievalError
+from storage.keys import Grant
+from storage.records import NAMESPACE
+
+Namespace = Annotated[str, Path(pattern=NAMESPACE.pattern, max_length=100)]
+MemoryId = Annotated[int, Path(ge=1, le=2**63 - 1)]
+bearer = HTTPBearer(auto_error=False, description="a namespace key: archivist keys create NS")
+
+
+def _grant(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> Grant:
+    """The presented key's grant (401 without a valid key)."""
+    service: MemoryService = request.app.state.service
+    return service.authenticate(None if credentials is None else credentials.credentials)
+
+
+Key = Annotated[Grant, Depends(_grant)]
+
+
+def create_app(service: MemoryService) -> FastAPI:
+    """The API of one service (tests and ``--workers 1`` build it directly)."""
+    app = FastAPI(
+        title="Archivist",
+        version="1",
+        summary="Search, prime and write one namespace's memory.",
+    )
+    app.state.service = service
+    app.add_middleware(BodyLimit, max_bytes=service.settings.serving.max_body_bytes)
+    _errors(app)
+
+    @app.get("/v1/health", tags=["service"])
+    def health() -> dict[str, Any]:
+        """Whether the store answers; needs no key."""
+        return service.health()
+
+    @app.post("/v1/namespaces/{namespace}/search", tags=["read"])
+    def search(namespace: Namespace, body: SearchRequest, key: Key) -> dict[str, Any]:
+        """The best memories for a query, with provenance to cite."""
+        service.authorize(key, namespace)
+        hits = service.search(
+            key,
+            body.query,
+            limit=body.limit,
+            time_range=body.resolved_time_range(),
+            kinds=body.kinds,
+            include_archived=body.include_archived,
+        )
+        return {"namespace": namespace, "hits": hits}
+
+    @app.post("/v1/namespaces/{namespace}/prime", tags=["read"])
+    def prime(namespace: Namespace, body: PrimeRequest, key: Key) -> dict[str, Any]:
+        """What to remember as a conversation starts: episodes, open threads, facts, text."""
+        service.authorize(key, namespace)
+        return service.prime(key, body.message)
+
+    @app.post("/v1/namespaces/{namespace}/memories", tags=["write"], status_code=202)
+    def remember(namespace: Namespace, body: RememberRequest, key: Key) -> dict[str, Any]:
+        """Queue a memory; the worker stores it. A repeated idempotency key is a no-op."""
+        service.authorize(key, namespace, write=True)
+        return service.remember(
+            key,
+            body.content,
+            kind=body.kind,
+            importance=body.importance,
+            occurred_at=body.occurred_at,
+            idempotency_key=body.idempotency_key,
+        )
+
+    @app.get("/v1/namespaces/{namespace}/memories/{memory_id}", tags=["read"])
+    def get_memory(namespace: Namespace, memory_id: MemoryId, key: Key) -> dict[str, Any]:
+        """One memory with its provenance."""
+        service.authorize(key, namespace)
+        return service.get(key, memory_id)
+
+    @app.post("/v1/namespaces/{namespace}/memories/{memory_id}/pin", tags=["write"])
+    def pin(namespace: Namespace, memory_id: MemoryId, key: Key) -> dict[str, Any]:
+        """Pin a memory: it never decays, compresses, archives or is deleted."""
+        service.authorize(key, namespace, write=True)
+        return service.set_pinned(key, memory_id, True)
+
+    @app.post("/v1/namespaces/{namespace}/memories/{memory_id}/unpin", tags=["write"])
+    def unpin(namespace: Namespace, memory_id: MemoryId, key: Key) -> dict[str, Any]:
+        """Let a pinned memory age again."""
+        service.authorize(key, namespace, write=True)
+        return service.set_pinned(key, memory_id, False)
+
+    @app.delete("/v1/namespaces/{namespace}/memories/{memory_id}", tags=["write"])
+    def forget(namespace: Namespace, memory_id: MemoryId, key: Key) -> dict[str, Any]:
+        """Delete one memory now."""
+        service.authorize(key, namespace, write=True)
+        return service.forget(key, memory_id)
+
+    @app.get("/v1/namespaces/{namespace}/episodes", tags=["read"])
+    def episodes(
+        namespace: Namespace,
+        key: Key,
+        limit: Annotated[int, Query(ge=1, le=MAX_EPISODES)] = 5,
+    ) -> dict[str, Any]:
+        """The latest session summaries, newest first."""
+        service.authorize(key, namespace)
+        return {"namespace": namespace, "episodes": service.recent_episodes(key, limit)}
+
+    @app.get("/v1/namespaces/{namespace}/queue", tags=["read"])
+    def queue_stats(namespace: Namespace, key: Key) -> dict[str, Any]:
+        """The write queue's counts for this namespace."""
+        service.authorize(key, namespace)
+        return service.queue_stats(key)
+
+    return app
+
+
+def _errors(app: FastAPI) -> None:
+    """Every error as ``{"error": message}`` with its status."""
+
+    def reply(status: int, message: str) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+    @app.exception_handler(ServiceError)
+    def service_error(_: Request, exc: ServiceError) -> JSONResponse:
+        return reply(exc.status, str(exc))
+
+    @app.exception_handler(InputError)
+    @app.exception_handler(RetrievalError)
+    def bad_input(_: Request, exc: Exception) -> JSONResponse:
+        return reply(422, str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return reply(422, "; ".join(_problem(e) for e in exc.errors()))
+
+    @app.exception_handler(HTTPException)
+    def http_error(_: Request, exc: HTTPException) -> JSONResponse:
+        return reply(exc.status_code, str(exc.detail))
+
+
+def _problem(error: dict[str, Any]) -> str:
+    where = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
+    return f"{where or 'body'}: {error.get('msg', 'invalid')}"
+
+
+def app_from_environment() -> FastAPI:
+    """The factory ``uvicorn --factory`` calls in each worker process."""
+    return create_app(MemoryService.open(Settings()))
+
+
+def run(settings: Settings, *, host: str, port: int, workers: int = 1) -> None:
+    """Serve until interrupted; ``workers`` > 1 starts that many processes."""
+    import uvicorn
+
+    log: Literal["info"] = "info"
+    if workers == 1:
+        app = create_app(MemoryService.open(settings))
+        uvicorn.run(app, host=host, port=port, log_level=log, access_log=False)
+    else:
+        uvicorn.run(
+            "serving.api:app_from_environment",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level=log,
+            access_log=False,
+        )
