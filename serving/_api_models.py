@@ -22,7 +22,7 @@ class SearchRequest(_Body):
         None, description="a named window; or give start and end"
     )
     start: AwareDatetime | None = Field(None, description="from this moment (with end)")
-    end: AwareDatetime | None = Field(None, description="until this moment (with start)")
+    end: AwareDatetime | None = Field(None, description="before this moment (with start)")
     kinds: list[str] | None = Field(
         None, max_length=20, description="only these kinds (turn, fact, episode, ...)"
     )

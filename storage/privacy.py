@@ -46,6 +46,8 @@ FORGET_IF_PRESENT = {
     "memory_write_queue": text("DELETE FROM memory_write_queue WHERE namespace = :namespace"),
     "long_term_entries": text("DELETE FROM long_term_entries WHERE namespace = :namespace"),
     "namespace_terms": text("DELETE FROM namespace_terms WHERE namespace = :namespace"),
+    # A forgotten namespace's keys go too: nobody writes into it again by an old key.
+    "api_keys": text("DELETE FROM api_keys WHERE namespace = :namespace"),
 }
 TABLE_EXISTS = text("SELECT to_regclass(:name) IS NOT NULL")
 

@@ -9,10 +9,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 from storage.embedding import HashingEmbedder
 from storage.engine import Store
 from storage.errors import InputError
+from storage.keys import create_key
 from storage.retrieval._search import Retriever
 from tasks.aging._archival import archive_old
 from tasks.aging._cold_store import ColdStore
@@ -88,6 +90,8 @@ def full_history(store: Store, cold: ColdStore, namespace: str, prefix: str) -> 
             ),
             {"ns": namespace},
         )
+    with Session(store.engine) as session, session.begin():
+        create_key(session, namespace)
 
 
 @pytest.fixture
@@ -114,6 +118,7 @@ def test_forget_erases_every_row_and_object_of_the_namespace_and_nothing_else(
             "chat_sessions",
             "episodes",
             "memory_file_blocks",
+            "api_keys",
         )
     )
     assert cold.files("transcripts/namespace=alice") and cold.files("memories/namespace=alice")

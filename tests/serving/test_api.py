@@ -1,0 +1,275 @@
+"""The HTTP API through a real uvicorn on loopback (``archivist api``), as a client uses it.
+
+Each test works in namespaces of its own on the module's one server.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import UTC, datetime, timedelta
+
+import httpx
+from sqlalchemy import text
+
+from storage.keys import key_hash
+from tests.serving.conftest import ARCHIVIST, Served
+from tests.storage.memory_factory import put
+
+AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+def test_search_returns_the_namespaces_memories_with_provenance(served: Served) -> None:
+    ids = put(served.store, "prov", ["the dentist moved to Friday 3pm", "oat milk"], AT)
+    put(served.store, "prov2", ["the dentist of a look-alike namespace"], AT)
+    with served.client(served.key("prov")) as client:
+        reply = client.post("/v1/namespaces/prov/search", json={"query": "dentist?", "limit": 5})
+    assert reply.status_code == 200, reply.text
+    hits = reply.json()["hits"]
+    assert [h["memory_id"] for h in hits][:1] == [ids[0]]
+    assert all(h["memory_id"] in ids for h in hits)
+    first = hits[0]
+    assert first["content"] == "the dentist moved to Friday 3pm"
+    assert first["message_ids"] == ["m0"] and first["occurred_at"] == AT.isoformat()
+    assert {"session_id", "score", "kind", "tier", "low_confidence"} <= set(first)
+
+
+def test_time_range_and_kinds_narrow_the_search(served: Served) -> None:
+    old = put(served.store, "narrow", ["the dentist in spring"], AT - timedelta(days=200))
+    new = put(served.store, "narrow", ["the dentist in autumn"], AT, kind="preference")
+    body = {
+        "query": "dentist",
+        "start": (AT - timedelta(days=1)).isoformat(),
+        "end": (AT + timedelta(hours=1)).isoformat(),
+    }
+    with served.client(served.key("narrow")) as client:
+        recent = client.post("/v1/namespaces/narrow/search", json=body).json()["hits"]
+        kinds = client.post(
+            "/v1/namespaces/narrow/search", json={"query": "dentist", "kinds": ["fact"]}
+        ).json()["hits"]
+    assert [h["memory_id"] for h in recent] == new
+    assert [h["memory_id"] for h in kinds] == old
+
+
+def test_no_key_a_wrong_key_and_a_revoked_key_get_401(served: Served) -> None:
+    key = served.key("guarded")
+    body = {"query": "anything"}
+    with served.client() as anonymous:
+        missing = anonymous.post("/v1/namespaces/guarded/search", json=body)
+    with served.client(key[:-1] + ("A" if key[-1] != "A" else "B")) as wrong:
+        unknown = wrong.post("/v1/namespaces/guarded/search", json=body)
+    with served.client(key) as client:
+        assert client.post("/v1/namespaces/guarded/search", json=body).status_code == 200
+        subprocess.run(
+            [ARCHIVIST, "keys", "revoke", str(_key_id(served, key))],
+            env=served.environment(),
+            check=True,
+            capture_output=True,
+        )
+        revoked = client.post("/v1/namespaces/guarded/search", json=body)
+    for reply in (missing, unknown, revoked):
+        assert reply.status_code == 401
+        assert reply.headers["www-authenticate"] == "Bearer"
+    assert "Authorization: Bearer" in missing.json()["error"]
+    assert revoked.json() == {"error": "unknown or revoked key"}
+
+
+def test_another_namespace_and_a_read_only_write_get_403_and_are_audited(served: Served) -> None:
+    (bobs,) = put(served.store, "bob-403", ["bob's secret"], AT)
+    with served.client(served.key("alice-403", read_only=True)) as client:
+        other = client.post("/v1/namespaces/bob-403/search", json={"query": "secret"})
+        read = client.get(f"/v1/namespaces/bob-403/memories/{bobs}")
+        write = client.post("/v1/namespaces/alice-403/memories", json={"content": "a note"})
+    assert (other.status_code, read.status_code, write.status_code) == (403, 403, 403)
+    assert other.json() == {"error": "this key is for another namespace than 'bob-403'"}
+    assert write.json() == {"error": "this key is read-only"}
+    with served.store.engine.connect() as conn:
+        refused = conn.execute(
+            text("SELECT namespace, details->>'reason' FROM audit_log WHERE action = 'refused'")
+        ).all()
+    assert sorted(map(tuple, refused)).count(("alice-403", "other_namespace")) == 2
+    assert ("alice-403", "read_only") in refused
+
+
+def test_get_pin_unpin_forget_one_memory(served: Served) -> None:
+    mine = put(served.store, "own", ["first", "second"], AT)
+    (theirs,) = put(served.store, "own2", ["another namespace's memory"], AT)
+    key = served.key("own")
+    base = "/v1/namespaces/own/memories"
+    with served.client(key) as client:
+        got = client.get(f"{base}/{mine[0]}").json()
+        assert (got["memory_id"], got["content"], got["pinned"]) == (mine[0], "first", False)
+        assert client.post(f"{base}/{mine[0]}/pin").json() == {"memory_id": mine[0], "pinned": True}
+        assert client.get(f"{base}/{mine[0]}").json()["pinned"] is True
+        assert client.post(f"{base}/{mine[0]}/unpin").json()["pinned"] is False
+        assert client.delete(f"{base}/{mine[1]}").json() == {"memory_id": mine[1], "deleted": True}
+        gone = client.get(f"{base}/{mine[1]}")
+        foreign = [
+            client.get(f"{base}/{theirs}"),
+            client.post(f"{base}/{theirs}/pin"),
+            client.delete(f"{base}/{theirs}"),
+        ]
+        unknown = client.delete(f"{base}/999999")
+    assert gone.status_code == 404 and gone.json() == {
+        "error": f"no memory {mine[1]} in namespace 'own'"
+    }
+    assert [r.status_code for r in foreign] == [404, 404, 404]
+    assert unknown.status_code == 404
+    with served.store.engine.connect() as conn:
+        assert (
+            conn.execute(
+                text("SELECT pinned FROM memories WHERE id = :id"), {"id": theirs}
+            ).scalar()
+            is False
+        )
+        audit = conn.execute(
+            text("SELECT actor, action, target FROM audit_log WHERE namespace = 'own' ORDER BY id")
+        ).all()
+    assert [(a.action, a.target) for a in audit] == [
+        ("pin", f"memory:{mine[0]}"),
+        ("unpin", f"memory:{mine[0]}"),
+        ("forget_memory", f"memory:{mine[1]}"),
+    ]
+    assert {a.actor for a in audit} == {f"key:{_key_id(served, key)}"}
+
+
+def test_remember_goes_through_the_queue_once_per_idempotency_key(served: Served) -> None:
+    body = {"content": "Prefers window seats on long flights", "kind": "preference"}
+    with served.client(served.key("writer")) as client:
+        first = client.post(
+            "/v1/namespaces/writer/memories", json={**body, "idempotency_key": "k1"}
+        )
+        again = client.post(
+            "/v1/namespaces/writer/memories", json={**body, "idempotency_key": "k1"}
+        )
+        assert first.status_code == 202 and first.json()["duplicate"] is False
+        assert again.json() == {**first.json(), "duplicate": True}
+        assert client.get("/v1/namespaces/writer/queue").json()["pending"] == 1
+        subprocess.run(
+            [ARCHIVIST, "worker", "--once"],
+            env=served.environment(),
+            check=True,
+            capture_output=True,
+        )
+        queue = client.get("/v1/namespaces/writer/queue").json()
+        hits = client.post("/v1/namespaces/writer/search", json={"query": "window seat"}).json()
+    assert (queue["pending"], queue["completed"]) == (0, 1)
+    assert [(h["kind"], h["content"]) for h in hits["hits"]] == [("preference", body["content"])]
+
+
+def test_prime_and_episodes(served: Served) -> None:
+    put(served.store, "primed", ["Alice's sister Maya lives in Lisbon"], AT)
+    with served.client(served.key("primed")) as client:
+        primed = client.post("/v1/namespaces/primed/prime", json={"message": "Maya is visiting"})
+        episodes = client.get("/v1/namespaces/primed/episodes", params={"limit": 3})
+    assert primed.status_code == 200
+    assert "Maya lives in Lisbon" in primed.json()["formatted"]
+    assert primed.json()["facts"][0]["message_ids"] == ["m0"]
+    assert episodes.json() == {"namespace": "primed", "episodes": []}
+
+
+def test_bad_input_gets_one_clear_error(served: Served) -> None:
+    (mine,) = put(served.store, "strict", ["something"], AT)
+    with served.client(served.key("strict")) as client:
+        search = "/v1/namespaces/strict/search"
+        cases = {
+            "limit: Input should be a valid integer": client.post(
+                search, json={"query": "x", "limit": "many"}
+            ),
+            "limit 5000 out of range 1..100 (ARCHIVIST_RETRIEVAL__MAX_LIMIT)": client.post(
+                search, json={"query": "x", "limit": 5000}
+            ),
+            "empty query: say what to search for": client.post(search, json={"query": "  "}),
+            "query: String should have at most 10000 characters": client.post(
+                search, json={"query": "q" * 10_001}
+            ),
+            "colour: Extra inputs are not permitted": client.post(
+                search, json={"query": "x", "colour": "red"}
+            ),
+            "unknown kind(s) ['memo']": client.post(search, json={"query": "x", "kinds": ["memo"]}),
+            "give both start and end, or neither": client.post(
+                search, json={"query": "x", "start": AT.isoformat()}
+            ),
+            "body: Input should be a valid dictionary": client.post(search, json=["x"]),
+            "content: String should have at most 20000 characters": client.post(
+                "/v1/namespaces/strict/memories", json={"content": "c" * 20_001}
+            ),
+            "content is blank": client.post(
+                "/v1/namespaces/strict/memories", json={"content": " "}
+            ),
+            "importance: Input should be less than or equal to 1": client.post(
+                "/v1/namespaces/strict/memories", json={"content": "c", "importance": 7}
+            ),
+            "memory_id: Input should be a valid integer": client.get(
+                "/v1/namespaces/strict/memories/abc"
+            ),
+            "limit: Input should be less than or equal to 50": client.get(
+                "/v1/namespaces/strict/episodes", params={"limit": 500}
+            ),
+            "namespace: String should match pattern": client.post(
+                "/v1/namespaces/bad%20name/search", json={"query": "x"}
+            ),
+        }
+        for message, reply in cases.items():
+            assert reply.status_code == 422, (message, reply.text)
+            assert message in reply.json()["error"], (message, reply.text)
+            assert "Traceback" not in reply.text
+        assert client.get(f"/v1/namespaces/strict/memories/{mine}").status_code == 200
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read(served: Served) -> None:
+    limit = served.settings.serving.max_body_bytes
+    with served.client(served.key("big")) as client:
+        declared = client.post(
+            "/v1/namespaces/big/search",
+            content=b'{"query": "' + b"a" * limit + b'"}',
+            headers={"content-type": "application/json"},
+        )
+        chunked = client.post(
+            "/v1/namespaces/big/search",
+            content=iter([b'{"query": "', b"a" * limit, b'"}']),
+            headers={"content-type": "application/json"},
+        )
+        small_chunked = client.post(
+            "/v1/namespaces/big/search",
+            content=iter([b'{"query": ', b'"dentist"}']),
+            headers={"content-type": "application/json"},
+        )
+    for reply in (declared, chunked):
+        assert reply.status_code == 413
+        assert reply.json()["error"] == (
+            f"request body over {limit} bytes (ARCHIVIST_SERVING__MAX_BODY_BYTES)"
+        )
+    assert small_chunked.status_code == 200, small_chunked.text
+
+
+def test_health_docs_and_the_role_that_serves(served: Served) -> None:
+    with served.client() as client:
+        health = client.get("/v1/health").json()
+        docs = client.get("/docs")
+        schema = client.get("/openapi.json").json()
+        missing = client.get("/v1/nothing")
+    assert health["role"] == "archivist_serving" and health["row_level_security"] is True
+    assert docs.status_code == 200 and "swagger" in docs.text.lower()
+    assert "/v1/namespaces/{namespace}/search" in schema["paths"]
+    assert missing.status_code == 404 and missing.json() == {"error": "Not Found"}
+
+
+def test_a_key_is_never_written_to_the_log_or_the_audit(served: Served) -> None:
+    key = served.key("quiet")
+    with served.client(key) as client:
+        client.post("/v1/namespaces/quiet/memories", json={"content": "a note"})
+        client.post("/v1/namespaces/other-quiet/search", json={"query": "x"})
+    with httpx.Client(base_url=served.url) as client:
+        client.post("/v1/namespaces/quiet/search", headers={"Authorization": f"Bearer {key}x"})
+    assert key not in served.log.read_text()
+    with served.store.engine.connect() as conn:
+        rows = conn.execute(text("SELECT row_to_json(a)::text FROM audit_log a")).scalars().all()
+    assert rows and not any(key in row or key_hash(key) in row for row in rows)
+
+
+def _key_id(served: Served, key: str) -> int:
+    with served.store.engine.connect() as conn:
+        found = conn.execute(
+            text("SELECT id FROM api_keys WHERE key_hash = :h"), {"h": key_hash(key)}
+        ).scalar_one()
+    return int(found)
