@@ -54,7 +54,9 @@ def mcp_command(
     from serving.mcp import PATH, serve_http, serve_stdio
 
     if http and (namespace or read_only):
-        raise click.UsageError("over --http the key picks the namespace: drop --namespace")
+        raise click.UsageError(
+            "over --http the key picks the namespace and mode: drop --namespace and --read-only"
+        )
     if not http and (host is not None or port is not None):
         raise click.UsageError("--host and --port go with --http")
     settings = load_settings()
