@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from deployments.settings_loader import load_settings
+from storage.records import NAMESPACE
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -30,6 +31,46 @@ def api_command(host: str | None, port: int | None, workers: int) -> None:
     at = settings.serving.api_port if port is None else port
     click.echo(f"Archivist API on http://{where}:{at} (docs at /docs); Ctrl-C stops it", err=True)
     run(settings, host=where, port=at, workers=workers)
+
+
+@click.command("mcp")
+@click.option("--namespace", help="stdio: the one namespace served (not with --http).")
+@click.option("--read-only", is_flag=True, help="stdio: search and read only, no writes.")
+@click.option("--http", is_flag=True, help="Serve streamable HTTP at /mcp instead of stdio.")
+@click.option("--host", help="--http: address [default: ARCHIVIST_SERVING__HOST, 127.0.0.1]")
+@click.option("--port", type=click.IntRange(0, 65535), help="--http: port [default: 8766]")
+def mcp_command(
+    namespace: str | None, read_only: bool, http: bool, host: str | None, port: int | None
+) -> None:
+    """Serve one namespace's memory over MCP: tools search_memory, prime_conversation,
+    remember, forget_memory, recent_episodes; resources memory://MEMORY.md, memory://daily.
+
+    \b
+    stdio (default): the client starts `archivist mcp --namespace NS`; stdout carries the
+      protocol alone, logs go to stderr.
+    --http: each request's `Authorization: Bearer <key>` (archivist keys create) picks the
+      namespace; no key or a revoked one answers 401.
+    """
+    from serving.mcp import PATH, serve_http, serve_stdio
+
+    if http and (namespace or read_only):
+        raise click.UsageError(
+            "over --http the key picks the namespace and mode: drop --namespace and --read-only"
+        )
+    if not http and (host is not None or port is not None):
+        raise click.UsageError("--host and --port go with --http")
+    settings = load_settings()
+    if http:
+        where = host or settings.serving.host
+        at = settings.serving.mcp_port if port is None else port
+        click.echo(f"Archivist MCP on http://{where}:{at}{PATH}; Ctrl-C stops it", err=True)
+        serve_http(settings, host=where, port=at)
+        return
+    if namespace is None:
+        raise click.UsageError("stdio serves one namespace: give --namespace NS")
+    if not NAMESPACE.fullmatch(namespace):
+        raise click.BadParameter(f"bad namespace {namespace!r}", param_hint="--namespace")
+    serve_stdio(settings, namespace, read_only=read_only)
 
 
 @click.group("keys")
@@ -119,4 +160,4 @@ def _maintenance_engine() -> Engine:
     return store.engine
 
 
-COMMANDS = (api_command, keys_group)
+COMMANDS = (api_command, mcp_command, keys_group)

@@ -3,6 +3,7 @@
 from storage.queue._payloads import (
     Enqueued,
     ForgetMemory,
+    MemoryKind,
     MemoryText,
     QueueItem,
     QueueStats,
@@ -26,6 +27,7 @@ from storage.queue._table import (
 __all__ = [
     "Enqueued",
     "ForgetMemory",
+    "MemoryKind",
     "MemoryText",
     "QueueItem",
     "QueueStats",

@@ -1,0 +1,171 @@
+"""The MCP server's tools and resources: thin calls into ``MemoryService`` for the grant of
+the message being handled (``serving._mcp_grant``). The namespace is never an argument.
+
+Every refusal the service raises (bad input, an unknown id, another namespace's id, which
+row-level security makes simply unknown, a read-only key's write) comes back as a tool error
+carrying its message: ``isError`` and the text, never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp_types import ToolAnnotations
+from pydantic import ValidationError
+
+from serving._api_models import SearchRequest, TimeRangeName
+from serving._errors import ServiceError
+from serving._mcp_args import (
+    Content,
+    End,
+    EpisodeLimit,
+    FirstMessage,
+    IdempotencyKey,
+    Importance,
+    Kind,
+    Kinds,
+    Limit,
+    MemoryId,
+    Query,
+    Range,
+    Start,
+)
+from serving._mcp_grant import current_grant
+from serving._service import MemoryService
+from storage.errors import InputError, RetrievalError
+
+REFUSALS = (ServiceError, InputError, RetrievalError)
+DAILY_DAYS = 7
+
+READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False)
+DELETES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False)
+
+
+@contextmanager
+def refusals_as(error: type[Exception]) -> Iterator[None]:
+    """The service's refusals as the SDK's anticipated errors, message kept."""
+    try:
+        yield
+    except REFUSALS as exc:
+        raise error(str(exc)) from exc
+
+
+class MemoryTools:
+    """The tools, as methods: the SDK reads each one's name, docstring and typed arguments."""
+
+    def __init__(self, service: MemoryService) -> None:
+        self.service = service
+
+    def search_memory(
+        self,
+        query: Query,
+        limit: Limit = 10,
+        time_range: Range = None,
+        start: Start = None,
+        end: End = None,
+        kinds: Kinds = None,
+    ) -> dict[str, Any]:
+        """Search this user's long-term memory. Each hit carries its memory_id, the session and
+        message ids it came from and when it happened, so you can cite it."""
+        request = _search_request(query, limit, time_range, start, end, kinds)
+        with refusals_as(ToolError):
+            grant = current_grant()
+            hits = self.service.search(
+                grant,
+                request.query,
+                limit=request.limit,
+                time_range=request.resolved_time_range(),
+                kinds=request.kinds,
+            )
+        return {"namespace": grant.namespace, "hits": hits}
+
+    def prime_conversation(self, first_message: FirstMessage = None) -> dict[str, Any]:
+        """What to remember as a conversation starts: recent episodes, open threads and the facts
+        that matter, as data (with provenance) and as ready text ("formatted")."""
+        with refusals_as(ToolError):
+            return self.service.prime(current_grant(), first_message)
+
+    def remember(
+        self,
+        content: Content,
+        kind: Kind = "note",
+        importance: Importance = None,
+        idempotency_key: IdempotencyKey = None,
+    ) -> dict[str, Any]:
+        """Store a memory now, through the durable write queue: it is searchable as soon as the
+        worker has embedded it (well under a second while `archivist worker` runs)."""
+        with refusals_as(ToolError):
+            return self.service.remember(
+                current_grant(),
+                content,
+                kind=kind,
+                importance=importance,
+                idempotency_key=idempotency_key,
+            )
+
+    def forget_memory(self, memory_id: MemoryId) -> dict[str, Any]:
+        """Delete one memory for good (a chat turn's sibling chunks with it)."""
+        with refusals_as(ToolError):
+            return self.service.forget(current_grant(), memory_id)
+
+    def recent_episodes(self, limit: EpisodeLimit = 5) -> dict[str, Any]:
+        """Summaries of the latest conversations, newest first."""
+        with refusals_as(ToolError):
+            grant = current_grant()
+            episodes = self.service.recent_episodes(grant, limit)
+        return {"namespace": grant.namespace, "episodes": episodes}
+
+    def memory_md(self) -> str:
+        with refusals_as(ResourceError):
+            return self.service.memory_md(current_grant())
+
+    def daily_logs(self) -> str:
+        with refusals_as(ResourceError):
+            logs = self.service.daily_logs(current_grant(), DAILY_DAYS)
+        return "\n\n".join(f"<!-- memory/{name} -->\n{body}" for name, body in logs.items())
+
+
+def register(server: MCPServer, service: MemoryService) -> None:
+    """Add the five tools and two resources to ``server``."""
+    tools = MemoryTools(service)
+    server.add_tool(tools.search_memory, annotations=READS)
+    server.add_tool(tools.prime_conversation, annotations=READS)
+    server.add_tool(tools.remember, annotations=WRITES)
+    server.add_tool(tools.forget_memory, annotations=DELETES)
+    server.add_tool(tools.recent_episodes, annotations=READS)
+    server.resource(
+        "memory://MEMORY.md",
+        name="MEMORY.md",
+        description="The long-term memory file, kept by the weekly tidy (empty before it).",
+        mime_type="text/markdown",
+    )(tools.memory_md)
+    server.resource(
+        "memory://daily",
+        name="daily logs",
+        description=f"The last {DAILY_DAYS} daily memory logs, newest first, each headed by "
+        "its file name.",
+        mime_type="text/markdown",
+    )(tools.daily_logs)
+
+
+def _search_request(
+    query: str,
+    limit: int,
+    time_range: TimeRangeName | None,
+    start: Any,
+    end: Any,
+    kinds: list[str] | None,
+) -> SearchRequest:
+    """The API's search body, for its rules on start, end and time_range together."""
+    try:
+        return SearchRequest(
+            query=query, limit=limit, time_range=time_range, start=start, end=end, kinds=kinds
+        )
+    except ValidationError as exc:
+        problems = (str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+        raise ToolError("; ".join(problems)) from exc

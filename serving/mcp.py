@@ -1,0 +1,68 @@
+"""``archivist mcp``: one namespace's memory for assistants, over the Model Context Protocol
+(the official SDK's ``MCPServer``).
+
+Tools: ``search_memory``, ``prime_conversation``, ``remember``, ``forget_memory``,
+``recent_episodes``. Resources: ``memory://MEMORY.md`` and ``memory://daily`` (the last
+seven daily logs). Hits carry their provenance (memory id, session, message ids, time).
+
+The namespace is never an argument a model could change. Over stdio it is bound by the
+command line (``archivist mcp --namespace NS [--read-only]``); over streamable HTTP
+(``--http``, at ``/mcp``) by the key each request presents as ``Authorization: Bearer
+<key>`` (``archivist keys create``, the HTTP API's keys): no key or a revoked one answers
+401, and a read-only key's ``remember`` or ``forget_memory`` is a tool error.
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import redirect_stdout
+
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+
+from serving._mcp_grant import BindGrant, GrantOf, KeyVerifier, bound, by_key
+from serving._mcp_tools import register
+from serving._service import MemoryService
+from storage.config import Settings
+from storage.keys import Grant
+
+NAME = "archivist"
+PATH = "/mcp"
+INSTRUCTIONS = (
+    "Archivist is this user's long-term memory. Call prime_conversation when a conversation "
+    "starts, search_memory whenever earlier context would help (cite memory_id and time), "
+    "and remember what is worth keeping."
+)
+
+
+def build_server(
+    service: MemoryService, grant_of: GrantOf, *, issuer: str | None = None
+) -> MCPServer:
+    """The server over ``service``; ``issuer`` (the server's own URL) turns on bearer keys."""
+    keys = issuer is not None
+    server: MCPServer = MCPServer(
+        NAME,
+        instructions=INSTRUCTIONS,
+        token_verifier=KeyVerifier(service) if keys else None,
+        # Keys are Archivist's own (archivist keys create), not OAuth: no metadata routes.
+        auth=AuthSettings(issuer_url=issuer, resource_server_url=None) if keys else None,
+        middleware=[BindGrant(grant_of)],
+        log_level="WARNING",
+    )
+    register(server, service)
+    return server
+
+
+def serve_stdio(settings: Settings, namespace: str, *, read_only: bool) -> None:
+    """Serve ``namespace`` over stdin and stdout until the client closes them."""
+    with redirect_stdout(sys.stderr):  # stdout carries the protocol alone
+        service = MemoryService.open(settings)
+    grant = Grant(key_id=None, namespace=namespace, read_only=read_only)
+    build_server(service, bound(grant)).run("stdio")
+
+
+def serve_http(settings: Settings, *, host: str, port: int) -> None:
+    """Serve streamable HTTP at ``http://host:port/mcp``, one namespace per key."""
+    service = MemoryService.open(settings)
+    server = build_server(service, by_key, issuer=f"http://{host}:{port}")
+    server.run("streamable-http", host=host, port=port, streamable_http_path=PATH)
