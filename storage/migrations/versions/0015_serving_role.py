@@ -58,7 +58,8 @@ GRANTS = (
     f"GRANT SELECT ON archivist_meta, alembic_version TO {ROLE}",
     f"GRANT SELECT, INSERT ON embedding_cache TO {ROLE}",
     # Search records access; pin and unpin; forget one memory (the trigger clears references).
-    f"GRANT UPDATE (access_count, last_accessed_at, pinned, salience), DELETE ON memories TO {ROLE}",
+    f"GRANT UPDATE (access_count, last_accessed_at, pinned, salience), DELETE ON memories "
+    f"TO {ROLE}",
     f"GRANT INSERT, DELETE ON memory_access_log TO {ROLE}",
     f"GRANT UPDATE (memory_id) ON episodes, long_term_entries TO {ROLE}",
     f"GRANT INSERT ON memory_write_queue, audit_log TO {ROLE}",
