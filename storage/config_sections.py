@@ -58,4 +58,7 @@ class ServingSettings(BaseModel):
     host: str = Field("127.0.0.1", description="address archivist api and mcp listen on")
     api_port: int = Field(8765, ge=0, le=65535)
     mcp_port: int = Field(8766, ge=0, le=65535)
+    pool_size: int = Field(
+        16, ge=1, le=200, description="database connections kept open per serving process"
+    )
     max_body_bytes: int = Field(65_536, ge=1024, le=16_777_216, description="larger: 413")

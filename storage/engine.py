@@ -172,21 +172,25 @@ def libpq_uri(url: URL) -> str:
     return url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def get_engine(url: str) -> Engine:
-    """One pooled engine per URL and process."""
+def get_engine(url: str, pool_size: int = 5) -> Engine:
+    """One pooled engine per URL, pool size and process.
+
+    Serving asks for a pool as large as its concurrency: a connection opened past the pool
+    is closed when returned, and each new one costs PostgreSQL a backend start.
+    """
     with _lock:
-        engine = _engines.get(url)
+        engine = _engines.get(f"{pool_size}:{url}")
         if engine is None:
             # No server-side prepared statements: a cached generic plan would ignore the
             # per-query planner settings and the namespace size that pick the search plan.
             engine = create_engine(
                 url,
                 pool_pre_ping=True,
-                pool_size=5,
+                pool_size=pool_size,
                 max_overflow=5,
                 connect_args={"prepare_threshold": None},
             )
-            _engines[url] = engine
+            _engines[f"{pool_size}:{url}"] = engine
         return engine
 
 

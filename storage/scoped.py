@@ -18,14 +18,21 @@ from storage.errors import ConfigurationError, StorageError
 
 SERVING_ROLE = "archivist_serving"
 SCOPE = text("SELECT set_config('archivist.namespace', :namespace, true)")
+# Searches commit only access statistics: a crash of PostgreSQL may lose the last fraction
+# of a second of them, never a memory, and no search waits for the WAL flush.
+SCOPE_RELAXED = text(
+    "SELECT set_config('archivist.namespace', :namespace, true), "
+    "set_config('synchronous_commit', 'off', true)"
+)
 WHO = text(
     "SELECT current_user, rolbypassrls OR rolsuper FROM pg_roles WHERE rolname = current_user"
 )
 
 
-def scope(conn: Connection, namespace: str) -> None:
-    """Bind this transaction to ``namespace`` (reset at its end; harmless for the owner)."""
-    conn.execute(SCOPE, {"namespace": namespace})
+def scope(conn: Connection, namespace: str, *, relaxed: bool = False) -> None:
+    """Bind this transaction to ``namespace`` (reset at its end; harmless for the owner);
+    ``relaxed``: its commit does not wait for the WAL flush (searches only)."""
+    conn.execute(SCOPE_RELAXED if relaxed else SCOPE, {"namespace": namespace})
 
 
 def serving_url(settings: Settings) -> str:
@@ -44,9 +51,10 @@ def open_serving_engine(settings: Settings) -> Engine:
     """The pool that serving uses: the serving role when row-level security is on (the
     default), else the store's own role. Refuses a role that would bypass the policies."""
     install_signal_handlers()
+    size = settings.serving.pool_size
     if not settings.serving.row_level_security:
-        return get_engine(resolve_url(settings))
-    engine = get_engine(serving_url(settings))
+        return get_engine(resolve_url(settings), size)
+    engine = get_engine(serving_url(settings), size)
     try:
         with engine.connect() as conn:
             user, bypass = conn.execute(WHO).one()

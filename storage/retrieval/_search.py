@@ -127,7 +127,7 @@ class Retriever:
         )
         try:
             with self.engine.begin() as conn:
-                scope(conn, namespace)
+                scope(conn, namespace, relaxed=True)
                 hits = self._search(conn, request, now, used)
                 if record_access and hits:
                     self._record(conn, hits, query, now)
