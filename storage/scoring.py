@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from storage.errors import ConfigurationError
 
@@ -93,6 +93,24 @@ def parse_weights(text: str) -> dict[str, float]:
     return out
 
 
+def composer(weights: Mapping[str, float]) -> Callable[[Mapping[str, float]], float]:
+    """``composite`` with ``weights`` fixed, their sums computed once (ranking scores every
+    candidate of a search with the same weights)."""
+    rel_weight = sum(weights.get(name, 0.0) for name in RELEVANCE)
+    other_weight = sum(weights.get(name, 0.0) for name in FACTORS if name not in RELEVANCE)
+    rel = [(n, w) for n in RELEVANCE if (w := weights.get(n, 0.0))]
+    other = [(n, w) for n in FACTORS if n not in RELEVANCE and (w := weights.get(n, 0.0))]
+
+    def score(factors: Mapping[str, float]) -> float:
+        boost = sum(w * factors.get(n, 0.0) for n, w in other)
+        if rel_weight == 0:
+            return boost / other_weight if other_weight else 0.0
+        relevance = sum(w * factors.get(n, 0.0) for n, w in rel) / rel_weight
+        return relevance * (rel_weight + boost) / (rel_weight + other_weight)
+
+    return score
+
+
 def composite(factors: Mapping[str, float], weights: Mapping[str, float]) -> float:
     """Relevance, ordered among near-equals by the other factors as bounded boosts.
 
@@ -107,10 +125,4 @@ def composite(factors: Mapping[str, float], weights: Mapping[str, float]) -> flo
     factor (priming's ``importance`` and ``salience`` with no message) give the weighted
     mean of the others.
     """
-    rel_weight = sum(weights.get(name, 0.0) for name in RELEVANCE)
-    other_weight = sum(weights.get(name, 0.0) for name in FACTORS if name not in RELEVANCE)
-    boost = sum(weights.get(n, 0.0) * factors.get(n, 0.0) for n in FACTORS if n not in RELEVANCE)
-    if rel_weight == 0:
-        return boost / other_weight if other_weight else 0.0
-    relevance = sum(weights.get(n, 0.0) * factors.get(n, 0.0) for n in RELEVANCE) / rel_weight
-    return relevance * (rel_weight + boost) / (rel_weight + other_weight)
+    return composer(weights)(factors)

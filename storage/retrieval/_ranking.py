@@ -9,8 +9,7 @@ place in the results.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -47,7 +46,21 @@ def rank(
     settings: RetrievalSettings,
     min_cosine: float = 0.0,
 ) -> list[Hit]:
+    """Every candidate as a hit, best first (``ranked``, all of it)."""
+    return list(ranked(rows, now, weights, settings, min_cosine))
+
+
+def ranked(
+    rows: Sequence[Any],
+    now: datetime,
+    weights: Mapping[str, float],
+    settings: RetrievalSettings,
+    min_cosine: float = 0.0,
+) -> Iterator[Hit]:
     """Hits best first: fused relevance with the other factors as bounded boosts.
+
+    Every candidate is scored, but a hit is built only when it is taken: a search keeps
+    ``limit`` of a pool of about a hundred.
 
     Nothing relevant, nothing returned: a hit that shares no word with the query and whose
     cosine is under ``min_cosine`` is marked ``low_confidence``, and when no candidate
@@ -58,21 +71,19 @@ def rank(
     against 0.83 when every candidate had to pass it).
     """
     if not any(float(r.bm25) > 0 or float(r.cosine) >= min_cosine * 2 / 3 for r in rows):
-        return []
+        return
     dense, lexical = relevance_parts(rows, min_cosine)
-    share = settings.dense_share
-    hits = [
-        make_hit(r, d, lx, share * d + (1 - share) * lx, now, weights, settings.half_life_days)
-        for r, d, lx in zip(rows, dense, lexical, strict=True)
-    ]
-    hits = [
-        replace(h, low_confidence=True)
-        if h.factors["bm25"] <= 0 and h.factors["cosine"] < min_cosine
-        else h
-        for h in hits
-    ]
-    hits.sort(key=lambda h: (-h.score, -h.occurred_at.timestamp(), h.memory_id))
-    return hits
+    share, half_life = settings.dense_share, settings.half_life_days
+    score = scoring.composer(weights)
+    scored = []
+    for r, d, lx in zip(rows, dense, lexical, strict=True):
+        factors = factors_of(r, d, lx, share * d + (1 - share) * lx, now, half_life)
+        scored.append((score(factors), r, factors))
+    scored.sort(key=lambda t: (-t[0], -t[1].occurred_at.timestamp(), t[1].id))
+    used = dict(weights)
+    for value, row, factors in scored:
+        low = factors["bm25"] <= 0 and factors["cosine"] < min_cosine
+        yield hit_of(row, value, factors, used, low_confidence=low)
 
 
 Place = tuple[str, tuple[str, ...]] | int
@@ -97,7 +108,7 @@ def distinct_messages(rows: Sequence[Any]) -> int:
 SESSION_KINDS = frozenset({"episode", "task_card"})
 
 
-def one_per_source(hits: Sequence[Hit]) -> list[Hit]:
+def one_per_source(hits: Iterable[Hit], limit: int | None = None) -> list[Hit]:
     """The hits in order, leaving out each hit whose sources a better hit already shows.
 
     A memory citing messages of a session that a better-ranked memory also cites (all of
@@ -124,6 +135,8 @@ def one_per_source(hits: Sequence[Hit]) -> list[Hit]:
             seen.append(messages)
         kept.append(hit)
         shown.add(hit.memory_id)
+        if limit is not None and len(kept) >= limit:
+            break
     return kept
 
 
@@ -137,9 +150,17 @@ def make_hit(
     half_life: float,
 ) -> Hit:
     """A hit from a candidate row and its normalised relevance parts, scored as of now."""
+    factors = factors_of(row, dense, lexical, relevance, now, half_life)
+    return hit_of(row, scoring.composite(factors, weights), factors, dict(weights))
+
+
+def factors_of(
+    row: Any, dense: float, lexical: float, relevance: float, now: datetime, half_life: float
+) -> dict[str, float]:
+    """Every factor of a candidate row's score, as of now."""
     age = (now - row.occurred_at).total_seconds() / 86400
     touched = row.last_accessed_at or row.occurred_at
-    factors = {
+    return {
         "semantic": relevance,
         "dense": dense,
         "lexical": lexical,
@@ -153,18 +174,29 @@ def make_hit(
         "cosine": float(row.cosine),
         "bm25": float(row.bm25),
     }
+
+
+def hit_of(
+    row: Any,
+    score: float,
+    factors: dict[str, float],
+    weights: dict[str, float],
+    *,
+    low_confidence: bool = False,
+) -> Hit:
     return Hit(
         memory_id=row.id,
         namespace=row.namespace,
         kind=row.kind,
         content=row.content,
-        score=scoring.composite(factors, weights),
+        score=score,
         factors=factors,
-        weights=dict(weights),
+        weights=weights,
         occurred_at=row.occurred_at,
         created_at=row.created_at,
         session_id=row.session_id,
         message_ids=tuple(row.message_ids),
         tier=row.tier,
         sources=tuple(getattr(row, "sources", None) or ()),
+        low_confidence=low_confidence,
     )

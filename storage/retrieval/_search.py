@@ -42,7 +42,7 @@ from storage.retrieval._inputs import (
     resolve_time_range,
 )
 from storage.retrieval._priming import build_priming
-from storage.retrieval._ranking import distinct_messages, one_per_source, rank
+from storage.retrieval._ranking import distinct_messages, one_per_source, rank, ranked
 from storage.retrieval._sql import (
     CANDIDATES,
     EXPLAIN_ANN,
@@ -183,9 +183,8 @@ class Retriever:
             rows = self._candidates(conn, params, n_indexed)
         if request.include_archived:
             return self._with_archived(conn, request, rows, params, now, weights)
-        return one_per_source(rank(rows, now, weights, self.settings, self.min_cosine))[
-            : request.limit
-        ]
+        hits = ranked(rows, now, weights, self.settings, self.min_cosine)
+        return one_per_source(hits, request.limit)
 
     def _candidates(
         self, conn: Connection, params: dict[str, Any], n_indexed: int
