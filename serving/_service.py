@@ -24,6 +24,7 @@ from serving._files import MemoryFiles
 from serving._views import hit_view, json_row, priming_view
 from storage import audit, queue, serving_reads
 from storage.config import Settings
+from storage.embedding import LocalEmbedder
 from storage.errors import InputError
 from storage.keys import Grant, resolve_key
 from storage.retrieval import Retriever, TimeRange
@@ -47,6 +48,8 @@ class MemoryService:
         security is turned off in ``ARCHIVIST_SERVING__ROW_LEVEL_SECURITY``)."""
         serving = settings.serving.row_level_security
         retriever = Retriever.from_settings(settings, serving=serving)
+        if isinstance(retriever.embedder, LocalEmbedder):
+            retriever.embedder.embed(["warm up"])  # load the model now, not on a request
         return cls(settings, retriever, MemoryFiles.of(settings))
 
     # -- who may do what -------------------------------------------------------------------

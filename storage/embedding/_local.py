@@ -116,8 +116,18 @@ class _Model:
         return np.asarray(pooled / np.maximum(norms, 1e-12), dtype=np.float32)
 
 
-@lru_cache(maxsize=4)
+_loading = threading.Lock()
+
+
 def _load(threads: int | None) -> _Model:
+    """The model for a thread count, built once per process: the first searches of a
+    server arrive together, and each would otherwise build its own (16 took 14 s)."""
+    with _loading:
+        return _built(threads)
+
+
+@lru_cache(maxsize=4)
+def _built(threads: int | None) -> _Model:
     return _Model(model_folder(), threads)
 
 

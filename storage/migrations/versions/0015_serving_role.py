@@ -117,7 +117,7 @@ def upgrade() -> None:
         CREATE TABLE api_keys (
             id bigserial PRIMARY KEY,
             namespace varchar(100) NOT NULL,
-            key_hash char(64) NOT NULL CONSTRAINT uq_api_keys_key_hash UNIQUE,
+            key_hash varchar(64) NOT NULL CONSTRAINT uq_api_keys_key_hash UNIQUE,
             prefix varchar(16) NOT NULL,
             read_only boolean NOT NULL DEFAULT false,
             label varchar(100),
