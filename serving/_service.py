@@ -46,8 +46,7 @@ class MemoryService:
     def open(cls, settings: Settings) -> MemoryService:
         """Check the store and the embedder, then serve as the serving role (unless row-level
         security is turned off in ``ARCHIVIST_SERVING__ROW_LEVEL_SECURITY``)."""
-        serving = settings.serving.row_level_security
-        retriever = Retriever.from_settings(settings, serving=serving)
+        retriever = Retriever.from_settings(settings, serving=True)
         if isinstance(retriever.embedder, LocalEmbedder):
             retriever.embedder.embed(["warm up"])  # load the model now, not on a request
         return cls(settings, retriever, MemoryFiles.of(settings))

@@ -80,8 +80,9 @@ class Retriever:
     def from_settings(cls, settings: Settings, *, serving: bool = False) -> Retriever:
         """Open the configured store and embedder, checking that both fit the schema.
 
-        ``serving``: search through the serving role's pool (``storage.scoped``), which sees
-        one namespace per transaction; the checks above still run as the store's role.
+        ``serving``: search through the serving pool (``storage.scoped``): the serving role,
+        which sees one namespace per transaction, unless row-level security is turned off;
+        the checks above still run as the store's role.
         """
         from sqlalchemy.orm import Session
 
