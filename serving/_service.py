@@ -122,7 +122,8 @@ class MemoryService:
     def queue_stats(self, grant: Grant) -> dict[str, Any]:
         """The write queue's counts for the grant's namespace."""
         with self._session(grant) as session:
-            return queue.queue_stats(session, None, self.settings.queue).as_dict()
+            stats = queue.queue_stats(session, None, self.settings.queue, grant.namespace)
+            return stats.as_dict()
 
     def memory_md(self, grant: Grant) -> str:
         return self.files.memory_md(grant.namespace)

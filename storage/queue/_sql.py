@@ -126,6 +126,7 @@ STATS = text(
            EXTRACT(EPOCH FROM {_NOW} - min(created_at) FILTER (WHERE status = 'pending'))
                AS oldest_pending_seconds
     FROM memory_write_queue AS q
+    WHERE CAST(:namespace AS text) IS NULL OR q.namespace = :namespace
     """
 )
 DEAD = text(

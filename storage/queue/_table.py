@@ -242,11 +242,16 @@ def purge_completed(session: Session, now: datetime | None, older_than: timedelt
 
 
 def queue_stats(
-    session: Session, now: datetime | None, settings: QueueSettings | None = None
+    session: Session,
+    now: datetime | None,
+    settings: QueueSettings | None = None,
+    namespace: str | None = None,
 ) -> QueueStats:
-    """Counts per status, ready, stuck and abandoned items, and the oldest pending one's wait."""
+    """Counts per status, ready, stuck and abandoned items, and the oldest pending one's wait;
+    of one namespace's items, or of all."""
     settings = settings or QueueSettings()
     params = {
+        "namespace": namespace,
         "now": now,
         "stuck_after": timedelta(seconds=settings.stuck_after_seconds),
         "gone_claimers": settings.detect_gone_workers,

@@ -294,6 +294,18 @@ def test_stats_of_an_empty_queue(store: Store) -> None:
     assert stats.pending == 0 and stats.oldest_pending_seconds is None
 
 
+def test_stats_of_one_namespace_count_its_items_alone(store: Store) -> None:
+    with Session(store.engine) as session, session.begin():
+        for namespace in ("alice", "alice2", "alice2", "bob"):
+            queue.enqueue(session, namespace, "ADD_MEMORY", NOTE, now=T)
+    with Session(store.engine) as session:
+        each = {
+            ns: queue.queue_stats(session, T, namespace=ns).pending for ns in ("alice", "alice2")
+        }
+        every = queue.queue_stats(session, T).pending
+    assert (each, every) == ({"alice": 1, "alice2": 2}, 4)
+
+
 def test_purge_removes_only_completed_items_older_than_the_threshold(store: Store) -> None:
     long_ago = T - timedelta(hours=30)
     old, recent, pending = put(store, NOTE, {"content": "b"}, {"content": "c"}, at=long_ago)
