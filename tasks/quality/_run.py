@@ -2,7 +2,8 @@
 
 GX is imported only inside these functions (3-5 s), so importing the flow stays cheap. The
 context is ephemeral; its Data Docs site (``QualitySettings.site_name``) is written to
-``<reports_dir>/data_docs`` and its ``index.html`` shows the latest run. The store's URL
+``<reports_dir>/data_docs`` and its ``index.html`` shows the latest run. Data Docs need a
+network for their styles, so each run also writes a self-contained page (``_html``). The store's URL
 goes to ``add_sql``: ``add_postgres`` rejects the embedded server's unix-socket URL.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from sqlalchemy import Engine, text
 from storage.config import QualitySettings, TidySettings
 from storage.engine import Store
 from tasks.files import MemoryRoot
+from tasks.quality._html import write_html_report
 from tasks.quality._suites import AssetSpec, all_assets
 from tasks.quality._types import CheckOutcome, QualityReport
 
@@ -212,6 +215,8 @@ def run_quality(store: Store, root: MemoryRoot, as_of: datetime) -> QualityRepor
     url = store.engine.url.render_as_string(hide_password=False)
     checks, uri = validate_store(url, assets, quality, settings.reports_dir / DATA_DOCS)
     checks += check_memory_files(root, settings.tidy, quality.examples)
-    return QualityReport(
+    report = QualityReport(
         as_of=as_of, checks=tuple(checks), data_docs_uri=uri, skipped=tuple(skipped)
     )
+    page = write_html_report(report, settings.reports_dir)
+    return replace(report, html_report=page.as_uri())

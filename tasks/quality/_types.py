@@ -46,6 +46,7 @@ class QualityReport:
     checks: tuple[CheckOutcome, ...]
     data_docs_uri: str | None
     skipped: tuple[str, ...] = field(default=())
+    html_report: str | None = None  # the self-contained page (``tasks.quality._html``)
 
     @property
     def failed(self) -> tuple[CheckOutcome, ...]:
@@ -86,6 +87,7 @@ class QualityReport:
             ]
         if self.skipped:
             lines += ["", "## Not checked", ""] + [f"- {reason}" for reason in self.skipped]
+        lines += ["", f"Report, readable offline: {self.html_report or 'not written'}"]
         lines += ["", f"Data Docs: {self.data_docs_uri or 'not built'}"]
         return "\n".join(lines)
 
@@ -96,5 +98,5 @@ class QualityReport:
             f"{len(critical)} critical data-quality expectation(s) failed as of "
             f"{self.as_of.isoformat()}: "
             + "; ".join(critical)
-            + f". Details: {self.data_docs_uri or 'the memory-quality-report artifact'}"
+            + f". Details: {self.html_report or 'the memory-quality-report artifact'}"
         )

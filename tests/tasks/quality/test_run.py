@@ -122,6 +122,9 @@ def test_injected_rows_the_schema_allows_are_caught_with_counts(store: Store) ->
     assert report.suite_results()["memories"] == {"evaluated": 11, "failed": 3, "critical": 2}
     assert "memories.created_at_not_future: 1 of" in report.failure_message()
     assert "[warning] queue.none_stuck" in report.markdown()
+    page = (store.settings.reports_dir / "quality" / "latest.html").read_text("utf-8")
+    assert "failed: 5 critical" in page and "alice/MEMORY.md (200)" in page
+    assert report.html_report is not None and report.html_report in report.failure_message()
 
 
 def test_corruption_behind_dropped_constraints_is_caught(store: Store) -> None:
