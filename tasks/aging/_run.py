@@ -22,6 +22,7 @@ from storage.config import AgingSettings
 from tasks.aging._archival import ArchiveOutcome, take_out_all
 from tasks.aging._cold_store import ColdStore
 from tasks.aging._compression import CompressOutcome
+from tasks.common import readable
 
 
 @dataclass
@@ -133,7 +134,7 @@ class AgingReport:
 
     def markdown(self) -> str:
         lines = [
-            f"# memory-aging as of {self.as_of}",
+            f"# memory-aging as of {readable(self.as_of)}",
             f"namespace: {self.namespace or 'all'} · dry run: {'yes' if self.dry_run else 'no'}",
             "",
             "| step | counts | seconds |",

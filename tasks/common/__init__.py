@@ -4,6 +4,7 @@ from tasks.common._notice import Notice, NoticeKind
 from tasks.common._notify import Channel, notify_flow_failure, open_notifier
 from tasks.common._retry import IO_RETRY
 from tasks.common._steps import connect_task, finish_run, publish_report, start_run
+from tasks.common._time import readable
 
 __all__ = [
     "Channel",
@@ -15,5 +16,6 @@ __all__ = [
     "notify_flow_failure",
     "open_notifier",
     "publish_report",
+    "readable",
     "start_run",
 ]

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from tasks.common import readable
+
 
 @dataclass(frozen=True)
 class CheckOutcome:
@@ -76,7 +78,7 @@ class QualityReport:
     def markdown(self) -> str:
         """The summary artifact: verdict, per-suite counts, failures, where the HTML is."""
         verdict = "passed" if self.success else f"FAILED ({self.critical_failures} critical)"
-        lines = [f"# Memory quality as of {self.as_of.isoformat()}: {verdict}", ""]
+        lines = [f"# Memory quality as of {readable(self.as_of)}: {verdict}", ""]
         lines += ["| suite | evaluated | failed | critical failed |", "| --- | --- | --- | --- |"]
         for suite, c in self.suite_results().items():
             lines.append(f"| {suite} | {c['evaluated']} | {c['failed']} | {c['critical']} |")
@@ -96,7 +98,7 @@ class QualityReport:
         critical = [c.line() for c in self.failed if c.critical]
         return (
             f"{len(critical)} critical data-quality expectation(s) failed as of "
-            f"{self.as_of.isoformat()}: "
+            f"{readable(self.as_of)}: "
             + "; ".join(critical)
             + f". Details: {self.html_report or 'the memory-quality-report artifact'}"
         )

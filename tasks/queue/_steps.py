@@ -14,7 +14,7 @@ from storage import queue
 from storage.embedding import Embedder
 from storage.engine import Store
 from storage.queue import QueueStats
-from tasks.common import IO_RETRY
+from tasks.common import IO_RETRY, readable
 from tasks.queue._ops import DrainReport, drain_once
 
 
@@ -35,7 +35,7 @@ class QueueRunReport:
     def markdown(self) -> str:
         d, s = self.drained, self.stats
         rows = [
-            ("as of", self.as_of),
+            ("as of", readable(self.as_of)),
             ("worker", self.worker),
             ("batches", d.batches),
             ("claimed / completed", f"{d.claimed} / {d.completed}"),

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from tasks.common import readable
 from tasks.sync._outbox import FlushOutcome
 from tasks.sync._transcripts import IngestReport
 from tasks.sync._types import BatchOutcome, SyncPlan
@@ -42,8 +43,8 @@ class SyncReport:
         bad = self.ingest["bad_input"] if self.ingest else 0
         empty = self.ingest["empty_content"] if self.ingest else 0
         rows = [
-            ("as of", self.as_of),
-            ("window start", self.window_start),
+            ("as of", readable(self.as_of)),
+            ("window start", readable(self.window_start)),
             ("namespace", self.namespace or "all"),
             ("dry run", "yes" if self.dry_run else "no"),
             ("sessions seen", self.sessions_seen),

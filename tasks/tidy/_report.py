@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from tasks.common import readable
 from tasks.tidy._namespace import NamespaceOutcome, TidyContext
 
 SHOWN = 20
@@ -43,9 +44,9 @@ class TidyReport:
 
     def markdown(self) -> str:
         rows = [
-            ("as of", self.as_of),
+            ("as of", readable(self.as_of)),
             ("week (Monday)", self.week),
-            ("window start", self.window_start),
+            ("window start", readable(self.window_start)),
             ("namespace", self.namespace or "all"),
             ("dry run", "yes" if self.dry_run else "no"),
             ("caps", f"{self.max_lines} lines / {self.max_bytes} bytes"),

@@ -20,7 +20,7 @@ from storage.quality_runs import latest_quality_run
 from storage.queue import queue_stats
 from storage.runs import mark_crashed
 from storage.watchdog import CheckState, load_states, save_state, table_exists
-from tasks.common import Notice
+from tasks.common import Notice, readable
 from tasks.watchdog._alerts import decide
 from tasks.watchdog._checks import (
     CheckResult,
@@ -61,7 +61,7 @@ class WatchdogReport:
 
     def markdown(self) -> str:
         """The run's report: each check, its counter, and what was sent."""
-        head = f"# memory-cron-watchdog {self.as_of.isoformat()}" + (
+        head = f"# memory-cron-watchdog {readable(self.as_of)}" + (
             " (dry run)" if self.dry_run else ""
         )
         lines = [
