@@ -88,6 +88,7 @@ def demo_days(settings: Settings, days: int, now: datetime) -> list[datetime]:
 def run_demo(settings: Settings, days: int, echo: Echo, now: datetime | None = None) -> None:
     """Sample data in, daily sync back-filled day by day, and where to look."""
     from flows.daily_sync import memory_sync_daily
+    from flows.weekly_tidy import memory_weekly_tidy
     from tasks.files import open_memory_root
     from tasks.samples import generate_demo, write_transcripts
 
@@ -110,9 +111,22 @@ def run_demo(settings: Settings, days: int, echo: Echo, now: datetime | None = N
             f" {w.memories_added} memories,"
             f" {report.blocks_appended} blocks"
         )
+    tidy = memory_weekly_tidy(as_of=runs[-1])
+    echo(
+        f"memory-weekly-tidy as of {runs[-1]:%Y-%m-%d %H:%M}: MEMORY.md for "
+        f"{len(tidy.namespaces)} namespaces, {tidy.entered} entries in, {tidy.left} out"
+    )
     memory = open_memory_root(settings)
     echo(f"memory files: {memory.root}")
-    for folder in sorted(memory.fs.ls(memory.root, detail=False)):
-        count = len(memory.fs.glob(f"{folder}/memory/**/*.md"))
-        echo(f"  {folder.rsplit('/', 1)[-1]}: {count} files")
+    namespaces = [p.rsplit("/", 1)[-1] for p in sorted(memory.fs.ls(memory.root, detail=False))]
+    for name in namespaces:
+        count = len(memory.fs.glob(f"{memory.root}/{name}/memory/**/*.md"))
+        has = "MEMORY.md and " if memory.fs.exists(f"{memory.root}/{name}/MEMORY.md") else ""
+        echo(f"  {name}: {has}{count} daily files")
     echo("run `archivist demo` or `archivist sync` again: an unchanged day writes nothing.")
+    if namespaces:
+        first = namespaces[0]
+        echo("try next:")
+        echo(f'  archivist search {first} "what did we plan?" --explain')
+        echo(f'  archivist prime {first} "Hi again!"')
+        echo("  archivist status")

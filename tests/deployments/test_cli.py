@@ -119,6 +119,9 @@ def test_demo_twice_changes_nothing_the_second_time(
     assert " 0 written" in second.output and ", 0 memories, 0 blocks" in second.output
     assert " 0 written" not in first.output.split("[ 4/4]")[1]
     assert files(Path(flow_env.memory_root_url)) == after_first
+    assert any(name.endswith("/MEMORY.md") for name in after_first)
+    tail = first.output.split("try next:")[1].splitlines()
+    assert [line.split()[1] for line in tail if line.strip()] == ["search", "prime", "status"]
 
 
 def test_demo_back_fills_the_23h_runs_that_have_passed(tmp_path: Path) -> None:
