@@ -29,6 +29,13 @@ class QueueRunReport:
     stats: QueueStats
     seconds: float
 
+    @property
+    def idle(self) -> bool:
+        """Nothing claimed, reclaimed, purged or failed: a safety-net pass over an empty
+        queue, which publishes no artifact."""
+        d = self.drained
+        return not (d.claimed or d.reclaimed or d.reclaimed_dead or d.errors or self.purged)
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 

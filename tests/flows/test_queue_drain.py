@@ -42,3 +42,17 @@ def test_flow_drains_reclaims_purges_and_publishes_its_report(flow_env: Settings
     markdown = asyncio.run(artifact_markdown("memory-queue-drain-report"))
     assert any("| claimed / completed | 47 / 46 |" in m for m in markdown)
     assert any("session 'nope' is not recorded in namespace 'bob'" in m for m in markdown)
+
+
+def test_a_pass_over_an_empty_queue_publishes_no_artifact(flow_env: Settings) -> None:
+    before = len(asyncio.run(artifact_markdown("memory-queue-drain-report")))
+
+    idle = memory_queue_drain(as_of=T, worker="idle-test")
+    after_idle = len(asyncio.run(artifact_markdown("memory-queue-drain-report")))
+    with Session(open_store(flow_env).engine) as session, session.begin():
+        queue.enqueue(session, "alice", "ADD_MEMORY", {"content": "one note"}, now=T)
+    busy = memory_queue_drain(as_of=T, worker="idle-test")
+
+    assert idle.idle and (after_idle, idle.drained.claimed) == (before, 0)
+    assert not busy.idle and busy.drained.completed == 1
+    assert len(asyncio.run(artifact_markdown("memory-queue-drain-report"))) == before + 1
