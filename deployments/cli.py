@@ -36,6 +36,9 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group)
+@click.version_option(
+    package_name="archivist", prog_name="archivist", message="%(prog)s %(version)s"
+)
 def main() -> None:
     """Archivist: the memory lifecycle for AI assistants."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
