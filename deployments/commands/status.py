@@ -3,12 +3,17 @@
 Every section degrades to ``n/a (why)`` when its table, the store or the Prefect API is
 missing. The Prefect API is asked only when ``PREFECT_API_URL`` is set: without it Prefect
 would start a temporary server just to answer, which takes seconds and knows no runs.
+Prefect itself is imported only when something may set that URL (the environment, a
+Prefect profile or settings file) or it is loaded already, so ``status`` starts fast.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 import click
 import httpx
@@ -32,11 +37,35 @@ def _when(moment: datetime | None, now: datetime) -> str:
     return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC ({ago})"
 
 
-def prefect_lines(now: datetime) -> list[str]:
-    """The latest started run of every ``memory-*`` flow the Prefect API knows."""
+def _prefect_may_be_configured() -> bool:
+    """Whether the environment or a Prefect settings file may set the API URL (cheap)."""
+    if os.environ.get("PREFECT_API_URL"):
+        return True
+    home = Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
+    sources = {
+        home / "profiles.toml": "PREFECT_API_URL",
+        Path(".env"): "PREFECT_API_URL",
+        Path("prefect.toml"): "",
+        Path("pyproject.toml"): "tool.prefect",
+    }
+    return any(
+        path.is_file() and marker in path.read_text(errors="replace")
+        for path, marker in sources.items()
+    )
+
+
+def prefect_api_url() -> str | None:
+    """Prefect's API URL, without importing Prefect when nothing can have set one."""
+    if "prefect" not in sys.modules and not _prefect_may_be_configured():
+        return None
     from prefect.settings import PREFECT_API_URL
 
-    url = PREFECT_API_URL.value()
+    return PREFECT_API_URL.value() or None
+
+
+def prefect_lines(now: datetime) -> list[str]:
+    """The latest started run of every ``memory-*`` flow the Prefect API knows."""
+    url = prefect_api_url()
     if not url:
         return ["n/a (PREFECT_API_URL is not set; start `prefect server start` and set it)"]
     try:
