@@ -36,6 +36,9 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group)
+@click.version_option(
+    package_name="archivist", prog_name="archivist", message="%(prog)s %(version)s"
+)
 def main() -> None:
     """Archivist: the memory lifecycle for AI assistants."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -134,6 +137,7 @@ _TIME_RANGES = ["today", "week", "month", "recent", "all"]
 @click.option("--as-of", type=click.DateTime(_AS_OF_FORMATS), default=None)
 @click.option("--explain", is_flag=True, help="Show each factor of each score.")
 @click.option("--no-record", is_flag=True, help="Do not count this search as an access.")
+@click.option("--json", "as_json", is_flag=True, help="Print the hits as one JSON document.")
 def search(
     namespace: str,
     query: str,
@@ -145,9 +149,10 @@ def search(
     as_of: datetime | None,
     explain: bool,
     no_record: bool,
+    as_json: bool,
 ) -> None:
     """Search NAMESPACE's memories for QUERY."""
-    from deployments.commands.retrieval import render_hits, run_search
+    from deployments.commands.retrieval import render_hits, render_hits_json, run_search
 
     settings = load_settings()
     hits = run_search(
@@ -162,17 +167,21 @@ def search(
         as_of=_localize(as_of, settings),
         record_access=not no_record,
     )
-    render_hits(hits, explain, click.echo)
+    if as_json:
+        render_hits_json(namespace, query, hits, explain, click.echo)
+    else:
+        render_hits(hits, explain, click.echo)
 
 
 @main.command()
 @click.argument("namespace")
 @click.argument("message", required=False)
-def prime(namespace: str, message: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the parts and the text as JSON.")
+def prime(namespace: str, message: str | None, as_json: bool) -> None:
     """Print what the assistant should remember when NAMESPACE starts a conversation."""
     from deployments.commands.retrieval import run_prime
 
-    run_prime(load_settings(), namespace, message, click.echo)
+    run_prime(load_settings(), namespace, message, click.echo, as_json)
 
 
 @main.command()

@@ -12,6 +12,7 @@ from serving._errors import (
     Unauthorized,
 )
 from serving._service import MemoryService
+from serving._views import hit_view, json_row, priming_view
 
 __all__ = [
     "Conflict",
@@ -21,4 +22,7 @@ __all__ = [
     "ServiceError",
     "ServiceUnavailable",
     "Unauthorized",
+    "hit_view",
+    "json_row",
+    "priming_view",
 ]

@@ -9,9 +9,10 @@ from typing import Any
 from storage.retrieval import Hit, Priming
 
 
-def hit_view(hit: Hit) -> dict[str, Any]:
-    """One search result: the memory, its score and where it came from."""
-    return {
+def hit_view(hit: Hit, explain: bool = False) -> dict[str, Any]:
+    """One search result: the memory, its score and where it came from; with ``explain``,
+    the score's factors, their weights and the breakdown as text (``Hit.explain``)."""
+    view = {
         "memory_id": hit.memory_id,
         "kind": hit.kind,
         "content": hit.content,
@@ -24,6 +25,9 @@ def hit_view(hit: Hit) -> dict[str, Any]:
         "created_at": hit.created_at.isoformat(),
         "sources": list(hit.sources),
     }
+    if explain:
+        view |= {"factors": hit.factors, "weights": hit.weights, "explain": hit.explain()}
+    return view
 
 
 def priming_view(priming: Priming) -> dict[str, Any]:

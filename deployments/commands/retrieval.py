@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any
 
 from storage.config import Settings
 from storage.retrieval import Hit, Retriever, TimeRange
@@ -66,10 +68,32 @@ def render_hits(hits: Sequence[Hit], explain: bool, echo: Echo) -> None:
             echo(f"{'':>28}id {hit.memory_id}, {source}")
 
 
-def run_prime(settings: Settings, namespace: str, message: str | None, echo: Echo) -> None:
-    """Print the priming text."""
+def render_hits_json(
+    namespace: str, query: str, hits: Sequence[Hit], explain: bool, echo: Echo
+) -> None:
+    """The hits as one JSON document, in the HTTP API's and MCP's shape (``serving``)."""
+    from serving import hit_view
+
+    views = [hit_view(hit, explain) for hit in hits]
+    echo(as_json({"namespace": namespace, "query": query, "hits": views}))
+
+
+def run_prime(
+    settings: Settings, namespace: str, message: str | None, echo: Echo, as_document: bool
+) -> None:
+    """Print the priming text, or its parts and text as one JSON document."""
     priming = Retriever.from_settings(settings).prime(namespace, message)
-    echo(priming.formatted)
+    if as_document:
+        from serving import priming_view
+
+        echo(as_json(priming_view(priming)))
+    else:
+        echo(priming.formatted)
+
+
+def as_json(document: dict[str, Any]) -> str:
+    """One indented JSON document; non-ASCII text as is."""
+    return json.dumps(document, indent=2, ensure_ascii=False)
 
 
 def run_index(settings: Settings, min_rows: int | None, echo: Echo) -> dict[str, int]:

@@ -3,12 +3,19 @@
 Every section degrades to ``n/a (why)`` when its table, the store or the Prefect API is
 missing. The Prefect API is asked only when ``PREFECT_API_URL`` is set: without it Prefect
 would start a temporary server just to answer, which takes seconds and knows no runs.
+Prefect itself is imported only when something may set that URL (the environment, a
+Prefect profile or settings file) or it is loaded already, so ``status`` starts fast.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import click
 import httpx
@@ -32,11 +39,35 @@ def _when(moment: datetime | None, now: datetime) -> str:
     return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC ({ago})"
 
 
-def prefect_lines(now: datetime) -> list[str]:
-    """The latest started run of every ``memory-*`` flow the Prefect API knows."""
+def _prefect_may_be_configured() -> bool:
+    """Whether the environment or a Prefect settings file may set the API URL (cheap)."""
+    if os.environ.get("PREFECT_API_URL"):
+        return True
+    home = Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
+    sources = {
+        home / "profiles.toml": "PREFECT_API_URL",
+        Path(".env"): "PREFECT_API_URL",
+        Path("prefect.toml"): "",
+        Path("pyproject.toml"): "tool.prefect",
+    }
+    return any(
+        path.is_file() and marker in path.read_text(errors="replace")
+        for path, marker in sources.items()
+    )
+
+
+def prefect_api_url() -> str | None:
+    """Prefect's API URL, without importing Prefect when nothing can have set one."""
+    if "prefect" not in sys.modules and not _prefect_may_be_configured():
+        return None
     from prefect.settings import PREFECT_API_URL
 
-    url = PREFECT_API_URL.value()
+    return PREFECT_API_URL.value() or None
+
+
+def prefect_lines(now: datetime) -> list[str]:
+    """The latest started run of every ``memory-*`` flow the Prefect API knows."""
+    url = prefect_api_url()
     if not url:
         return ["n/a (PREFECT_API_URL is not set; start `prefect server start` and set it)"]
     try:
@@ -46,6 +77,15 @@ def prefect_lines(now: datetime) -> list[str]:
 
 
 def _prefect_runs(now: datetime) -> list[str]:
+    lines = [
+        f"{flow:<28} {state:<10} {_when(started, now)}"
+        for flow, state, started in latest_prefect_runs()
+    ]
+    return lines or ["no runs of memory-* flows yet"]
+
+
+def latest_prefect_runs() -> list[tuple[str, str, datetime | None]]:
+    """Flow name, state and start of the latest started run of each ``memory-*`` flow."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         FlowFilter,
@@ -56,7 +96,7 @@ def _prefect_runs(now: datetime) -> list[str]:
     from prefect.client.schemas.sorting import FlowRunSort
 
     started = FlowRunFilter(start_time=FlowRunFilterStartTime(is_null_=False))
-    lines = []
+    runs: list[tuple[str, str, datetime | None]] = []
     with get_client(sync_client=True) as client:
         flows = client.read_flows(flow_filter=FlowFilter(name=FlowFilterName(like_=FLOW_PREFIX)))
         for flow in sorted(flows, key=lambda f: f.name):
@@ -67,9 +107,9 @@ def _prefect_runs(now: datetime) -> list[str]:
                 limit=1,
             )
             if latest:
-                state = latest[0].state.name if latest[0].state else "?"
-                lines.append(f"{flow.name:<28} {state:<10} {_when(latest[0].start_time, now)}")
-    return lines or ["no runs of memory-* flows yet"]
+                state = (latest[0].state.name if latest[0].state else None) or "?"
+                runs.append((flow.name, state, latest[0].start_time))
+    return runs
 
 
 def runs_lines(conn: Connection, now: datetime) -> list[str]:
@@ -180,6 +220,67 @@ def show_status(settings: Settings, echo: Echo, now: datetime | None = None) -> 
             echo(f"  {line}")
 
 
+def status_document(settings: Settings, now: datetime) -> dict[str, Any]:
+    """The status screen as data; a section that cannot be read is ``{"unavailable": why}``."""
+    return {"at": now, "prefect": _prefect_data(), **_store_data(settings)}
+
+
+def _prefect_data() -> dict[str, Any]:
+    url = prefect_api_url()
+    if not url:
+        return {"unavailable": "PREFECT_API_URL is not set"}
+    try:
+        runs = latest_prefect_runs()
+    except (httpx.HTTPError, OSError) as exc:
+        return {"unavailable": f"Prefect API at {url} unreachable: {type(exc).__name__}: {exc}"}
+    return {"runs": [{"flow": f, "state": s, "started_at": t} for f, s, t in runs]}
+
+
+def _store_data(settings: Settings) -> dict[str, Any]:
+    from sqlalchemy.orm import Session
+
+    from storage import status
+    from storage.engine import open_store
+    from storage.quality_runs import latest_quality_run
+
+    names = ("runs", "queue", "memories", "quality")
+    try:
+        store = open_store(settings)
+    except (StorageError, ConfigurationError) as exc:
+        return dict.fromkeys(names, {"unavailable": str(exc)})
+    with store.engine.connect() as conn:
+        tables = ("memories", "memory_write_queue", "quality_runs")
+        missing = [t for t in tables if not status.table_exists(conn, t)]
+        if missing:
+            why = {"unavailable": f"no table {', '.join(missing)}: run `archivist db upgrade`"}
+            return dict.fromkeys(names, why)
+        counts = status.memory_counts(conn)
+        queue = status.queue_overview(conn)
+        crashed = status.crashed_runs(conn)
+        with Session(bind=conn) as session:
+            quality = latest_quality_run(session)
+        return {
+            "runs": {
+                "last": [r.__dict__ for r in status.last_runs(conn)],
+                "crashed": crashed and crashed.__dict__,
+            },
+            "queue": {**queue.__dict__, "dead": queue.by_status.get("dead", 0)},
+            "memories": {"namespaces": counts, "totals": _totals(counts)},
+            "quality": quality and _quality(quality),
+        }
+
+
+def _totals(counts: dict[str, dict[str, int]]) -> dict[str, int]:
+    from storage.memories import TIERS
+
+    return {t: sum(tiers.get(t, 0) for tiers in counts.values()) for t in TIERS}
+
+
+def _quality(run: Any) -> dict[str, Any]:
+    keep = ("success", "critical_failures", "run_at", "as_of", "suite_results", "data_docs_uri")
+    return {k: getattr(run, k) for k in keep}
+
+
 def run_quality_report(settings: Settings, as_of: datetime | None, echo: Echo) -> None:
     """One run of memory-quality-report; a critical failure raises DataQualityError."""
     from flows.quality_report import memory_quality_report
@@ -190,9 +291,16 @@ def run_quality_report(settings: Settings, as_of: datetime | None, echo: Echo) -
 
 
 @click.command("status")
-def status_command() -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the sections as one JSON document.")
+def status_command(as_json: bool) -> None:
     """One screen: last runs, write queue, memories per tier and namespace, last quality."""
-    show_status(load_settings(), click.echo)
+    if not as_json:
+        show_status(load_settings(), click.echo)
+        return
+    from serving import json_row
+
+    document = json_row(status_document(load_settings(), datetime.now(UTC)))
+    click.echo(json.dumps(document, indent=2, ensure_ascii=False))
 
 
 @click.command("quality")

@@ -6,7 +6,9 @@ the top ``n`` by cosine computed with numpy, the lexical ones the rows whose tex
 query lexeme; PostgreSQL then computes their BM25 over its own lexemes (with the hot
 namespace's idf and mean length, or idf 1 when nothing is hot). The caller ranks them
 with the hot candidates by the same composite score, then multiplies an archived hit's
-score by ``ARCHIVE_PRIORITY`` (0.9), so a hot memory wins a tie. Imports no Prefect.
+score by ``ARCHIVE_PRIORITY`` (0.9), so a hot memory wins a tie. Imports no Prefect,
+and pyarrow and fsspec only when a search reaches the cold tier: a hot search (the CLI's
+``search``) starts without them.
 """
 
 from __future__ import annotations
@@ -15,18 +17,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import fsspec
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-from fsspec import AbstractFileSystem
 from sqlalchemy import Connection, text
 
 from storage.errors import RetrievalError
 from storage.retrieval._types import Hit
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from fsspec import AbstractFileSystem
 
 ARCHIVE_PRIORITY = 0.9
 _COLUMNS = [
@@ -75,6 +76,9 @@ class ArchiveReader:
     options: dict[str, Any] | None = None
 
     def read(self, uri: str) -> pa.Table:
+        import fsspec
+        import pyarrow.parquet as pq
+
         fs, path = (
             (self.fs, self.fs._strip_protocol(uri))
             if self.fs is not None
@@ -142,6 +146,9 @@ def _read_files(conn: Connection, reader: ArchiveReader, namespace: str) -> list
 
 
 def _load(conn: Connection, reader: ArchiveReader, q: ColdQuery) -> pa.Table | None:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     tables = _read_files(conn, reader, q.namespace)
     if not tables:
         return None
@@ -164,6 +171,9 @@ def _cosines(table: pa.Table, vector: np.ndarray, model: str) -> np.ndarray:
     re-embeds the hot table only), and vectors of two models are not comparable: such rows
     compete on their words alone until a restore re-embeds them.
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     out = np.zeros(table.num_rows, dtype=np.float32)
     same = np.flatnonzero(pc.equal(table["embedding_model"], model).to_numpy(zero_copy_only=False))
     if same.size == 0:
@@ -177,6 +187,8 @@ def _cosines(table: pa.Table, vector: np.ndarray, model: str) -> np.ndarray:
 
 
 def _chosen(table: pa.Table, cosines: np.ndarray, lexemes: Sequence[str], n: int) -> list[int]:
+    import pyarrow.compute as pc
+
     dense = np.argsort(-cosines, kind="stable")[:n].tolist()
     if not lexemes:
         return [int(i) for i in dense]
@@ -191,6 +203,8 @@ def archived_candidates(
     conn: Connection, reader: ArchiveReader, q: ColdQuery, hot: dict[str, Any] | None
 ) -> list[ArchivedRow]:
     """The cold tier's candidates for a query, with the raw cosine and BM25 of each."""
+    import pyarrow as pa
+
     table = _load(conn, reader, q)
     if table is None:
         return []

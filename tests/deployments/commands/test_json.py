@@ -1,0 +1,101 @@
+"""``--json`` on search, prime and status: one JSON document with what the text shows."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from deployments.cli import main
+from storage.config import Settings
+from storage.engine import open_store
+from storage.quality_runs import QualityRunRecord, record_quality_run
+from tests.storage.memory_factory import put
+
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+def run_json(args: list[str]) -> Any:
+    result = CliRunner().invoke(main, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_search_json_has_each_hit_with_provenance_and_factors(env: Settings) -> None:
+    [dentist, _] = put(
+        open_store(env), "alice", ["Dentist appointment moved to Tuesday 9am", "Buy oat milk"], NOW
+    )
+    args = ["search", "alice", "dentist appointment", "--limit", "1", "--as-of", "2026-11-20"]
+
+    plain = run_json(args)
+    explained = run_json([*args, "--explain"])
+
+    [hit] = plain["hits"]
+    assert plain["namespace"] == "alice" and plain["query"] == "dentist appointment"
+    assert hit["memory_id"] == dentist and hit["kind"] == "fact"
+    assert hit["content"] == "Dentist appointment moved to Tuesday 9am"
+    assert hit["occurred_at"] == NOW.isoformat() and hit["session_id"] is None
+    assert hit["message_ids"] == ["m0"] and isinstance(hit["created_at"], str)
+    assert 0 < hit["score"] <= 1 and "factors" not in hit
+    [why] = explained["hits"]
+    assert why["weights"]["semantic"] == 0.6 and 0 < why["factors"]["semantic"] <= 1
+    assert why["explain"].startswith(f"{why['score']:.3f} from 0.6*semantic(")
+
+
+def test_search_json_with_no_hits_is_an_empty_list(env: Settings) -> None:
+    assert run_json(["search", "alice", "anything"])["hits"] == []
+
+
+def test_prime_json_has_the_parts_and_the_text(env: Settings) -> None:
+    [seat] = put(open_store(env), "alice", ["I prefer a window seat"], NOW, kind="preference")
+
+    primed = run_json(["prime", "alice", "booking a flight"])
+
+    assert primed["namespace"] == "alice"
+    assert "Things I know:" in primed["formatted"] and "window seat" in primed["formatted"]
+    assert [f["memory_id"] for f in primed["facts"]] == [seat]
+    assert primed["episodes"] == [] and primed["open_threads"] == []
+
+
+def test_status_json_has_every_section(
+    env: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))
+    store = open_store(env)
+    put(store, "alice", ["one", "two"], NOW)
+    with store.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO memory_write_queue (namespace, op, payload, status, attempts,"
+                " max_attempts, available_at, created_at, updated_at) VALUES"
+                " ('alice', 'ADD_MEMORY', '{}', 'pending', 0, 3, :t, :t, :t),"
+                " ('alice', 'ADD_MEMORY', '{}', 'dead', 3, 3, :t, :t, :t)"
+            ),
+            {"t": NOW - timedelta(minutes=30)},
+        )
+    with Session(store.engine) as session, session.begin():
+        suites = {"memories": {"evaluated": 12, "failed": 1, "critical": 0}}
+        record_quality_run(session, QualityRunRecord(NOW, suites, True, 0, "file:///docs", None))
+
+    status = run_json(["status"])
+
+    assert "PREFECT_API_URL is not set" in status["prefect"]["unavailable"]
+    assert status["runs"] == {"last": [], "crashed": None}
+    assert status["queue"] == {
+        "by_status": {"dead": 1, "pending": 1},
+        "oldest_pending": (NOW - timedelta(minutes=30)).isoformat(),
+        "dead": 1,
+    }
+    assert status["memories"]["namespaces"] == {"alice": {"fresh": 2}}
+    assert status["memories"]["totals"]["fresh"] == 2
+    quality = status["quality"]
+    assert quality["success"] is True and quality["critical_failures"] == 0
+    assert quality["suite_results"] == suites and quality["data_docs_uri"] == "file:///docs"
+    assert quality["as_of"] == NOW.isoformat()
