@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from prefect import Flow
 
+from storage.config import Settings
 from storage.errors import ConfigurationError
 
 
@@ -74,6 +75,16 @@ DEPLOYMENTS: tuple[DeploymentSpec, ...] = (
         cron="30 23 * * *",
     ),
 )
+
+
+def deploy_settings() -> dict[str, str]:
+    """prefect.yaml's build step: the settings ``prefect deploy`` writes into the schedules.
+
+    Read like ``archivist serve`` reads them, so an unset ``ARCHIVIST_TIMEZONE`` deploys
+    as UTC (Prefect's own ``{{ $VAR }}`` templating has no default and stores an empty
+    time zone) and an unknown zone stops the deploy.
+    """
+    return {"timezone": Settings().timezone}
 
 
 def load_flow(spec: DeploymentSpec) -> Flow[..., object]:

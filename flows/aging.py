@@ -29,20 +29,25 @@ FLOW_NAME = "memory-aging"
 
 @flow(
     name=FLOW_NAME,
-    description="Salience decay, compression, cold archive, opt-in deletion.",
+    description="Memories fade, old sessions shrink to summaries, old rows move to cold storage.",
     on_failure=[notify_flow_failure],
     on_crashed=[notify_flow_failure],
 )
 def memory_aging(
-    as_of: Annotated[
-        datetime | None, Field(description="Age as if it were this time; default now")
-    ] = None,
-    namespace: Annotated[
-        str | None, Field(pattern=NAMESPACE_PATTERN, description="Only this namespace")
-    ] = None,
-    dry_run: Annotated[bool, Field(description="Report what would change, write nothing")] = False,
+    as_of: datetime | None = None,
+    namespace: Annotated[str | None, Field(pattern=NAMESPACE_PATTERN)] = None,
+    dry_run: bool = False,
 ) -> AgingReport:
-    """Seeds 001-003: memories fade, old sessions shrink to their summary, old rows go cold."""
+    """Age the memory: salience fades, sessions older than 90 days shrink to their
+    summary, rows older than 365 days move to cold Parquet, and deletion runs only
+    when it is enabled.
+
+    Args:
+        as_of: Age as if it were this moment (ISO 8601). A time without a zone is read
+            in ARCHIVIST_TIMEZONE. Empty: now.
+        namespace: Only this namespace (one user or project). Empty: every namespace.
+        dry_run: Report what would change and write nothing.
+    """
     settings = Settings()
     moment = resolve_as_of(as_of, settings)
     store, embedder = connect_task(settings)

@@ -20,27 +20,33 @@ FLOW_NAME = "memory-sync-daily"
 
 @flow(
     name=FLOW_NAME,
-    description="Sessions of the last hours into memories, episodes and logs.",
+    description="The last hours' conversations into memories, episodes and the daily log.",
     on_failure=[notify_flow_failure],
     on_crashed=[notify_flow_failure],
 )
 def memory_sync_daily(
-    as_of: Annotated[
-        datetime | None, Field(description="Run as if it were this time; default now")
-    ] = None,
-    window_hours: Annotated[float, Field(gt=0, le=24 * 366, description="Look-back hours")] = 26,
-    min_user_messages: Annotated[
-        int, Field(ge=0, le=1000, description="Skip sessions with fewer user messages")
-    ] = 2,
-    namespace: Annotated[
-        str | None, Field(pattern=NAMESPACE_PATTERN, description="Only this namespace")
-    ] = None,
-    dry_run: Annotated[bool, Field(description="Report what would change, write nothing")] = False,
-    transcripts_url: Annotated[
-        str | None, Field(description="Load JSONL transcripts from this fsspec URL first")
-    ] = None,
+    as_of: datetime | None = None,
+    window_hours: Annotated[float, Field(gt=0, le=24 * 366)] = 26,
+    min_user_messages: Annotated[int, Field(ge=0, le=1000)] = 2,
+    namespace: Annotated[str | None, Field(pattern=NAMESPACE_PATTERN)] = None,
+    dry_run: bool = False,
+    transcripts_url: str | None = None,
 ) -> SyncReport:
-    """Daily sync (seed 004): fingerprint-idempotent, crash-safe, re-runnable for any day."""
+    """Turn the day's conversations into memories, episodes and the daily log.
+
+    Safe to re-run for any day: a session already written is skipped, and a run that
+    stopped midway finishes its work on the next run.
+
+    Args:
+        as_of: Run as if it were this moment (ISO 8601). A time without a zone is read
+            in ARCHIVIST_TIMEZONE. Empty: now.
+        window_hours: How many hours before as_of to look back for sessions.
+        min_user_messages: Skip sessions with fewer user messages than this.
+        namespace: Only this namespace (one user or project). Empty: every namespace.
+        dry_run: Report what would change and write nothing.
+        transcripts_url: Load JSONL transcripts from this file or fsspec URL (for
+            example s3://bucket/chats/) before syncing. Empty: load nothing.
+    """
     settings = Settings()
     return sync_sessions(
         FLOW_NAME,

@@ -36,21 +36,29 @@ def forget_task(
 
 @flow(
     name="memory-forget",
-    description="Erase everything of one namespace; audit it.",
+    description="Erase everything of one namespace, optionally exporting it first; audited.",
     on_failure=[notify_flow_failure],
     on_crashed=[notify_flow_failure],
 )
 def memory_forget(
     namespace: Annotated[str, Field(pattern=NAMESPACE_PATTERN)],
-    confirm: Annotated[bool, Field(description="Must be true: erasure cannot be undone")] = False,
-    export_to: Annotated[str | None, Field(description="fsspec URL for an export first")] = None,
+    confirm: bool = False,
+    export_to: str | None = None,
     actor: Annotated[str, Field(max_length=200)] = "memory-forget",
-    full_vacuum: Annotated[
-        bool,
-        Field(description="VACUUM FULL: rewrite the touched tables (locks them while it runs)"),
-    ] = False,
+    full_vacuum: bool = False,
 ) -> ForgetOutcome:
-    """Seed 002's user data deletion, with the export and the content-free audit row."""
+    """Erase one namespace's data everywhere (database, memory files, cold storage),
+    optionally exporting it first; the audit log records who and when, not what.
+
+    Args:
+        namespace: The namespace (one user or project) to erase.
+        confirm: Must be true: erasure cannot be undone.
+        export_to: Export the namespace to this directory or fsspec URL before erasing.
+            Empty: no export.
+        actor: Who asked for the erasure, as written in the audit log.
+        full_vacuum: Also rewrite the touched tables (VACUUM FULL) so nothing erased
+            stays on disk; locks them while it runs.
+    """
     if not confirm:
         raise ValueError(f"refusing to forget {namespace!r} without confirm=True")
     store, _ = connect_task(Settings())

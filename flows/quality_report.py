@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
 
 from prefect import flow
-from pydantic import Field
 
 from flows.common import resolve_as_of
 from storage.config import Settings
@@ -25,20 +23,22 @@ from tasks.quality import (
 
 @flow(
     name=FLOW_NAME,
-    description="Data-quality suites over memories, episodes, queue, files.",
+    description="Data-quality checks of memories, episodes, the queue and the memory files.",
     on_failure=[notify_flow_failure],
     on_crashed=[notify_flow_failure],
 )
 def memory_quality_report(
-    as_of: Annotated[
-        datetime | None,
-        Field(description="Reference time: later created_at/occurred_at count as future"),
-    ] = None,
-    fail_on_critical: Annotated[
-        bool, Field(description="Fail the run when a critical expectation fails")
-    ] = True,
+    as_of: datetime | None = None,
+    fail_on_critical: bool = True,
 ) -> QualityReport:
-    """Validate, publish the artifacts, record the run; fail on a critical expectation."""
+    """Check the memory tables and files, publish the reports, record the run.
+
+    Args:
+        as_of: Check as if it were this moment (ISO 8601); rows created or occurring
+            later count as from the future. A time without a zone is read in
+            ARCHIVIST_TIMEZONE. Empty: now.
+        fail_on_critical: Mark the run failed when a critical check fails.
+    """
     settings = Settings()
     as_of = resolve_as_of(as_of, settings)
     store = open_store_task(settings)

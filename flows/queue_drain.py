@@ -24,22 +24,28 @@ FLOW_NAME = "memory-queue-drain"
 
 @flow(
     name=FLOW_NAME,
-    description="Execute due queue items; reclaim stuck or abandoned, purge completed.",
+    description="Apply queued memory writes; retry failed ones, reclaim stuck ones, purge done.",
     on_failure=[notify_flow_failure],
     on_crashed=[notify_flow_failure],
 )
 def memory_queue_drain(
-    as_of: Annotated[
-        datetime | None, Field(description="Run as if it were this time; default the DB clock")
-    ] = None,
-    max_batches: Annotated[
-        int, Field(ge=1, le=100_000, description="Stop after this many claimed batches")
-    ] = 50,
-    worker: Annotated[
-        str | None, Field(min_length=1, max_length=100, description="Name on claimed items")
-    ] = None,
+    as_of: datetime | None = None,
+    max_batches: Annotated[int, Field(ge=1, le=100_000)] = 50,
+    worker: Annotated[str | None, Field(min_length=1, max_length=100)] = None,
 ) -> QueueRunReport:
-    """One drain pass (seed 000): batches of due items, each executed exactly once."""
+    """Apply the queued memory writes that are due, each exactly once.
+
+    Claims them in batches, retries failures with backoff, takes back items a crashed
+    worker left behind and purges old completed ones.
+
+    Args:
+        as_of: Run as if it were this moment (ISO 8601). A time without a zone is read
+            in ARCHIVIST_TIMEZONE. Empty: the database's clock.
+        max_batches: Stop after claiming this many batches; the rest waits for the
+            next run.
+        worker: The name written on the items this run claims, to tell workers apart.
+            Empty: host name, process and thread.
+    """
     started = datetime.now(UTC)
     settings = Settings()
     now = None if as_of is None else resolve_as_of(as_of, settings)

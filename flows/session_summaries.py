@@ -20,28 +20,32 @@ FLOW_NAME = "memory-session-summaries"
 
 @flow(
     name=FLOW_NAME,
-    description="Idle sessions into memories within minutes (seed 000).",
+    description="Conversations that went quiet into memories, within minutes.",
     on_failure=[notify_flow_failure],
     on_crashed=[notify_flow_failure],
 )
 def memory_session_summaries(
-    as_of: Annotated[
-        datetime | None, Field(description="Run as if it were this time; default now")
-    ] = None,
-    idle_minutes: Annotated[
-        float | None,
-        Field(gt=0, le=24 * 60, description="Quiet this long; default from settings (30)"),
-    ] = None,
-    min_user_messages: Annotated[
-        int | None,
-        Field(ge=0, le=1000, description="Skip shorter sessions; default from settings (1)"),
-    ] = None,
-    namespace: Annotated[
-        str | None, Field(pattern=NAMESPACE_PATTERN, description="Only this namespace")
-    ] = None,
-    dry_run: Annotated[bool, Field(description="Report what would change, write nothing")] = False,
+    as_of: datetime | None = None,
+    idle_minutes: Annotated[float | None, Field(gt=0, le=24 * 60)] = None,
+    min_user_messages: Annotated[int | None, Field(ge=0, le=1000)] = None,
+    namespace: Annotated[str | None, Field(pattern=NAMESPACE_PATTERN)] = None,
+    dry_run: bool = False,
 ) -> SyncReport:
-    """The daily sync's step for sessions idle long enough; short sessions are kept."""
+    """Turn conversations that went quiet into memories, minutes after they end.
+
+    The daily sync's own step, for sessions idle long enough; the daily sync later
+    finds them unchanged.
+
+    Args:
+        as_of: Run as if it were this moment (ISO 8601). A time without a zone is read
+            in ARCHIVIST_TIMEZONE. Empty: now.
+        idle_minutes: A session counts as ended after this many quiet minutes.
+            Empty: the configured value (30 unless set).
+        min_user_messages: Skip sessions with fewer user messages than this.
+            Empty: the configured value (1 unless set).
+        namespace: Only this namespace (one user or project). Empty: every namespace.
+        dry_run: Report what would change and write nothing.
+    """
     settings = Settings()
     policy = settings.summaries
     return sync_sessions(

@@ -1,12 +1,10 @@
-"""``memory-cron-watchdog``: no memory job stalls silently (seed 004)."""
+"""``memory-cron-watchdog``: no memory job stalls silently."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
 
 from prefect import flow
-from pydantic import Field
 
 from flows.common import TAG, resolve_as_of
 from storage.config import Settings
@@ -28,24 +26,25 @@ FLOW_NAME = "memory-cron-watchdog"
 
 @flow(
     name=FLOW_NAME,
-    description="Paused, failed, stale or late deployments, queue health, data quality.",
+    description="Alerts on paused, failed, stale or late deployments, queue and data quality.",
     on_failure=[notify_flow_failure],
     on_crashed=[notify_flow_failure],
 )
 def memory_cron_watchdog(
-    as_of: Annotated[
-        datetime | None, Field(description="Check as if it were this time; default now")
-    ] = None,
-    dry_run: Annotated[
-        bool, Field(description="Check and report; send nothing, remember nothing")
-    ] = False,
-    deployments: Annotated[
-        list[str] | None,
-        Field(description="Only these deployment names; default every one tagged archivist"),
-    ] = None,
+    as_of: datetime | None = None,
+    dry_run: bool = False,
+    deployments: list[str] | None = None,
 ) -> WatchdogReport:
-    """Check every deployment, the queue and data quality; alert after 2 anomalies in a row;
-    mark crashed the runs whose process is gone."""
+    """Check every deployment, the queue and data quality; alert after 2 anomalies in a
+    row, and mark as crashed the runs whose process is gone.
+
+    Args:
+        as_of: Check as if it were this moment (ISO 8601). A time without a zone is read
+            in ARCHIVIST_TIMEZONE. Empty: now.
+        dry_run: Check and report only: send no alert and remember nothing.
+        deployments: Only these deployment names, for example ["memory-sync-daily"].
+            Empty: every deployment tagged archivist.
+    """
     settings = Settings()
     ws = settings.watchdog
     moment = resolve_as_of(as_of, settings)

@@ -25,20 +25,24 @@ FLOW_NAME = "memory-weekly-tidy"
 
 @flow(
     name=FLOW_NAME,
-    description="Capped MEMORY.md, weekly summary, daily logs archived.",
+    description="The week's daily logs into MEMORY.md and a weekly summary; logs archived.",
     on_failure=[notify_flow_failure],
     on_crashed=[notify_flow_failure],
 )
 def memory_weekly_tidy(
-    as_of: Annotated[
-        datetime | None, Field(description="Run as if it were this time; default now")
-    ] = None,
-    namespace: Annotated[
-        str | None, Field(pattern=NAMESPACE_PATTERN, description="Only this namespace")
-    ] = None,
-    dry_run: Annotated[bool, Field(description="Report what would change, write nothing")] = False,
+    as_of: datetime | None = None,
+    namespace: Annotated[str | None, Field(pattern=NAMESPACE_PATTERN)] = None,
+    dry_run: bool = False,
 ) -> TidyReport:
-    """Weekly tidy (seed 004): re-running the same week changes nothing."""
+    """Fold the week's daily logs into MEMORY.md (kept under its size cap) and a weekly
+    summary, then archive the logs. Re-running the same week changes nothing.
+
+    Args:
+        as_of: Run as if it were this moment (ISO 8601); the week is the one before it.
+            A time without a zone is read in ARCHIVIST_TIMEZONE. Empty: now.
+        namespace: Only this namespace (one user or project). Empty: every namespace.
+        dry_run: Report what would change and write nothing.
+    """
     settings = Settings()
     started, moment = datetime.now(UTC), resolve_as_of(as_of, settings)
     store, embedder = connect_task(settings)

@@ -42,7 +42,7 @@ def test_prefect_yaml_pool_tags_and_time_zone() -> None:
     for entry in yaml_deployments():
         assert entry["work_pool"]["name"] == "archivist-process"
         assert entry["tags"] == [TAG]
-        assert entry["schedules"][0]["timezone"] == "{{ $ARCHIVIST_TIMEZONE }}"
+        assert entry["schedules"][0]["timezone"] == "{{ archivist-settings.timezone }}"
 
 
 def test_every_entrypoint_is_an_archivist_flow_of_that_name() -> None:
