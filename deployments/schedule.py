@@ -47,8 +47,8 @@ DEPLOYMENTS: tuple[DeploymentSpec, ...] = (
     DeploymentSpec(
         "memory-queue-drain",
         "flows/queue_drain.py:memory_queue_drain",
-        "Claim and apply queued memory writes, retry with backoff, reclaim stuck items.",
-        interval_seconds=30,
+        "Safety net beside `archivist worker`: apply queued writes, reclaim stuck ones.",
+        interval_seconds=300,
     ),
     DeploymentSpec(
         "memory-weekly-tidy",
