@@ -39,13 +39,38 @@ class _Group(click.Group):
 @click.version_option(
     package_name="archivist", prog_name="archivist", message="%(prog)s %(version)s"
 )
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """Archivist: the memory lifecycle for AI assistants."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
     from storage.engine import install_signal_handlers
 
     install_signal_handlers()
+    if ctx.invoked_subcommand in FLOW_COMMANDS:
+        _choose_prefect_api(ctx.invoked_subcommand)
+
+
+# Commands that run Prefect flows (``queue``: its ``drain``).
+FLOW_COMMANDS = frozenset(
+    {"sync", "demo", "tidy", "aging", "quality", "watchdog", "serve", "queue"}
+)
+
+
+def _choose_prefect_api(command: str) -> None:
+    from deployments.prefect_api import prefect_may_be_configured, use_running_server
+
+    found = use_running_server()
+    if found is not None:
+        click.echo(
+            f"using the Prefect server at {found} (PREFECT_API_URL chooses another)", err=True
+        )
+    elif command == "serve" and not prefect_may_be_configured():
+        click.echo(
+            "warning: no Prefect server: serving through a temporary one that stops with this "
+            "process, and no UI shows its runs; run `prefect server start` first (see README)",
+            err=True,
+        )
 
 
 @main.group()

@@ -10,17 +10,16 @@ Prefect profile or settings file) or it is loaded already, so ``status`` starts 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import click
 import httpx
 from sqlalchemy import Connection
 
+from deployments.prefect_api import prefect_may_be_configured
 from deployments.settings_loader import load_settings
 from storage.config import Settings
 from storage.errors import ConfigurationError, StorageError
@@ -39,26 +38,9 @@ def _when(moment: datetime | None, now: datetime) -> str:
     return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC ({ago})"
 
 
-def _prefect_may_be_configured() -> bool:
-    """Whether the environment or a Prefect settings file may set the API URL (cheap)."""
-    if os.environ.get("PREFECT_API_URL"):
-        return True
-    home = Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
-    sources = {
-        home / "profiles.toml": "PREFECT_API_URL",
-        Path(".env"): "PREFECT_API_URL",
-        Path("prefect.toml"): "",
-        Path("pyproject.toml"): "tool.prefect",
-    }
-    return any(
-        path.is_file() and marker in path.read_text(errors="replace")
-        for path, marker in sources.items()
-    )
-
-
 def prefect_api_url() -> str | None:
     """Prefect's API URL, without importing Prefect when nothing can have set one."""
-    if "prefect" not in sys.modules and not _prefect_may_be_configured():
+    if "prefect" not in sys.modules and not prefect_may_be_configured():
         return None
     from prefect.settings import PREFECT_API_URL
 

@@ -1,0 +1,74 @@
+"""Flow commands use a Prefect server already running here instead of a temporary one."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+from prefect.settings import PREFECT_API_URL
+
+from deployments.cli import _choose_prefect_api
+from deployments.prefect_api import use_running_server
+from storage.config import Settings
+
+ARCHIVIST = str(Path(sys.executable).parent / "archivist")
+
+
+def _clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    return env | {"PREFECT_HOME": str(tmp_path / "prefect-home")} | extra
+
+
+def test_a_flow_command_runs_on_the_server_already_running(
+    flow_env: Settings, tmp_path: Path
+) -> None:
+    url = str(PREFECT_API_URL.value())  # the session's real Prefect server
+    where = urlparse(url)
+    env = _clean_env(
+        tmp_path,
+        PREFECT_SERVER_API_HOST=str(where.hostname),
+        PREFECT_SERVER_API_PORT=str(where.port),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+    )
+    with get_client(sync_client=True) as client:
+        name = FlowFilter(name=FlowFilterName(any_=["memory-queue-drain"]))
+        before = len(client.read_flow_runs(flow_filter=name))
+
+    result = subprocess.run(
+        [ARCHIVIST, "queue", "drain"], env=env, capture_output=True, text=True, timeout=300
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert f"using the Prefect server at {url}" in result.stderr
+    with get_client(sync_client=True) as client:
+        assert len(client.read_flow_runs(flow_filter=name)) == before + 1
+    assert "Starting temporary server" not in result.stderr + result.stdout
+
+
+def test_a_chosen_url_is_never_replaced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    assert use_running_server() is None
+    assert os.environ["PREFECT_API_URL"] == "http://127.0.0.1:9/api"
+
+
+def test_serve_without_a_server_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for name, value in _clean_env(tmp_path, PREFECT_SERVER_API_PORT=str(port)).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+
+    _choose_prefect_api("serve")
+
+    assert "warning: no Prefect server" in capsys.readouterr().err
+    assert "PREFECT_API_URL" not in os.environ
