@@ -2,19 +2,35 @@
 
 For one machine: no work pool and no worker, only a Prefect API (``prefect server start``
 or the temporary one Prefect starts by itself). Schedules run in ``ARCHIVIST_TIMEZONE``.
-On SIGTERM or Ctrl-C, Prefect's runner pauses the served deployments' schedules before
-it exits (``pause_on_shutdown``), so the UI shows them paused while nothing serves them;
-the next ``archivist serve`` resumes them.
+On SIGTERM or Ctrl-C the runner stops polling, then pauses every served deployment
+(``pause_on_shutdown``), so the UI shows them paused while nothing serves them; the next
+``archivist serve`` resumes them. Runs it had claimed but not started (Pending) go back
+to Scheduled, to start at the next serve. Prefect's own SIGTERM handler exits from inside
+the event loop (a traceback, and only some deployments paused), so the signals are
+handled here, in the loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import signal
+import sys
 from collections.abc import Sequence
 from typing import cast
 
-from prefect import serve
+from prefect import get_client
+from prefect.client.schemas.filters import (
+    DeploymentFilter,
+    DeploymentFilterName,
+    FlowRunFilter,
+    FlowRunFilterState,
+    FlowRunFilterStateType,
+)
+from prefect.client.schemas.objects import StateType
 from prefect.deployments.runner import RunnerDeployment
+from prefect.runner import Runner
 from prefect.schedules import Cron, Interval, Schedule
+from prefect.states import Scheduled
 
 from deployments.schedule import DEPLOYMENTS, DeploymentSpec, load_flow
 from flows.common import TAG
@@ -51,4 +67,40 @@ def build_deployments(
 
 def serve_all(settings: Settings, limit: int | None = None) -> None:
     """Serve every deployment until SIGTERM or Ctrl-C; at most ``limit`` runs at once."""
-    serve(*build_deployments(settings), limit=limit)
+    runner = Runner(pause_on_shutdown=True, limit=limit)
+    for deployment in build_deployments(settings):
+        runner.add_deployment(deployment)
+    print(f"serving {len(DEPLOYMENTS)} deployments; SIGTERM or Ctrl-C stops", file=sys.stderr)
+    asyncio.run(_serve_until_signal(runner))
+
+
+async def _serve_until_signal(runner: Runner) -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    serving = asyncio.create_task(runner.start())
+    await asyncio.sleep(0)  # start() installs Prefect's SIGTERM handler first: replace it
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    stopped = asyncio.create_task(stop.wait())
+    await asyncio.wait({serving, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    if not serving.done():
+        await runner.astop()
+        await serving  # leaving the runner pauses every deployment
+    stopped.cancel()
+    await _reschedule_pending()
+
+
+async def _reschedule_pending() -> None:
+    """Runs of the served deployments left Pending go back to Scheduled."""
+    names = [spec.name for spec in DEPLOYMENTS]
+    async with get_client() as client:
+        pending = await client.read_flow_runs(
+            deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=names)),
+            flow_run_filter=FlowRunFilter(
+                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PENDING]))
+            ),
+        )
+        for run in pending:
+            await client.set_flow_run_state(
+                run.id, Scheduled(message="archivist serve stopped before it started"), force=True
+            )

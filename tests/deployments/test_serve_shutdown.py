@@ -1,0 +1,94 @@
+"""A real SIGTERM to a real ``archivist serve`` against the session's Prefect server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from prefect import get_client
+from prefect.client.schemas.filters import (
+    DeploymentFilter,
+    DeploymentFilterName,
+)
+from prefect.client.schemas.objects import StateType
+from prefect.client.schemas.responses import DeploymentResponse
+from prefect.settings import PREFECT_API_URL
+
+from deployments.schedule import DEPLOYMENTS
+from storage.config import Settings
+
+ARCHIVIST = str(Path(sys.executable).parent / "archivist")
+REPO = Path(__file__).resolve().parents[2]
+NAMES = [spec.name for spec in DEPLOYMENTS]
+
+
+async def ours() -> list[DeploymentResponse]:
+    async with get_client() as client:
+        return await client.read_deployments(
+            deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=NAMES))
+        )
+
+
+async def states() -> list[StateType | None]:
+    async with get_client() as client:
+        runs = await client.read_flow_runs(
+            deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=NAMES))
+        )
+    return [run.state.type if run.state else None for run in runs]
+
+
+async def start_a_run(name: str) -> None:
+    (deployment,) = [d for d in await ours() if d.name == name]
+    async with get_client() as client:
+        await client.create_flow_run_from_deployment(deployment.id)
+
+
+def wait_for(check, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.5)
+
+
+def test_sigterm_pauses_every_deployment_and_leaves_no_run_pending(
+    flow_env: Settings, tmp_path: Path
+) -> None:
+    env = os.environ | {
+        "PREFECT_API_URL": str(PREFECT_API_URL.value()),
+        "PREFECT_HOME": str(tmp_path / "prefect-home"),
+        "ARCHIVIST_EMBEDDING__PROVIDER": "hashing",
+    }
+    log = tmp_path / "serve.log"
+    with log.open("wb") as sink:
+        serve = subprocess.Popen(
+            [ARCHIVIST, "serve"], env=env, cwd=REPO, stdout=sink, stderr=subprocess.STDOUT
+        )
+    try:
+        wait_for(lambda: len([d for d in asyncio.run(ours()) if not d.paused]) == len(NAMES))
+        asyncio.run(start_a_run("memory-queue-drain"))
+        asyncio.run(start_a_run("memory-cron-watchdog"))
+        wait_for(lambda: StateType.SCHEDULED not in asyncio.run(states()), 60)
+        serve.send_signal(signal.SIGTERM)
+        code = serve.wait(timeout=120)
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+    output = log.read_text(errors="replace")
+    try:
+        assert code == 0, output[-3000:]
+        assert "Traceback" not in output, output[-3000:]
+        assert [d.paused for d in asyncio.run(ours())] == [True] * len(NAMES)
+        assert StateType.PENDING not in asyncio.run(states())
+    finally:
+        asyncio.run(delete_ours())
+
+
+async def delete_ours() -> None:
+    async with get_client() as client:
+        for deployment in await ours():
+            await client.delete_deployment(deployment.id)
