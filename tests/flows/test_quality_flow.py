@@ -51,9 +51,11 @@ def test_a_clean_run_publishes_artifacts_docs_and_a_quality_row(flow_env: Settin
     assert tables, "table artifact missing"
     rows = tables[0] if isinstance(tables[0], list) else json.loads(str(tables[0]))
     assert len(rows) == len(report.checks)
-    assert {"suite", "check", "severity", "success", "unexpected"} <= set(rows[0])
+    assert set(rows[0]) == {"check", "result", "unexpected", "observed"}  # fits the page
+    assert rows[0]["check"].startswith("memories.") and {r["result"] for r in rows} == {"ok"}
     summaries = [str(a) for a in artifacts("memory-quality-summary")]
     assert any("passed" in s and "Data Docs: file://" in s for s in summaries)
+    assert any("Report, readable offline: file://" in s for s in summaries)
     assert (flow_env.reports_dir / "data_docs" / "index.html").is_file()
     with Session(open_store(flow_env).engine) as session:
         last = latest_quality_run(session)
