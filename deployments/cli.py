@@ -136,7 +136,8 @@ def sync(
 @click.option("--days", type=click.IntRange(1, 120), default=21, show_default=True)
 def demo(days: int) -> None:
     """Generate sample conversations, load them, and back-fill the daily sync up to today."""
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    # A quiet terminal, yet every flow run's INFO logs reach the API and its UI.
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
     from deployments.commands.sync import run_demo
 
     run_demo(load_settings(), days, click.echo)
