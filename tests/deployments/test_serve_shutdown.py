@@ -63,6 +63,7 @@ def test_sigterm_pauses_every_deployment_and_leaves_no_run_pending(
         "PREFECT_HOME": str(tmp_path / "prefect-home"),
         "ARCHIVIST_EMBEDDING__PROVIDER": "hashing",
     }
+    asyncio.run(delete_ours())  # prefect deploy's (with its pull steps) from another test
     log = tmp_path / "serve.log"
     with log.open("wb") as sink:
         serve = subprocess.Popen(
