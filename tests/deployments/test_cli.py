@@ -19,7 +19,7 @@ from tests.helpers import files
 def test_db_upgrade_says_what_it_did(flow_env: Settings) -> None:
     result = CliRunner().invoke(main, ["db", "upgrade"])
     assert result.exit_code == 0, result.output
-    assert f"schema already at revision {head_revision(flow_env)}" in result.output
+    assert f"schema already at revision {head_revision()}" in result.output
 
 
 def test_ingest_prints_counts_and_each_problem(flow_env: Settings, tmp_path: Path) -> None:

@@ -218,7 +218,7 @@ def test_schema_is_required_and_upgrade_is_idempotent(pg_url: str, tmp_path: Pat
 
     with pytest.raises(StorageError, match="archivist db upgrade"):
         require_current(store.engine, settings)
-    head = head_revision(settings)
+    head = head_revision()
     assert upgrade(store.engine, settings) == (None, head)
     assert upgrade(store.engine, settings) == (head, head)
     require_current(store.engine, settings)
