@@ -50,6 +50,11 @@ class EmbeddingSettings(BaseModel):
     model: str | None = Field(None, description="model name sent to the /embeddings endpoint")
     api_key: SecretStr | None = None
     batch_size: int = Field(64, ge=1, le=2048)
+    graph_cache_dir: Path | None = Field(
+        None,
+        description="where the local model's built graph is kept between processes; "
+        "default $XDG_CACHE_HOME/archivist or ~/.cache/archivist",
+    )
     timeout_seconds: float = Field(30.0, gt=0)
     max_retries: int = Field(3, ge=0, le=10)
     cache: Literal["auto", "on", "off"] = Field(

@@ -7,6 +7,7 @@ from sqlalchemy import Engine
 
 from storage.config import EmbeddingSettings
 from storage.embedding._cached import CachedEmbedder
+from storage.embedding._graph_cache import default_cache_dir
 from storage.embedding._hashing import HashingEmbedder
 from storage.embedding._http import OpenAIEmbedder
 from storage.embedding._local import LocalEmbedder
@@ -42,7 +43,11 @@ def _base_embedder(settings: EmbeddingSettings, client: httpx.Client | None) -> 
     if settings.provider == "hashing":
         return HashingEmbedder(dim=settings.dim)
     if settings.provider == "local":
-        return LocalEmbedder(threads=settings.threads, batch_size=settings.batch_size)
+        return LocalEmbedder(
+            threads=settings.threads,
+            batch_size=settings.batch_size,
+            cache_dir=settings.graph_cache_dir or default_cache_dir(),
+        )
     if settings.base_url is None or settings.model is None:  # the settings validator forbids it
         raise ConfigurationError(
             "the openai embedding provider needs ARCHIVIST_EMBEDDING__BASE_URL and "

