@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from storage.config import Settings
+from storage.shards import Shard
 
 TAG = "archivist"  # every deployment carries it; the watchdog watches what has it
 
@@ -16,3 +17,8 @@ def resolve_as_of(as_of: datetime | None, settings: Settings) -> datetime:
     if as_of.tzinfo is None:
         return as_of.replace(tzinfo=settings.tz)
     return as_of
+
+
+def resolve_shard(shard: str | None) -> Shard | None:
+    """None (every namespace) when unset; ``"2/4"`` as its shard, or a clear error."""
+    return None if shard is None or not shard.strip() else Shard.parse(shard)

@@ -8,10 +8,11 @@ from typing import Annotated
 from prefect import flow
 from pydantic import Field
 
-from flows.common import resolve_as_of
+from flows.common import resolve_as_of, resolve_shard
 from flows.sync_recipe import sync_sessions
 from storage.config import Settings
 from storage.records import NAMESPACE_PATTERN
+from storage.shards import SHARD_PATTERN
 from tasks.common import notify_flow_failure
 from tasks.sync import SyncReport
 
@@ -31,6 +32,7 @@ def memory_sync_daily(
     namespace: Annotated[str | None, Field(pattern=NAMESPACE_PATTERN)] = None,
     dry_run: bool = False,
     transcripts_url: str | None = None,
+    shard: Annotated[str | None, Field(pattern=SHARD_PATTERN)] = None,
 ) -> SyncReport:
     """Turn the day's conversations into memories, episodes and the daily log.
 
@@ -46,6 +48,9 @@ def memory_sync_daily(
         dry_run: Report what would change and write nothing.
         transcripts_url: Load JSONL transcripts from this file or fsspec URL (for
             example s3://bucket/chats/) before syncing. Empty: load nothing.
+        shard: Only the namespaces of shard i/n (for example 2/4) of a split by a
+            stable hash of the namespace, so several workers share the work (see
+            memory-sharded-run). Empty: every namespace.
     """
     settings = Settings()
     return sync_sessions(
@@ -57,4 +62,5 @@ def memory_sync_daily(
         namespace=namespace,
         dry_run=dry_run,
         transcripts_url=transcripts_url,
+        shard=resolve_shard(shard),
     )

@@ -8,10 +8,11 @@ from typing import Annotated
 from prefect import flow
 from pydantic import Field
 
-from flows.common import resolve_as_of
+from flows.common import resolve_as_of, resolve_shard
 from flows.sync_recipe import sync_sessions
 from storage.config import Settings
 from storage.records import NAMESPACE_PATTERN
+from storage.shards import SHARD_PATTERN
 from tasks.common import notify_flow_failure
 from tasks.sync import SyncReport
 
@@ -30,6 +31,7 @@ def memory_session_summaries(
     min_user_messages: Annotated[int | None, Field(ge=0, le=1000)] = None,
     namespace: Annotated[str | None, Field(pattern=NAMESPACE_PATTERN)] = None,
     dry_run: bool = False,
+    shard: Annotated[str | None, Field(pattern=SHARD_PATTERN)] = None,
 ) -> SyncReport:
     """Turn conversations that went quiet into memories, minutes after they end.
 
@@ -45,6 +47,9 @@ def memory_session_summaries(
             Empty: the configured value (1 unless set).
         namespace: Only this namespace (one user or project). Empty: every namespace.
         dry_run: Report what would change and write nothing.
+        shard: Only the namespaces of shard i/n (for example 2/4) of a split by a
+            stable hash of the namespace, so several workers share the work (see
+            memory-sharded-run). Empty: every namespace.
     """
     settings = Settings()
     policy = settings.summaries
@@ -59,4 +64,5 @@ def memory_session_summaries(
         namespace=namespace,
         dry_run=dry_run,
         idle_minutes=policy.idle_minutes if idle_minutes is None else idle_minutes,
+        shard=resolve_shard(shard),
     )

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from prefect import get_run_logger
 
 from storage.config import Settings
+from storage.shards import Shard
 from tasks.common import connect_task, finish_run, publish_report, start_run
 from tasks.sync import (
     BatchOutcome,
@@ -36,8 +37,14 @@ def sync_sessions(
     dry_run: bool,
     idle_minutes: float | None = None,
     transcripts_url: str | None = None,
+    shard: Shard | None = None,
 ) -> SyncReport:
     """Load, plan, write each batch, deliver the file blocks, report."""
+    if shard is not None and transcripts_url:
+        raise ValueError(
+            "a shard does not load transcripts: load them once (archivist ingest, or the "
+            "sharded run's own transcripts_url), then run the shards"
+        )
     started = datetime.now(UTC)
     store, embedder = connect_task(settings)
     params = {
@@ -47,11 +54,12 @@ def sync_sessions(
         "dry_run": dry_run,
         "idle_minutes": idle_minutes,
         "transcripts_url": transcripts_url,
+        "shard": None if shard is None else str(shard),
     }
     run_id = None if dry_run else start_run(store, flow, as_of, params)
-    recovered = FlushOutcome() if dry_run else write_files_task(store, None)
+    recovered = FlushOutcome() if dry_run else write_files_task(store, None, shard)
     ingested = ingest_task(store, transcripts_url, dry_run) if transcripts_url else None
-    plan = plan_task(store, as_of, window_hours, min_user_messages, namespace, idle_minutes)
+    plan = plan_task(store, as_of, window_hours, min_user_messages, namespace, idle_minutes, shard)
     ctx = build_context(settings, embedder, as_of, run_id, dry_run)
     written, size = BatchOutcome(), settings.sync.batch_size
     batches = [plan.to_process[i : i + size] for i in range(0, len(plan.to_process), size)]
@@ -60,7 +68,7 @@ def sync_sessions(
         get_run_logger().info(
             "batch %d/%d: %d sessions written", number, len(batches), written.sessions
         )
-    flushed = FlushOutcome() if dry_run else write_files_task(store, None)
+    flushed = FlushOutcome() if dry_run else write_files_task(store, None, shard)
     report = build_report(
         flow,
         plan,
@@ -72,6 +80,7 @@ def sync_sessions(
         ingested,
         started,
         datetime.now(UTC),
+        shard=None if shard is None else str(shard),
     )
     if run_id is not None:
         finish_run(store, run_id, report)

@@ -12,11 +12,12 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import BigInteger, DateTime, Index, String, Text, func, select, update
+from sqlalchemy import BigInteger, DateTime, Index, String, Text, func, select, text, update
 from sqlalchemy.dialects.postgresql import ARRAY, UUID, insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from storage.base import Base
+from storage.shards import Shard, in_shard, shard_params
 
 
 class FileBlock(Base):
@@ -47,11 +48,17 @@ def add_blocks(session: Session, rows: Sequence[dict[str, object]]) -> None:
         session.execute(insert(FileBlock).on_conflict_do_nothing(), list(rows))
 
 
-def pending_blocks(session: Session, namespace: str | None = None) -> list[FileBlock]:
-    """Blocks not yet written, in the order they were queued."""
+def pending_blocks(
+    session: Session, namespace: str | None = None, shard: Shard | None = None
+) -> list[FileBlock]:
+    """Blocks not yet written, in the order they were queued: of one namespace, of one
+    shard's namespaces, or all."""
     stmt = select(FileBlock).where(FileBlock.written_at.is_(None)).order_by(FileBlock.id)
     if namespace is not None:
         stmt = stmt.where(FileBlock.namespace == namespace)
+    if shard is not None:
+        in_this_shard = text(in_shard("memory_file_blocks.namespace"))
+        stmt = stmt.where(in_this_shard.bindparams(**shard_params(shard)))
     return list(session.scalars(stmt))
 
 

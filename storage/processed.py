@@ -18,6 +18,7 @@ from sqlalchemy.dialects.postgresql import UUID, insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from storage.base import Base
+from storage.shards import Shard, in_shard, shard_params
 
 
 class ProcessedSession(Base):
@@ -51,7 +52,7 @@ class Candidate:
 
 
 CANDIDATES = text(
-    """
+    f"""
     WITH active AS (
         SELECT DISTINCT session_id FROM chat_messages WHERE ts > :start AND ts <= :end
     ), state AS (
@@ -76,17 +77,24 @@ CANDIDATES = text(
     FROM state st
     JOIN chat_sessions s ON s.id = st.session_id
     LEFT JOIN processed_sessions p ON p.session_id = s.id
-    WHERE CAST(:namespace AS text) IS NULL OR s.namespace = :namespace
+    WHERE (CAST(:namespace AS text) IS NULL OR s.namespace = :namespace)
+      AND {in_shard("s.namespace")}
     ORDER BY s.namespace, s.id
     """
 )
 
 
 def find_candidates(
-    session: Session, start: datetime, end: datetime, namespace: str | None
+    session: Session,
+    start: datetime,
+    end: datetime,
+    namespace: str | None,
+    shard: Shard | None = None,
 ) -> list[Candidate]:
-    """Sessions with a message in (start, end], their state as of ``end``."""
-    rows = session.execute(CANDIDATES, {"start": start, "end": end, "namespace": namespace})
+    """Sessions with a message in (start, end], their state as of ``end``: of one
+    namespace, of one shard's namespaces, or all."""
+    params = {"start": start, "end": end, "namespace": namespace, **shard_params(shard)}
+    rows = session.execute(CANDIDATES, params)
     return [Candidate(*row) for row in rows]
 
 

@@ -15,6 +15,7 @@ from storage.embedding import Embedder, HashingEmbedder
 from storage.engine import Store
 from storage.records import MessageRecord, SessionRecord
 from storage.sessions import record_messages, record_session
+from storage.shards import Shard
 from tasks.extraction._heuristic import HeuristicExtractor
 from tasks.files._memory_files import open_memory_root
 from tasks.sync._outbox import FlushOutcome, flush_blocks
@@ -79,6 +80,7 @@ def run_sync(
     flush: bool = True,
     dry_run: bool = False,
     idle_minutes: float | None = None,
+    shard: Shard | None = None,
 ) -> SyncResult:
     """The flow's recipe as plain function calls (no Prefect)."""
     ctx = SyncContext(
@@ -91,14 +93,18 @@ def run_sync(
         half_life_days=store.settings.aging.half_life_days,
     )
     with Session(store.engine) as session:
-        plan = plan_sync(session, as_of, window_hours, min_user_messages, namespace, idle_minutes)
+        plan = plan_sync(
+            session, as_of, window_hours, min_user_messages, namespace, idle_minutes, shard
+        )
     written = BatchOutcome()
     work = plan.to_process
     for i in range(0, len(work), batch_size):
         with Session(store.engine) as session, session.begin():
             written.merge(process_batch(session, ctx, work[i : i + batch_size]))
     flushed = (
-        flush_blocks(store.engine, open_memory_root(store.settings)) if flush else FlushOutcome()
+        flush_blocks(store.engine, open_memory_root(store.settings), shard=shard)
+        if flush
+        else FlushOutcome()
     )
     return SyncResult(plan, written, flushed)
 

@@ -10,6 +10,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from storage import blocks
+from storage.shards import Shard
 from tasks.files import MemoryRoot, append_blocks
 from tasks.sync._render import daily_header, tasks_header
 
@@ -35,10 +36,12 @@ def flush_blocks(
     root: MemoryRoot,
     namespace: str | None = None,
     on_file: Callable[[str], None] | None = None,
+    shard: Shard | None = None,
 ) -> FlushOutcome:
-    """Append every pending block to its file, then mark it written (one file at a time)."""
+    """Append every pending block (of a namespace or a shard) to its file, then mark it
+    written (one file at a time)."""
     with Session(engine) as session:
-        pending = blocks.pending_blocks(session, namespace)
+        pending = blocks.pending_blocks(session, namespace, shard)
         session.expunge_all()
     by_path: dict[str, list[blocks.FileBlock]] = {}
     for block in pending:

@@ -17,6 +17,7 @@ from storage import blocks, episodes, memories, processed
 from storage import sessions as raw
 from storage.processed import Candidate
 from storage.records import SessionState
+from storage.shards import Shard
 from tasks.extraction import Extraction
 from tasks.sync._render import task_card_text
 from tasks.sync._rows import block_row, episode_row, processed_row
@@ -39,6 +40,7 @@ def plan_sync(
     min_user_messages: int,
     namespace: str | None,
     idle_minutes: float | None = None,
+    shard: Shard | None = None,
 ) -> SyncPlan:
     """Sessions with activity in (as_of - window, as_of], sorted into work and skips.
 
@@ -48,7 +50,7 @@ def plan_sync(
     for a later run (session summaries wait until a conversation has gone quiet).
     """
     start = as_of - timedelta(hours=window_hours)
-    found = processed.find_candidates(session, start, as_of, namespace)
+    found = processed.find_candidates(session, start, as_of, namespace, shard)
     quiet_since = as_of - timedelta(minutes=idle_minutes) if idle_minutes else as_of
     active = tuple(c.session_id for c in found if c.last_message_at > quiet_since)
     candidates = [c for c in found if c.last_message_at <= quiet_since]

@@ -34,6 +34,7 @@ class SyncReport:
     seconds: float = 0.0
     skipped_sessions: list[str] = field(default_factory=list)
     skipped_no_user_message: int = 0
+    shard: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -46,6 +47,7 @@ class SyncReport:
             ("as of", readable(self.as_of)),
             ("window start", readable(self.window_start)),
             ("namespace", self.namespace or "all"),
+            ("shard", self.shard or "all"),
             ("dry run", "yes" if self.dry_run else "no"),
             ("sessions seen", self.sessions_seen),
             ("skipped: fewer user messages than the minimum", self.skipped_few_user_messages),
@@ -101,6 +103,7 @@ def build_report(
     ingest: IngestReport | None,
     started: datetime,
     finished: datetime,
+    shard: str | None = None,
 ) -> SyncReport:
     """Assemble the report of one run."""
     files = sorted(set(recovered.files) | set(flushed.files))
@@ -123,4 +126,5 @@ def build_report(
         seconds=(finished - started).total_seconds(),
         skipped_sessions=list((plan.skipped_few_user_messages + plan.skipped_no_user_message)[:50]),
         skipped_no_user_message=len(plan.skipped_no_user_message),
+        shard=shard,
     )

@@ -15,6 +15,7 @@ from storage.config import Settings
 from storage.embedding import Embedder
 from storage.engine import Store
 from storage.processed import Candidate
+from storage.shards import Shard
 from tasks.common import IO_RETRY
 from tasks.extraction import make_extractor
 from tasks.files import open_memory_root
@@ -49,9 +50,12 @@ def plan_task(
     min_user_messages: int,
     namespace: str | None,
     idle_minutes: float | None = None,
+    shard: Shard | None = None,
 ) -> SyncPlan:
     with Session(store.engine) as session:
-        plan = plan_sync(session, as_of, window_hours, min_user_messages, namespace, idle_minutes)
+        plan = plan_sync(
+            session, as_of, window_hours, min_user_messages, namespace, idle_minutes, shard
+        )
     get_run_logger().info(
         "%d sessions in the window: %d to write, %d unchanged, %d processed later, "
         "%d still active, %d with < %d user messages, %d with no user message and fewer "
@@ -79,9 +83,13 @@ def process_batch_task(store: Store, ctx: SyncContext, batch: Sequence[Candidate
 
 
 @task(name="write-memory-files", cache_policy=NO_CACHE, **IO_RETRY)
-def write_files_task(store: Store, namespace: str | None) -> FlushOutcome:
-    """Append pending blocks to the memory files, exactly once each."""
-    outcome = flush_blocks(store.engine, open_memory_root(store.settings), namespace)
+def write_files_task(
+    store: Store, namespace: str | None, shard: Shard | None = None
+) -> FlushOutcome:
+    """Append pending blocks (of a namespace or a shard) to the memory files, exactly once
+    each."""
+    root = open_memory_root(store.settings)
+    outcome = flush_blocks(store.engine, root, namespace, shard=shard)
     if outcome.files:
         get_run_logger().info(
             "%d blocks appended to %d files", outcome.blocks_appended, len(outcome.files)
