@@ -18,7 +18,8 @@ from storage.errors import ConfigurationError
 
 @dataclass(frozen=True)
 class DeploymentSpec:
-    """One deployment: exactly one of ``cron`` and ``interval_seconds`` is set."""
+    """One deployment: at most one of ``cron`` and ``interval_seconds`` is set; with
+    neither, it runs when started (``memory-sharded-run``)."""
 
     name: str
     entrypoint: str
@@ -73,6 +74,12 @@ DEPLOYMENTS: tuple[DeploymentSpec, ...] = (
         "flows/quality_report.py:memory_quality_report",
         "Great Expectations suites over the memory tables; Data Docs and an artifact.",
         cron="30 23 * * *",
+    ),
+    DeploymentSpec(
+        "memory-sharded-run",
+        "flows/sharded_run.py:memory_sharded_run",
+        "A flow split by namespace into shards that the work pool's workers share; "
+        "unscheduled.",
     ),
 )
 

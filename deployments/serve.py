@@ -37,13 +37,13 @@ from flows.common import TAG
 from storage.config import Settings
 
 
-def schedule_of(spec: DeploymentSpec, timezone: str) -> Schedule:
-    """The spec's cron or interval, in ``timezone``."""
+def schedules_of(spec: DeploymentSpec, timezone: str) -> list[Schedule]:
+    """The spec's cron or interval, in ``timezone``; none for a deployment run on demand."""
     if spec.cron is not None:
-        return Cron(spec.cron, timezone=timezone)
+        return [Cron(spec.cron, timezone=timezone)]
     if spec.interval is not None:
-        return Interval(spec.interval, timezone=timezone)
-    raise ValueError(f"deployment {spec.name} has neither a cron nor an interval")
+        return [Interval(spec.interval, timezone=timezone)]
+    return []
 
 
 def build_deployment(spec: DeploymentSpec, settings: Settings) -> RunnerDeployment:
@@ -52,7 +52,7 @@ def build_deployment(spec: DeploymentSpec, settings: Settings) -> RunnerDeployme
         name=spec.name,
         description=spec.description,
         tags=[TAG],
-        schedules=[schedule_of(spec, settings.timezone)],
+        schedules=schedules_of(spec, settings.timezone),
     )
     # to_deployment is sync-compatible: called from sync code it returns the deployment.
     return cast(RunnerDeployment, deployment)

@@ -12,6 +12,7 @@ did, its end overwrites the mark).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -131,3 +132,21 @@ def crash_reason(run: Run, now: datetime) -> str | None:
     where = f"on {run.host}" if run.host else "with no process recorded"
     hours = (now - run.started_at) / timedelta(hours=1)
     return f"still running {hours:.0f} h after it started, {where}: longer than any run"
+
+
+def reports_by_flow_run(session: Session, flow_run_ids: Sequence[str]) -> dict[str, RunOutcome]:
+    """The status and report each Prefect flow run recorded (its newest run row)."""
+    rows = session.execute(
+        select(Run.flow_run_id, Run.status, Run.report)
+        .where(Run.flow_run_id.in_(list(flow_run_ids)))
+        .order_by(Run.started_at)
+    )
+    return {str(r.flow_run_id): RunOutcome(r.status, r.report) for r in rows}
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a run recorded of itself: ``running``, ``completed``, ``failed`` or ``crashed``."""
+
+    status: str
+    report: dict[str, Any] | None

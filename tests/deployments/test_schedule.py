@@ -23,6 +23,8 @@ def yaml_deployments() -> list[dict[str, Any]]:
 
 
 def yaml_schedule(entry: dict[str, Any]) -> tuple[str | None, int | None]:
+    if "schedules" not in entry:
+        return None, None
     [schedule] = entry["schedules"]
     return schedule.get("cron"), schedule.get("interval")
 
@@ -42,7 +44,8 @@ def test_prefect_yaml_pool_tags_and_time_zone() -> None:
     for entry in yaml_deployments():
         assert entry["work_pool"]["name"] == "archivist-process"
         assert entry["tags"] == [TAG]
-        assert entry["schedules"][0]["timezone"] == "{{ archivist-settings.timezone }}"
+        for schedule in entry.get("schedules", []):
+            assert schedule["timezone"] == "{{ archivist-settings.timezone }}"
 
 
 def test_every_entrypoint_is_an_archivist_flow_of_that_name() -> None:
@@ -58,6 +61,9 @@ def test_serve_builds_the_table_in_the_configured_time_zone(tmp_path: Path) -> N
     for spec, deployment in zip(DEPLOYMENTS, built, strict=True):
         assert deployment.tags == [TAG]
         assert deployment.description == spec.description
+        if spec.cron is None and spec.interval_seconds is None:
+            assert not deployment.schedules  # run on demand
+            continue
         [schedule] = [s.schedule for s in deployment.schedules or []]
         if spec.cron is not None:
             assert isinstance(schedule, CronSchedule) and schedule.cron == spec.cron

@@ -21,14 +21,15 @@ MORNING = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 NAMESPACES = [f"user-{i}" for i in range(12)] + ["user-1x", "user-10"]  # look-alikes
 
 
-def fill(store: Store) -> None:
-    for i, namespace in enumerate(NAMESPACES * 2):
+def fill(store: Store, rounds: int = 2) -> None:
+    """``rounds`` sessions in each namespace, a morning's conversations."""
+    for i, namespace in enumerate(NAMESPACES * rounds):
         add_session(
             store,
             f"s{i:02}",
             namespace,
             chat(
-                MORNING + timedelta(minutes=7 * i),
+                MORNING + timedelta(minutes=7 * i % 600, seconds=i),
                 f"Plan {i}: can we move the budget review to Thursday?",
                 "Yes, Thursday at 10 works.",
                 f"Decision {i}: Thursday it is, and I prefer the small room.",
