@@ -1,13 +1,20 @@
 """Benchmark of memory-sync-daily: 10,000 sessions / 200,000 messages, then a no-op re-run.
 
     .venv/bin/python bench/sync.py [--sessions 10000] [--messages-per-session 20]
-        [--embedder local|hashing]
+        [--embedder local|hashing] [--shards 4 --workers 2]
 
 Runs on a throw-away embedded PostgreSQL and memory folder (deleted at the end unless
 ``--keep``), with the chosen embedder (default the local model). First the embedder alone:
 memories embedded per second over 5,000 of the generated messages, in the sync's batches.
 Then the flow, timed by its own clock (its report's ``seconds``), so Prefect start-up is
 excluded; load time is printed apart.
+
+With ``--shards N``, the same data is synced twice, each time on a copy of the loaded
+database, and both runs are timed by the wall clock: once as one unsharded flow run in
+this process, once as ``memory-sharded-run`` with N shards, run as deployment runs by
+``--workers`` process workers (``prefect worker start``, each taking at most
+ceil(N / workers) runs at once) of a temporary Prefect server. Worker start-up is
+excluded; each shard's own process start-up (Prefect's engine, the embedder) is not.
 """
 
 from __future__ import annotations
@@ -16,9 +23,10 @@ import sys
 from pathlib import Path
 
 # Run as a file, bench/ comes first on the path, and bench/queue.py would shadow the
-# standard library's queue module (which psycopg imports); the package is installed.
+# standard library's queue module (which psycopg imports): put the repository root there
+# instead (bench.sharded).
 if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 import argparse
 import atexit
@@ -43,6 +51,8 @@ def main() -> None:
     parser.add_argument("--messages-per-session", type=int, default=20)
     parser.add_argument("--keep", action="store_true", help="keep the work dir")
     parser.add_argument("--embedder", choices=["local", "hashing"], default="local")
+    parser.add_argument("--shards", type=int, default=0, help="also run it as N shards")
+    parser.add_argument("--workers", type=int, default=2, help="process workers for --shards")
     args = parser.parse_args()
     os.environ["ARCHIVIST_EMBEDDING__PROVIDER"] = args.embedder
     workdir = Path(tempfile.mkdtemp(prefix="archivist-bench-"))
@@ -80,6 +90,11 @@ def main() -> None:
     load_s = time.perf_counter() - started
     print(f"loaded {args.sessions:,} sessions / {total:,} messages in {load_s:.1f} s")
     embedding_rate(settings, as_of)
+    if args.shards:
+        from bench.sharded import compare_sharded
+
+        compare_sharded(store, as_of, args.shards, args.workers)
+        return
 
     first = memory_sync_daily(as_of=as_of)
     again = memory_sync_daily(as_of=as_of)

@@ -63,7 +63,9 @@ def deployed(prefect_harness: None) -> None:
     ):
         # from_source is sync-compatible: called from sync code it returns the flow.
         source = cast(Flow[..., Any], flow.from_source(source=str(REPO), entrypoint=entrypoint))
-        source.deploy(name=flow.name, work_pool_name=POOL, print_next_steps=False)
+        source.deploy(
+            name=flow.name, work_pool_name=POOL, print_next_steps=False, ignore_warnings=True
+        )
 
 
 class Workers:
