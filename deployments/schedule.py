@@ -78,8 +78,7 @@ DEPLOYMENTS: tuple[DeploymentSpec, ...] = (
     DeploymentSpec(
         "memory-sharded-run",
         "flows/sharded_run.py:memory_sharded_run",
-        "A flow split by namespace into shards that the work pool's workers share; "
-        "unscheduled.",
+        "A flow split by namespace into shards that the work pool's workers share; unscheduled.",
     ),
 )
 
