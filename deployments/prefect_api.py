@@ -1,27 +1,42 @@
-"""Which Prefect API a command talks to, decided without importing Prefect.
+"""Which Prefect API a command talks to, and whether it answers, decided without importing
+Prefect (importing it takes about 2 s) unless a project settings file may set the URL.
 
 Without ``PREFECT_API_URL``, every flow command would start and stop a temporary Prefect
 server of its own: 9 to 19 s for under a second of work, and runs the UI never shows. A
 server already running on this machine, where ``prefect server start`` puts it
 (``PREFECT_SERVER_API_HOST`` and ``PREFECT_SERVER_API_PORT``, default 127.0.0.1:4200), is
 used instead, and the command says so. A URL set anywhere Prefect reads settings wins.
+
+Prefect reads the URL from, first to last: the environment, ``./.env``,
+``./prefect.toml``, ``[tool.prefect]`` in ``./pyproject.toml``, the active profile in
+``profiles.toml``. The environment and the profile are read here; the project files only
+say that Prefect itself must be asked.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
+PROBE_TIMEOUT = 0.5  # seconds; a server on this machine answers its health check in ~5 ms
 
-def prefect_may_be_configured() -> bool:
-    """Whether the environment or a Prefect settings file may set the API URL (cheap)."""
-    if os.environ.get("PREFECT_API_URL"):
-        return True
+
+def _profiles_path() -> Path:
+    if os.environ.get("PREFECT_PROFILES_PATH"):
+        return Path(os.environ["PREFECT_PROFILES_PATH"]).expanduser()
     home = Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
+    return home / "profiles.toml"
+
+
+def project_files_may_configure() -> bool:
+    """Whether a settings file of the current folder may set Prefect's API URL (cheap)."""
     sources = {
-        home / "profiles.toml": "PREFECT_API_URL",
         Path(".env"): "PREFECT_API_URL",
         Path("prefect.toml"): "",
         Path("pyproject.toml"): "tool.prefect",
@@ -30,6 +45,39 @@ def prefect_may_be_configured() -> bool:
         path.is_file() and marker in path.read_text(errors="replace")
         for path, marker in sources.items()
     )
+
+
+def prefect_may_be_configured() -> bool:
+    """Whether the environment or a Prefect settings file may set the API URL (cheap)."""
+    if os.environ.get("PREFECT_API_URL") or project_files_may_configure():
+        return True
+    profiles = _profiles_path()
+    return profiles.is_file() and "PREFECT_API_URL" in profiles.read_text(errors="replace")
+
+
+def profile_api_url() -> str | None:
+    """``PREFECT_API_URL`` of the active Prefect profile (``PREFECT_PROFILE`` or ``active``)."""
+    path = _profiles_path()
+    try:
+        data = tomllib.loads(path.read_text(errors="replace"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    active = os.environ.get("PREFECT_PROFILE") or data.get("active")
+    profile = data.get("profiles", {}).get(active, {})
+    url = profile.get("PREFECT_API_URL") if isinstance(profile, dict) else None
+    return str(url) if url else None
+
+
+def configured_api_url() -> str | None:
+    """Prefect's API URL as Prefect would read it, None when nothing sets it. Prefect is
+    asked only when it is loaded already or a project settings file may set the URL."""
+    if "prefect" not in sys.modules:
+        from_env = os.environ.get("PREFECT_API_URL")
+        if from_env or not project_files_may_configure():
+            return from_env or profile_api_url()
+    from prefect.settings import PREFECT_API_URL
+
+    return PREFECT_API_URL.value() or None
 
 
 def local_server_url() -> str:
@@ -41,16 +89,65 @@ def local_server_url() -> str:
     return f"http://{host}:{port}/api"
 
 
-def use_running_server(timeout: float = 0.5) -> str | None:
+def health_problem(url: str, timeout: float = PROBE_TIMEOUT) -> str | None:
+    """Why the Prefect API at ``url`` fails its health check; None when it passes."""
+    try:
+        answer = httpx.get(f"{url.rstrip('/')}/health", timeout=timeout)
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if answer.status_code != 200:
+        return f"its /health answered HTTP {answer.status_code}"
+    if answer.text.strip() != "true":
+        return "its /health answered, but not as a Prefect API does"
+    return None
+
+
+def use_running_server(timeout: float = PROBE_TIMEOUT) -> str | None:
     """Point this process at a Prefect server running here, if nothing chose one; its URL."""
     if prefect_may_be_configured():
         return None
     url = local_server_url()
-    try:
-        answer = httpx.get(f"{url}/health", timeout=timeout)
-    except httpx.HTTPError:
-        return None
-    if answer.status_code != 200 or answer.text.strip() != "true":
+    if health_problem(url, timeout) is not None:
         return None
     os.environ["PREFECT_API_URL"] = url
     return url
+
+
+@dataclass(frozen=True)
+class ApiCheck:
+    """The Prefect API a command would use, and whether it answered just now."""
+
+    url: str  # the configured URL, or where `prefect server start` listens
+    configured: bool  # PREFECT_API_URL is set (environment or a Prefect settings file)
+    problem: str | None  # why it did not answer; None: it did
+
+    @property
+    def reachable(self) -> bool:
+        return self.problem is None
+
+    def line(self) -> str:
+        """One line for a person: where, whether it answered, and what flow commands do."""
+        if self.configured and self.reachable:
+            return f"Prefect API: {self.url} (reachable)"
+        if self.configured:
+            return f"Prefect API: {self.url} (unreachable: {self.problem}; flow commands fail)"
+        if self.reachable:
+            return f"Prefect API: {self.url} (reachable, not configured: flow commands use it)"
+        return (
+            f"Prefect API: none (nothing answers at {self.url}); "
+            "flow commands start a temporary server, see README"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "configured": self.configured,
+            "reachable": self.reachable,
+            "problem": self.problem,
+        }
+
+
+def check_api(configured_url: str | None, timeout: float = PROBE_TIMEOUT) -> ApiCheck:
+    """Probe the configured API, or where a local server would listen when none is."""
+    url = configured_url or local_server_url()
+    return ApiCheck(url, configured_url is not None, health_problem(url, timeout))

@@ -1,16 +1,17 @@
 """``archivist status`` (one screen: runs, queue, memories, quality) and ``archivist quality``.
 
 Every section degrades to ``n/a (why)`` when its table, the store or the Prefect API is
-missing. The Prefect API is asked only when ``PREFECT_API_URL`` is set: without it Prefect
-would start a temporary server just to answer, which takes seconds and knows no runs.
-Prefect itself is imported only when something may set that URL (the environment, a
-Prefect profile or settings file) or it is loaded already, so ``status`` starts fast.
+missing. The first line says which Prefect API flow commands would use and whether it
+answers a health check (httpx, 0.5 s). Its runs are listed only when ``PREFECT_API_URL`` is
+set and the API answered: without it Prefect would start a temporary server just to
+answer, which takes seconds and knows no runs. Prefect itself is imported only to list
+those runs, or to read the URL when a project settings file may set it, so ``status``
+starts fast.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -19,7 +20,7 @@ import click
 import httpx
 from sqlalchemy import Connection
 
-from deployments.prefect_api import prefect_may_be_configured
+from deployments.prefect_api import ApiCheck, check_api, configured_api_url
 from deployments.settings_loader import load_settings
 from storage.config import Settings
 from storage.errors import ConfigurationError, StorageError
@@ -38,24 +39,23 @@ def _when(moment: datetime | None, now: datetime) -> str:
     return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC ({ago})"
 
 
-def prefect_api_url() -> str | None:
-    """Prefect's API URL, without importing Prefect when nothing can have set one."""
-    if "prefect" not in sys.modules and not prefect_may_be_configured():
-        return None
-    from prefect.settings import PREFECT_API_URL
+def _no_runs_why(api: ApiCheck) -> str | None:
+    if not api.configured:
+        return "PREFECT_API_URL is not set; start `prefect server start` and set it"
+    if not api.reachable:
+        return f"Prefect API at {api.url} unreachable: {api.problem}"
+    return None
 
-    return PREFECT_API_URL.value() or None
 
-
-def prefect_lines(now: datetime) -> list[str]:
-    """The latest started run of every ``memory-*`` flow the Prefect API knows."""
-    url = prefect_api_url()
-    if not url:
-        return ["n/a (PREFECT_API_URL is not set; start `prefect server start` and set it)"]
+def prefect_lines(api: ApiCheck, now: datetime) -> list[str]:
+    """Where the API is, then the latest started run of every ``memory-*`` flow it knows."""
+    why = _no_runs_why(api)
+    if why is not None:
+        return [api.line(), f"n/a ({why})"]
     try:
-        return _prefect_runs(now)
+        return [api.line(), *_prefect_runs(now)]
     except (httpx.HTTPError, OSError) as exc:
-        return [f"n/a (Prefect API at {url} unreachable: {type(exc).__name__}: {exc})"]
+        return [api.line(), f"n/a (Prefect API at {api.url} failed: {type(exc).__name__}: {exc})"]
 
 
 def _prefect_runs(now: datetime) -> list[str]:
@@ -193,7 +193,8 @@ def store_sections(settings: Settings, now: datetime) -> list[tuple[str, list[st
 def show_status(settings: Settings, echo: Echo, now: datetime | None = None) -> None:
     """Print the status screen."""
     now = now or datetime.now(UTC)
-    sections = [("Prefect flow runs", prefect_lines(now)), *store_sections(settings, now)]
+    sections = [("Prefect flow runs", prefect_lines(check_api(configured_api_url()), now))]
+    sections += store_sections(settings, now)
     echo(f"Archivist status at {now:%Y-%m-%d %H:%M} UTC")
     for title, lines in sections:
         echo("")
@@ -204,17 +205,23 @@ def show_status(settings: Settings, echo: Echo, now: datetime | None = None) -> 
 
 def status_document(settings: Settings, now: datetime) -> dict[str, Any]:
     """The status screen as data; a section that cannot be read is ``{"unavailable": why}``."""
-    return {"at": now, "prefect": _prefect_data(), **_store_data(settings)}
+    api = check_api(configured_api_url())
+    return {
+        "at": now,
+        "prefect_api": api.as_dict(),
+        "prefect": _prefect_data(api),
+        **_store_data(settings),
+    }
 
 
-def _prefect_data() -> dict[str, Any]:
-    url = prefect_api_url()
-    if not url:
-        return {"unavailable": "PREFECT_API_URL is not set"}
+def _prefect_data(api: ApiCheck) -> dict[str, Any]:
+    why = _no_runs_why(api)
+    if why is not None:
+        return {"unavailable": why}
     try:
         runs = latest_prefect_runs()
     except (httpx.HTTPError, OSError) as exc:
-        return {"unavailable": f"Prefect API at {url} unreachable: {type(exc).__name__}: {exc}"}
+        return {"unavailable": f"Prefect API at {api.url} failed: {type(exc).__name__}: {exc}"}
     return {"runs": [{"flow": f, "state": s, "started_at": t} for f, s, t in runs]}
 
 

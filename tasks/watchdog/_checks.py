@@ -49,6 +49,7 @@ class RunInfo:
     state_type: str
     state_name: str
     end_time: datetime | None
+    by_deployment: bool = True  # False: run by hand (the CLI, the demo) or as a subflow
 
 
 @dataclass(frozen=True)
@@ -100,10 +101,17 @@ def check_last_run(dep: DeploymentInfo) -> CheckResult:
     """The newest finished run Failed or Crashed."""
     run = dep.last_finished
     ok = run is None or run.state_type not in FAILED_TYPES
-    summary = "no finished run yet" if run is None else f"last run {run.name}: {run.state_name}"
+    summary = "no finished run yet"
     snapshot: dict[str, Any] = {}
     if run is not None:
-        snapshot = {"run": run.name, "state": run.state_name, "ended": _stamp(run.end_time)}
+        outside = "" if run.by_deployment else " (no deployment)"
+        summary = f"last run {run.name}{outside}: {run.state_name}"
+        snapshot = {
+            "run": run.name,
+            "state": run.state_name,
+            "ended": _stamp(run.end_time),
+            "by_deployment": run.by_deployment,
+        }
     if not ok:
         summary = f"{dep.name}: {summary}"
     return CheckResult(f"{dep.name}:last-run", ok, summary, snapshot)

@@ -1,5 +1,10 @@
 """What the Prefect API says about Archivist's deployments, reduced to plain records.
 
+A deployment's finished runs are its own and those of its flow that belong to no
+deployment (``archivist sync``, the demo, a script): a run outside a deployment still
+proves the job ran. Runs of another deployment of the same flow are that one's. Late runs
+are scheduled ones, so only the deployment's own count.
+
 Runs are read as of the watchdog's ``as_of``: finished runs that ended by then, scheduled
 runs due by then. The deployments' own settings (paused, schedules) are read as they are
 now; the API keeps no history of them.
@@ -15,12 +20,15 @@ from prefect.client.schemas.filters import (
     DeploymentFilter,
     DeploymentFilterName,
     DeploymentFilterTags,
+    FlowFilter,
+    FlowFilterId,
     FlowRunFilter,
     FlowRunFilterDeploymentId,
     FlowRunFilterEndTime,
     FlowRunFilterExpectedStartTime,
     FlowRunFilterState,
     FlowRunFilterStateType,
+    Operator,
 )
 from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.client.schemas.responses import DeploymentResponse
@@ -56,8 +64,13 @@ def _schedule(active: bool, schedule: object) -> ScheduleInfo:
 def _run(run: FlowRun | None) -> RunInfo | None:
     if run is None or run.state is None:
         return None
+    state = run.state
     return RunInfo(
-        run.name, run.state.type.value, run.state.name or run.state.type.value, run.end_time
+        run.name,
+        state.type.value,
+        state.name or state.type.value,
+        run.end_time,
+        by_deployment=run.deployment_id is not None,
     )
 
 
@@ -67,9 +80,14 @@ def _newest_finished(
     as_of: datetime,
     types: list[StateType],
 ) -> FlowRun | None:
+    # "Of this deployment, or of none"; the operator comes from a mixin mypy cannot see.
+    own_or_none = FlowRunFilterDeploymentId.model_validate(
+        {"operator": Operator.or_, "any_": [deployment.id], "is_null_": True}
+    )
     runs = client.read_flow_runs(
+        flow_filter=FlowFilter(id=FlowFilterId(any_=[deployment.flow_id])),
         flow_run_filter=FlowRunFilter(
-            deployment_id=FlowRunFilterDeploymentId(any_=[deployment.id]),
+            deployment_id=own_or_none,
             state=FlowRunFilterState(type=FlowRunFilterStateType(any_=types)),
             end_time=FlowRunFilterEndTime(before_=as_of),
         ),

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from prefect import flow
+from prefect import Flow, flow
 from prefect.client.orchestration import get_client
 from prefect.deployments.runner import RunnerDeployment
 from prefect.flow_engine import run_flow
@@ -39,20 +39,20 @@ def hook(flow_env: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Webhoo
         yield server
 
 
-def deploy(name: str, **schedule: object) -> uuid.UUID:
+def deploy(name: str, target: Flow[..., str] = watchdog_target, **schedule: object) -> uuid.UUID:
     """Register a deployment of the target flow, tagged like Archivist's."""
-    deployment = watchdog_target.to_deployment(name=name, tags=[TAG], **schedule)  # type: ignore[arg-type]
+    deployment = target.to_deployment(name=name, tags=[TAG], **schedule)  # type: ignore[arg-type]
     assert isinstance(deployment, RunnerDeployment)
     deployment_id = deployment.apply()
     assert isinstance(deployment_id, uuid.UUID)
     return deployment_id
 
 
-def run_for(deployment_id: uuid.UUID, fail: bool) -> None:
+def run_for(deployment_id: uuid.UUID, fail: bool, target: Flow[..., str] = watchdog_target) -> None:
     """One real flow run of the deployment, executed here by the engine."""
     with get_client(sync_client=True) as client:
         flow_run = client.create_flow_run_from_deployment(deployment_id, parameters={"fail": fail})
-    run_flow(watchdog_target, flow_run=flow_run, parameters={"fail": fail}, return_type="state")
+    run_flow(target, flow_run=flow_run, parameters={"fail": fail}, return_type="state")
 
 
 def watch(name: str, as_of: datetime, dry_run: bool = False) -> list[str]:
@@ -90,6 +90,31 @@ def test_failing_run_alerts_on_the_second_anomaly_then_reminds_and_recovers(hook
     recovery = hook.payloads(key)[-1]
     assert recovery["kind"] == "recovery" and recovery["status"] == "ok"
     assert len(hook.payloads(key)) == 3
+
+
+def test_a_run_outside_any_deployment_counts_for_its_flows_deployment(flow_env: Settings) -> None:
+    uid = uuid.uuid4().hex[:8]
+    target = flow(name=f"wd-by-hand-{uid}")(watchdog_target.fn)  # no runs of other tests
+    mine, other, never = (f"wd-{kind}-{uid}" for kind in ("mine", "other", "never"))
+    deploy(mine, target, schedules=[Cron("0 * * * *", timezone="UTC")])
+    other_id = deploy(other, target)
+    deploy(never, flow(name=f"wd-never-{uid}")(watchdog_target.fn))
+    target(fail=False)  # as `archivist sync` runs a flow: no deployment
+    run_for(other_id, fail=True, target=target)  # another deployment's run, after it
+
+    report = memory_cron_watchdog(
+        as_of=datetime.now(UTC) + timedelta(minutes=5),
+        deployments=[mine, other, never],
+        dry_run=True,
+    )
+
+    results = {r.key: r for r in (d.result for d in report.decisions)}
+    by_hand = results[f"{mine}:last-run"]
+    assert by_hand.ok and by_hand.summary.endswith(" (no deployment): Completed")
+    assert results[f"{mine}:stale"].summary.startswith("last completed run 0.1 h ago")
+    assert results[f"{other}:last-run"].summary.endswith(": Failed")  # its own, newer run
+    assert not results[f"{other}:last-run"].ok
+    assert results[f"{never}:last-run"].summary == "no finished run yet"
 
 
 def test_paused_and_stale_deployments_alert(hook: Webhook) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -12,8 +13,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from prefect.settings import PREFECT_API_URL
 
 from deployments.cli import main
+from flows.daily_sync import memory_sync_daily
 from storage.config import Settings
 from storage.engine import open_store
 from tests.storage.memory_factory import put
@@ -38,10 +41,12 @@ print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})), file=sys.stder
 _NOT_FOR_READING = {"prefect", "great_expectations", "flows", "tasks", "pandas", "pyarrow"}
 
 
-def loaded_packages(args: list[str], env: Settings, home: Path) -> set[str]:
-    """The top-level packages a real ``archivist ARGS`` process imported."""
+def run_archivist(args: list[str], home: Path, **extra: str) -> tuple[str, set[str]]:
+    """What a real ``archivist ARGS`` process printed, and the top-level packages it
+    imported; no PREFECT_* variable but ``extra``'s."""
     child_env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     child_env |= {"PREFECT_HOME": str(home), "ARCHIVIST_EMBEDDING__PROVIDER": "hashing"}
+    child_env |= extra
     done = subprocess.run(
         [sys.executable, "-c", _PROBE, *args],
         env=child_env,
@@ -52,7 +57,12 @@ def loaded_packages(args: list[str], env: Settings, home: Path) -> set[str]:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    return set(json.loads(done.stderr.splitlines()[-1]))
+    return done.stdout, set(json.loads(done.stderr.splitlines()[-1]))
+
+
+def loaded_packages(args: list[str], env: Settings, home: Path) -> set[str]:
+    """The top-level packages a real ``archivist ARGS`` process imported."""
+    return run_archivist(args, home)[1]
 
 
 @pytest.mark.parametrize(
@@ -69,3 +79,32 @@ def test_reading_commands_import_no_pipeline(
 
     assert "sqlalchemy" in loaded  # the probe saw the command's own imports
     assert loaded & _NOT_FOR_READING == set()
+
+
+def test_status_reads_the_active_profiles_url_and_probes_it_without_prefect(
+    env: Settings, tmp_path: Path
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/api"
+    (tmp_path / "profiles.toml").write_text(
+        f'active = "work"\n[profiles.default]\n[profiles.work]\nPREFECT_API_URL = "{url}"\n'
+    )
+
+    out, loaded = run_archivist(["status"], tmp_path)
+
+    assert f"Prefect API: {url} (unreachable: ConnectError" in out
+    assert f"n/a (Prefect API at {url} unreachable" in out
+    assert "prefect" not in loaded  # an API that does not answer is not asked for runs
+
+
+def test_status_with_the_url_in_the_environment_lists_that_servers_runs(
+    flow_env: Settings, tmp_path: Path
+) -> None:
+    url = str(PREFECT_API_URL.value())  # the session's real Prefect server
+    memory_sync_daily(as_of=NOW)
+
+    out, _ = run_archivist(["status"], tmp_path, PREFECT_API_URL=url)
+
+    assert f"Prefect API: {url} (reachable)" in out
+    assert "memory-sync-daily" in out.split("== Runs")[0]  # listed from the API

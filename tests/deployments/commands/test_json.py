@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from prefect.settings import PREFECT_API_URL, temporary_settings
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
@@ -84,9 +85,12 @@ def test_status_json_has_every_section(
         suites = {"memories": {"evaluated": 12, "failed": 1, "critical": 0}}
         record_quality_run(session, QualityRunRecord(NOW, suites, True, 0, "file:///docs", None))
 
-    status = run_json(["status"])
+    with temporary_settings(updates={PREFECT_API_URL: None}):  # a session harness may be up
+        status = run_json(["status"])
 
     assert "PREFECT_API_URL is not set" in status["prefect"]["unavailable"]
+    assert status["prefect_api"]["configured"] is False
+    assert set(status["prefect_api"]) == {"url", "configured", "reachable", "problem"}
     assert status["runs"] == {"last": [], "crashed": None}
     assert status["queue"] == {
         "by_status": {"dead": 1, "pending": 1},

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import socket
+import time
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlparse
 
 import pytest
 from click.testing import CliRunner
 from prefect.settings import PREFECT_API_URL, temporary_settings
 from sqlalchemy import text
 
-from deployments.commands.status import show_status, status_command
+from deployments.commands.status import show_status, status_command, status_document
 from flows.daily_sync import memory_sync_daily
 from storage.config import Settings
 from storage.engine import Store
@@ -106,3 +108,70 @@ def test_the_click_command_prints_the_screen(store: Store, monkeypatch: pytest.M
 
     assert result.exit_code == 0, result.output
     assert all(section in result.output for section in SECTIONS)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:  # nothing listens on it once closed
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_first_line_says_the_prefect_api_answers(store: Store, prefect_harness: None) -> None:
+    url = str(PREFECT_API_URL.value())  # the session's real Prefect server
+
+    out = screen(store.settings)
+    document = status_document(store.settings, NOW)
+
+    assert f"== Prefect flow runs\n  Prefect API: {url} (reachable)\n" in out
+    assert document["prefect_api"] == {
+        "url": url,
+        "configured": True,
+        "reachable": True,
+        "problem": None,
+    }
+
+
+def test_an_unreachable_prefect_api_is_said_in_one_line(store: Store) -> None:
+    url = f"http://127.0.0.1:{free_port()}/api"
+    with temporary_settings(updates={PREFECT_API_URL: url}):
+        out = screen(store.settings)
+        document = status_document(store.settings, NOW)
+
+    [line] = [x.strip() for x in out.splitlines() if x.strip().startswith("Prefect API:")]
+    assert line.startswith(f"Prefect API: {url} (unreachable: ConnectError")
+    assert line.endswith("; flow commands fail)")
+    assert document["prefect_api"]["reachable"] is False
+    assert document["prefect_api"]["problem"].startswith("ConnectError")
+    assert document["prefect"]["unavailable"].startswith(f"Prefect API at {url} unreachable")
+
+
+def test_a_server_that_never_answers_costs_half_a_second(store: Store) -> None:
+    with socket.socket() as silent:  # accepts connections (backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/api"
+        with temporary_settings(updates={PREFECT_API_URL: url}):
+            started = time.monotonic()
+            document = status_document(store.settings, NOW)
+            elapsed = time.monotonic() - started
+
+    assert document["prefect_api"]["problem"].startswith("ReadTimeout")
+    assert elapsed < 1.5  # the probe's 0.5 s, plus reading the store
+
+
+def test_without_a_url_the_line_says_whether_a_local_server_runs(
+    store: Store, prefect_harness: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    running = urlparse(str(PREFECT_API_URL.value()))
+    monkeypatch.setenv("PREFECT_SERVER_API_HOST", "127.0.0.1")
+    with temporary_settings(updates={PREFECT_API_URL: None}):
+        monkeypatch.setenv("PREFECT_SERVER_API_PORT", str(running.port))
+        found = screen(store.settings)
+        monkeypatch.setenv("PREFECT_SERVER_API_PORT", str(port := free_port()))
+        none = screen(store.settings)
+
+    local = f"http://127.0.0.1:{running.port}/api"
+    assert f"Prefect API: {local} (reachable, not configured: flow commands use it)" in found
+    assert "n/a (PREFECT_API_URL is not set" in found  # its runs need the URL set
+    assert f"Prefect API: none (nothing answers at http://127.0.0.1:{port}/api)" in none
+    assert "); flow commands start a temporary server, see README" in none

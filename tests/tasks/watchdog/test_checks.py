@@ -91,6 +91,13 @@ def test_last_run_state(state: str, ok: bool) -> None:
     assert result.snapshot["run"] == "sad-owl"
 
 
+def test_a_run_outside_any_deployment_says_so() -> None:
+    by_hand = RunInfo("calm-fox", "COMPLETED", "Completed", T0, by_deployment=False)
+    result = by_key(check_deployment(deployment(last_finished=by_hand), T0, WS))["last-run"]
+    assert result.summary == "last run calm-fox (no deployment): Completed"
+    assert result.snapshot["by_deployment"] is False
+
+
 def test_stale_after_interval_plus_grace() -> None:
     limit = timedelta(days=1, minutes=30)
     fresh = deployment(last_completed_at=T0 - limit)
