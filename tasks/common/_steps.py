@@ -18,6 +18,7 @@ from storage.connect import connect
 from storage.embedding import Embedder
 from storage.engine import Store
 from tasks.common._retry import IO_RETRY
+from tasks.common._time import readable
 
 
 @task(name="open-store", cache_policy=NO_CACHE, **IO_RETRY)
@@ -49,11 +50,15 @@ def finish_run(store: Store, run_id: Any, report: RunReport) -> None:
         runs.finish_run(session, run_id, "completed", report.as_dict())
 
 
+def _moment(as_of: object) -> str:
+    return readable(as_of) if isinstance(as_of, datetime | str) else str(as_of)
+
+
 @task(name="publish-report", cache_policy=NO_CACHE)
 def publish_report(flow: str, report: RunReport) -> None:
     """The report as the Prefect artifact ``<flow>-report``."""
     create_markdown_artifact(
         key=f"{flow}-report",
         markdown=report.markdown(),
-        description=f"{flow} as of {report.as_of}",
+        description=f"{flow} as of {_moment(report.as_of)}",
     )

@@ -18,7 +18,7 @@ from storage.engine import Store, open_store
 from storage.errors import DataQualityError
 from storage.migrate import require_current
 from storage.quality_runs import QualityRunRecord, record_quality_run
-from tasks.common import IO_RETRY
+from tasks.common import IO_RETRY, readable
 from tasks.files import open_memory_root
 from tasks.quality._run import run_quality
 from tasks.quality._types import QualityReport
@@ -65,12 +65,12 @@ def publish_task(report: QualityReport) -> None:
     create_table_artifact(
         key=ARTIFACT_KEY,
         table=report.table(),
-        description=f"memory-quality-report as of {report.as_of.isoformat()}",
+        description=f"memory-quality-report as of {readable(report.as_of)}",
     )
     create_markdown_artifact(
         key=SUMMARY_KEY,
         markdown=report.markdown(),
-        description=f"memory quality summary as of {report.as_of.isoformat()}",
+        description=f"memory quality summary as of {readable(report.as_of)}",
     )
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+from prefect.client.schemas.objects import Artifact
 from sqlalchemy import text
 
 from flows.daily_sync import memory_sync_daily
@@ -52,11 +53,14 @@ def transcript(path: Path, sid: str, namespace: str, kind: str = "direct", extra
 
 
 async def artifact_markdown(key: str) -> list[str]:
+    return [str(a.data) for a in await artifacts(key)]
+
+
+async def artifacts(key: str) -> list[Artifact]:
     async with get_client() as client:
-        found = await client.read_artifacts(
+        return await client.read_artifacts(
             artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key]))
         )
-    return [str(a.data) for a in found]
 
 
 def test_flow_ingests_syncs_reports_and_is_idempotent(flow_env: Settings, tmp_path: Path) -> None:
@@ -88,6 +92,8 @@ def test_flow_ingests_syncs_reports_and_is_idempotent(flow_env: Settings, tmp_pa
 
     reports = asyncio.run(artifact_markdown("memory-sync-daily-report"))
     assert any("| sessions written | 2 |" in r for r in reports)
+    described = {a.description for a in asyncio.run(artifacts("memory-sync-daily-report"))}
+    assert "memory-sync-daily as of 2026-11-20 23:00:00 UTC" in described
 
 
 def test_a_poisoned_transcript_never_stops_the_nightly_sync(
