@@ -4,8 +4,10 @@ Building the graph from the packaged weights takes 0.7 s (`_bert_onnx`), most of
 search's start-up: a command that embeds one query would pay it on every call. The built
 bytes go to ``<cache>/all-MiniLM-L6-v2-<key>.onnx``, where the key covers the published
 weights' digests and this builder's source, so a changed builder or model never reads an
-old graph. A sidecar ``.sha256`` guards against a damaged file, which is rebuilt; a folder
-that cannot be written costs the build, never the search.
+old graph. A sidecar ``.sha256`` (digest, size, modification time) guards against a
+damaged file, which is rebuilt: a file changed since it was written is read whole and
+checked against the digest. A folder that cannot be written costs the build, never the
+search.
 """
 
 from __future__ import annotations
@@ -34,38 +36,46 @@ def cache_key(parts: Iterable[str], builder: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def cached_graph(path: Path, build: Callable[[], bytes]) -> bytes:
-    """The graph at ``path`` if it is intact, else ``build()``, stored there for next time."""
-    kept = _read(path)
-    if kept is not None:
-        return kept
+def cached_graph(path: Path, build: Callable[[], bytes]) -> bytes | str:
+    """The graph at ``path`` (its file name, which ONNX Runtime reads itself) if it is
+    intact, else ``build()``'s bytes, stored there for next time."""
+    if _intact(path):
+        return str(path)
     graph = build()
     _write(path, graph)
     return graph
 
 
-def _read(path: Path) -> bytes | None:
-    sidecar = path.with_suffix(".sha256")
+def _intact(path: Path) -> bool:
+    """Whether the file is the one the sidecar describes: same size and modification time
+    as written (a stat), or else the same sha256 (a full read, as after a copy)."""
     try:
-        graph, expected = path.read_bytes(), sidecar.read_text().strip()
-    except OSError:
-        return None
-    if hashlib.sha256(graph).hexdigest() != expected:
-        log.warning("%s is damaged; rebuilding it", path)
-        return None
-    return graph
+        digest, size, mtime = path.with_suffix(".sha256").read_text().split()
+        stat = path.stat()
+        if (stat.st_size, stat.st_mtime_ns) == (int(size), int(mtime)):
+            return True
+        if hashlib.sha256(path.read_bytes()).hexdigest() == digest:
+            return True
+    except (OSError, ValueError):
+        return False
+    log.warning("%s is damaged; rebuilding it", path)
+    return False
 
 
 def _write(path: Path, graph: bytes) -> None:
-    """Graph first, then its digest, each by rename: a reader sees both whole or no match."""
+    """Graph first, then its sidecar (digest, size, mtime), each by rename: a reader sees
+    both whole, or a sidecar that does not match and so a rebuild."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        for target, data in (
-            (path, graph),
-            (path.with_suffix(".sha256"), hashlib.sha256(graph).hexdigest().encode()),
-        ):
-            partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-            partial.write_bytes(data)
-            os.replace(partial, target)
+        _replace(path, graph)
+        stat = path.stat()
+        sidecar = f"{hashlib.sha256(graph).hexdigest()} {stat.st_size} {stat.st_mtime_ns}\n"
+        _replace(path.with_suffix(".sha256"), sidecar.encode())
     except OSError as exc:
         log.warning("cannot keep the model graph in %s (%s); it is rebuilt per process", path, exc)
+
+
+def _replace(target: Path, data: bytes) -> None:
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    partial.write_bytes(data)
+    os.replace(partial, target)

@@ -137,8 +137,8 @@ def _built(threads: int | None, cache_dir: Path | None) -> _Model:
     return _Model(_package_folder(), threads, cache_dir)
 
 
-def _graph(folder: Path, cache_dir: Path | None) -> bytes:
-    """The serialised encoder: from the cache when one is kept there, else built now."""
+def _graph(folder: Path, cache_dir: Path | None) -> bytes | str:
+    """The serialised encoder, or the file that holds it when the cache has it."""
 
     def build() -> bytes:
         from storage.embedding._bert_onnx import build_encoder  # onnx, only to build
