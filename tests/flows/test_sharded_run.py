@@ -89,6 +89,15 @@ class Workers:
         self.procs.append(proc)
         return proc
 
+    def wait_started(self, *names: str) -> None:
+        """Until each worker says it polls: then runs created later are shared between them."""
+        deadline = time.monotonic() + 180
+        for name in names:
+            log = self.log_dir / f"{name}.log"
+            while f"Worker '{name}' started!" not in log.read_text(errors="replace"):
+                assert time.monotonic() < deadline, f"{name} did not start"
+                time.sleep(0.2)
+
     def submitted(self, name: str) -> int:
         """How many flow runs the worker ``name`` started (from its log; a worker that loses
         the race for a run to another logs an aborted submission instead)."""
@@ -168,6 +177,7 @@ def test_four_shards_on_two_workers_write_what_one_run_writes(
     sharded, pool = workers
     fill(sharded)
     pool.start("worker-a"), pool.start("worker-b")
+    pool.wait_started("worker-a", "worker-b")
 
     report = run_parent(sharded, monkeypatch, timeout_minutes=10)
 
