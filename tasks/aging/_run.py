@@ -19,9 +19,10 @@ from sqlalchemy.orm import Session
 from storage import aging, archive
 from storage.aging import DecayParams
 from storage.config import AgingSettings
-from tasks.aging._archival import ArchiveOutcome, take_out_all
+from tasks.aging._archival import ArchiveOutcome
 from tasks.aging._cold_store import ColdStore
 from tasks.aging._compression import CompressOutcome
+from tasks.aging._take_out import take_out_all
 from tasks.common import readable
 
 
