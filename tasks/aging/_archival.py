@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session
 
 from storage import archive
 from storage.archive import EARLIEST, ManifestEntry, MemoryReader, VectorBuffer, fetch_memories
+from storage.shards import Shard
 from tasks.aging._bulk_memory import bulk_memory
 from tasks.aging._cold_store import ColdStore, Scratch, memories_part
 
@@ -123,11 +124,22 @@ def _discard(engine: Engine, cold: ColdStore, entry: ManifestEntry) -> None:
         archive.delete_manifests(session, [entry.id])
 
 
-def recover(engine: Engine, cold: ColdStore, outcome: ArchiveOutcome) -> None:
-    """Finish or undo what an interrupted run left: uncommitted manifests."""
+def recover(
+    engine: Engine,
+    cold: ColdStore,
+    outcome: ArchiveOutcome,
+    namespace: str | None = None,
+    shard: Shard | None = None,
+) -> None:
+    """Finish or undo what an interrupted run left: uncommitted manifests (of the
+    namespace and shard, so never a file another shard's run is still writing)."""
     with Session(engine) as session:
         pending = archive.manifests(
-            session, kind=archive.MEMORIES, statuses=["written", "verified"]
+            session,
+            namespace=namespace,
+            shard=shard,
+            kind=archive.MEMORIES,
+            statuses=["written", "verified"],
         )
     for entry in pending:
         if verify_part(engine, cold, entry):
@@ -232,19 +244,21 @@ def archive_old(
     namespace: str | None,
     batch: int,
     dry_run: bool,
+    shard: Shard | None = None,
 ) -> ArchiveOutcome:
-    """Move unpinned memories that happened before ``cutoff`` to the cold tier.
+    """Move unpinned memories (of a namespace, a shard) that happened before ``cutoff``
+    to the cold tier.
 
     ``candidates`` is what a dry run counts, and what a real run found to archive."""
     outcome = ArchiveOutcome()
     with Session(engine) as session:
         if dry_run:
-            outcome.candidates = archive.count_archivable(session, cutoff, namespace)
+            outcome.candidates = archive.count_archivable(session, cutoff, namespace, shard)
             return outcome
-        namespaces = archive.namespaces_older_than(session, cutoff, namespace)
-    recover(engine, cold, outcome)
+        namespaces = archive.namespaces_older_than(session, cutoff, namespace, shard)
+    recover(engine, cold, outcome, namespace, shard)
     with Session(engine) as session, session.begin():
-        outcome.leftovers_dropped = archive.drop_archived_leftovers(session)
+        outcome.leftovers_dropped = archive.drop_archived_leftovers(session, namespace, shard)
     todo: SimpleQueue[str] = SimpleQueue()
     for name in namespaces:
         todo.put(name)
