@@ -12,6 +12,7 @@ from flows.common import resolve_as_of
 from storage.aging import DecayParams
 from storage.config import Settings
 from storage.records import NAMESPACE_PATTERN
+from storage.shards import SHARD_PATTERN, Shard
 from tasks.aging import (
     AgingReport,
     archive_task,
@@ -37,6 +38,7 @@ def memory_aging(
     as_of: datetime | None = None,
     namespace: Annotated[str | None, Field(pattern=NAMESPACE_PATTERN)] = None,
     dry_run: bool = False,
+    shard: Annotated[str | None, Field(pattern=SHARD_PATTERN)] = None,
 ) -> AgingReport:
     """Age the memory: salience fades, sessions older than 90 days shrink to their
     summary, rows older than 365 days move to cold Parquet, and deletion runs only
@@ -47,25 +49,31 @@ def memory_aging(
             in ARCHIVIST_TIMEZONE. Empty: now.
         namespace: Only this namespace (one user or project). Empty: every namespace.
         dry_run: Report what would change and write nothing.
+        shard: Only the namespaces of shard i/n (for example 2/4) of a split by namespace
+            hash, so n runs can share the work. Empty: all.
     """
+    part = Shard.parse(shard) if shard else None
+    label = str(part) if part else None
     settings = Settings()
     moment = resolve_as_of(as_of, settings)
     store, embedder = connect_task(settings)
     cold, policy, when = open_cold_store(settings), settings.aging, cutoffs(moment, settings.aging)
-    params = {"namespace": namespace, "dry_run": dry_run}
+    params = {"namespace": namespace, "shard": label, "dry_run": dry_run}
     run_id = None if dry_run else start_run(store, FLOW_NAME, moment, params)
-    report = AgingReport(moment.isoformat(), namespace, dry_run)
+    report = AgingReport(moment.isoformat(), namespace, dry_run, label)
     decay_params = DecayParams(
-        moment, policy.half_life_days, policy.salience_epsilon, namespace, dry_run
+        moment, policy.half_life_days, policy.salience_epsilon, namespace, dry_run, part
     )
     with timed(report, "decay"):
         report.decay = decay_task(store, decay_params)
     with timed(report, "compression"):
-        report.compression = compress_task(store, cold, embedder, when.compress, namespace, dry_run)
+        report.compression = compress_task(
+            store, cold, embedder, when.compress, namespace, part, dry_run
+        )
     with timed(report, "archival"):
-        report.archival = archive_task(store, cold, when.archive, namespace, dry_run)
+        report.archival = archive_task(store, cold, when.archive, namespace, part, dry_run)
     with timed(report, "deletion"):
-        report.deletion = delete_task(store, cold, when.delete, namespace, dry_run)
+        report.deletion = delete_task(store, cold, when.delete, namespace, part, dry_run)
     if run_id is not None:
         finish_run(store, run_id, report)
     publish_report(FLOW_NAME, report)

@@ -9,6 +9,8 @@ cold tier (written and verified by the caller), so one transaction moves the acc
 of the session's ``turn`` memories onto its episode memory, deletes the turns (adding
 their access counts to the episode), flags the episode ``compressed`` and deletes the raw
 messages the transcript holds.
+
+Each selection takes a namespace and a shard (``storage.shards``); None is every one.
 """
 
 from __future__ import annotations
@@ -21,17 +23,21 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from storage.shards import Shard, in_shard, shard_params
+
 ID_RANGE = text(
     "SELECT coalesce(min(id), 0) AS lo, coalesce(max(id), -1) AS hi FROM memories "
-    "WHERE CAST(:namespace AS text) IS NULL OR namespace = :namespace"
+    "WHERE (CAST(:namespace AS text) IS NULL OR namespace = :namespace) "
+    f"AND {in_shard('namespace')}"
 )
 EPISODE_ID_RANGE = text(
     "SELECT coalesce(min(id), 0) AS lo, coalesce(max(id), -1) AS hi FROM episodes "
-    "WHERE CAST(:namespace AS text) IS NULL OR namespace = :namespace"
+    "WHERE (CAST(:namespace AS text) IS NULL OR namespace = :namespace) "
+    f"AND {in_shard('namespace')}"
 )
 
 DECAY = text(
-    """
+    f"""
     WITH target AS (
         SELECT id, salience AS old,
                CASE WHEN pinned THEN 1.0 ELSE archivist_salience(
@@ -40,6 +46,7 @@ DECAY = text(
         FROM memories
         WHERE id >= :lo AND id < :hi
           AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace)
+          AND {in_shard("namespace")}
     ), moved AS (
         UPDATE memories m SET salience = t.new
         FROM target t
@@ -52,7 +59,7 @@ DECAY = text(
 )
 
 DECAY_EPISODES = text(
-    """
+    f"""
     WITH target AS (
         SELECT e.id, e.salience AS old,
                CASE WHEN coalesce(m.pinned, false) THEN 1.0 ELSE archivist_salience(
@@ -64,6 +71,7 @@ DECAY_EPISODES = text(
         FROM episodes e LEFT JOIN memories m ON m.id = e.memory_id
         WHERE e.id >= :lo AND e.id < :hi
           AND (CAST(:namespace AS text) IS NULL OR e.namespace = :namespace)
+          AND {in_shard("e.namespace")}
     ), moved AS (
         UPDATE episodes e SET salience = t.new, last_accessed_at = t.touched
         FROM target t
@@ -83,11 +91,15 @@ class DecayParams:
     epsilon: float
     namespace: str | None
     dry_run: bool
+    shard: Shard | None = None
 
 
-def id_range(session: Session, namespace: str | None, *, episodes: bool = False) -> range:
-    """Every id of the table (of one namespace), as a range to walk in batches."""
-    row = session.execute(EPISODE_ID_RANGE if episodes else ID_RANGE, {"namespace": namespace})
+def id_range(
+    session: Session, namespace: str | None, *, shard: Shard | None = None, episodes: bool = False
+) -> range:
+    """Every id of the table (of one namespace, one shard), as a range to walk in batches."""
+    params = {"namespace": namespace, **shard_params(shard)}
+    row = session.execute(EPISODE_ID_RANGE if episodes else ID_RANGE, params)
     lo, hi = row.one()
     return range(int(lo), int(hi) + 1)
 
@@ -96,7 +108,8 @@ def decay_batch(
     session: Session, params: DecayParams, lo: int, hi: int, *, episodes: bool = False
 ) -> tuple[int, int]:
     """Decay ids in [lo, hi); returns (rows seen, rows written or, dry run, to write)."""
-    values = {**params.__dict__, "lo": lo, "hi": hi}
+    values = {k: v for k, v in params.__dict__.items() if k != "shard"}
+    values |= {"lo": lo, "hi": hi, **shard_params(params.shard)}
     row = session.execute(DECAY_EPISODES if episodes else DECAY, values).one()
     return int(row.seen), int(row.changed)
 
@@ -104,7 +117,7 @@ def decay_batch(
 # Sessions whose whole conversation is older than the cutoff and already summarised (the
 # processed state covers the last message), with an episode memory and nothing pinned.
 COMPRESSIBLE = text(
-    """
+    f"""
     SELECT s.id AS session_id, s.namespace, e.memory_id, e.summary,
            max(c.ts) AS last_at, count(*) AS messages, s.title
     FROM chat_sessions s
@@ -112,6 +125,7 @@ COMPRESSIBLE = text(
     JOIN episodes e ON e.session_id = s.id AND e.memory_id IS NOT NULL
     JOIN processed_sessions p ON p.session_id = s.id
     WHERE (CAST(:namespace AS text) IS NULL OR s.namespace = :namespace)
+      AND {in_shard("s.namespace")}
       AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.session_id = s.id AND m.pinned)
     GROUP BY s.id, s.namespace, e.memory_id, e.summary, p.last_message_at, s.title
     HAVING max(c.ts) < :cutoff AND p.last_message_at >= max(c.ts)
@@ -201,10 +215,10 @@ class CompressCandidate:
 
 
 def compressible(
-    session: Session, cutoff: datetime, namespace: str | None
+    session: Session, cutoff: datetime, namespace: str | None, shard: Shard | None = None
 ) -> list[CompressCandidate]:
-    """Every session ready to be compressed, by id."""
-    params = {"cutoff": cutoff, "namespace": namespace}
+    """Every session (of a namespace, a shard) ready to be compressed, by id."""
+    params = {"cutoff": cutoff, "namespace": namespace, **shard_params(shard)}
     return [CompressCandidate(*row) for row in session.execute(COMPRESSIBLE, params)]
 
 
@@ -244,26 +258,29 @@ EPISODE_TEXTS = text("SELECT id, content FROM memories WHERE id = ANY(CAST(:ids 
 # Opt-in deletion. Hot rows past the cutoff, and then whole sessions whose conversation
 # ended before it (their episode, state and any memory left cascade); pinned ones stay.
 DELETE_EXPIRED = text(
-    """
+    f"""
     WITH gone AS (
         DELETE FROM memories
         WHERE occurred_at < :cutoff AND NOT pinned AND NOT :dry_run
           AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace)
+          AND {in_shard("namespace")}
         RETURNING 1
     )
     SELECT CASE WHEN :dry_run THEN (
                SELECT count(*) FROM memories
                WHERE occurred_at < :cutoff AND NOT pinned
-                 AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace))
+                 AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace)
+                 AND {in_shard("namespace")})
            ELSE (SELECT count(*) FROM gone) END
     """
 )
 DELETE_EXPIRED_SESSIONS = text(
-    """
+    f"""
     DELETE FROM chat_sessions s
     USING episodes e
     WHERE e.session_id = s.id AND e.ended_at < :cutoff
       AND (CAST(:namespace AS text) IS NULL OR s.namespace = :namespace)
+      AND {in_shard("s.namespace")}
       AND NOT EXISTS (SELECT 1 FROM chat_messages c WHERE c.session_id = s.id AND c.ts >= :cutoff)
       AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.session_id = s.id AND m.pinned)
       AND NOT EXISTS (SELECT 1 FROM archived_memories a WHERE a.session_id = s.id)
@@ -276,10 +293,15 @@ def memory_texts(session: Session, ids: Sequence[int]) -> dict[int, str]:
 
 
 def delete_expired(
-    session: Session, cutoff: datetime, namespace: str | None, dry_run: bool
+    session: Session,
+    cutoff: datetime,
+    namespace: str | None,
+    dry_run: bool,
+    shard: Shard | None = None,
 ) -> tuple[int, int]:
-    """Delete (or count) hot memories and sessions past the cutoff; (memories, sessions)."""
-    params = {"cutoff": cutoff, "namespace": namespace, "dry_run": dry_run}
+    """Delete (or count) hot memories and sessions past the cutoff (of a namespace, a
+    shard); (memories, sessions)."""
+    params = {"cutoff": cutoff, "dry_run": dry_run, "namespace": namespace, **shard_params(shard)}
     rows = int(session.execute(DELETE_EXPIRED, params).scalar_one())
     if dry_run:
         return rows, 0

@@ -41,18 +41,37 @@ def _open_with_embedder(settings: Settings) -> tuple[Store, ColdStore, MemoryRoo
     return store, open_cold_store(settings), open_memory_root(settings), embedder
 
 
+def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """``--shard`` checked before anything starts: ``i/n``, as the flow reads it."""
+    from storage.shards import Shard
+
+    try:
+        return None if value is None else str(Shard.parse(value))
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from error
+
+
 @click.command("aging")
 @click.option("--as-of", type=click.DateTime(_AS_OF_FORMATS), default=None)
 @click.option("--namespace", help="Only this namespace.")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
-def aging_command(as_of: datetime | None, namespace: str | None, dry_run: bool) -> None:
+@click.option(
+    "--shard",
+    metavar="I/N",
+    callback=_shard,
+    help="Only the namespaces of shard I of N (split by namespace hash), e.g. 2/4.",
+)
+def aging_command(
+    as_of: datetime | None, namespace: str | None, dry_run: bool, shard: str | None
+) -> None:
     """Run memory-aging once: decay, compress, archive, delete (when enabled)."""
     from flows.aging import memory_aging
 
     settings = load_settings()
     if as_of is not None and as_of.tzinfo is None:
         as_of = as_of.replace(tzinfo=settings.tz)
-    click.echo(memory_aging(as_of=as_of, namespace=namespace, dry_run=dry_run).markdown())
+    report = memory_aging(as_of=as_of, namespace=namespace, dry_run=dry_run, shard=shard)
+    click.echo(report.markdown())
 
 
 @click.command("forget")

@@ -1,20 +1,22 @@
 """The cold tier's index and bulk rows: ``archive_manifest``, archived memories, Arrow reads."""
 
+from storage.archive._due import (
+    count_archivable,
+    namespaces_older_than,
+    old_archived,
+    old_transcripts,
+)
 from storage.archive._manifest import (
     MEMORIES,
     TRANSCRIPT,
     ManifestEntry,
     archived_of_sessions,
     commit_memories,
-    count_archivable,
     delete_manifests,
     drop_archived_leftovers,
     locate,
     manifests,
     manifests_by_id,
-    namespaces_older_than,
-    old_archived,
-    old_transcripts,
     relax_commit,
     relink_episodes,
     replace_file,

@@ -17,6 +17,8 @@ import pyarrow as pa
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from storage.shards import Shard, in_shard, shard_params
+
 MEMORIES, TRANSCRIPT = "memories", "transcript"
 
 
@@ -83,6 +85,7 @@ MANIFESTS = text(
     f"""
     SELECT {_COLUMNS} FROM archive_manifest
     WHERE (CAST(:namespace AS text) IS NULL OR namespace = :namespace)
+      AND {in_shard("namespace")}
       AND (CAST(:kind AS text) IS NULL OR kind = :kind)
       AND (CAST(:statuses AS text[]) IS NULL OR status = ANY(CAST(:statuses AS text[])))
     ORDER BY id
@@ -92,14 +95,6 @@ MANIFESTS_BY_ID = text(f"SELECT {_COLUMNS} FROM archive_manifest WHERE id = ANY(
 TRANSCRIPTS_OF = text(
     f"SELECT {_COLUMNS} FROM archive_manifest "
     "WHERE kind = 'transcript' AND session_id = ANY(CAST(:sessions AS text[])) ORDER BY id"
-)
-OLD_TRANSCRIPTS = text(
-    f"""
-    SELECT {_COLUMNS} FROM archive_manifest
-    WHERE kind = 'transcript' AND last_at < :cutoff
-      AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace)
-    ORDER BY id
-    """
 )
 
 # Commit a verified file: its rows leave the hot table and are indexed here, in one step.
@@ -126,7 +121,9 @@ COMMIT_MEMORIES = text(
 )
 # Defence in depth: a hot row whose id a committed file already holds is a leftover copy.
 DROP_ARCHIVED_LEFTOVERS = text(
-    "DELETE FROM memories m USING archived_memories a WHERE a.memory_id = m.id"
+    "DELETE FROM memories m USING archived_memories a WHERE a.memory_id = m.id "
+    "AND (CAST(:namespace AS text) IS NULL OR m.namespace = :namespace) "
+    f"AND {in_shard('m.namespace')}"
 )
 LOCATE = text(
     """
@@ -138,13 +135,6 @@ LOCATE = text(
 ARCHIVED_OF_SESSION = text(
     "SELECT memory_id, manifest_id FROM archived_memories "
     "WHERE session_id = ANY(CAST(:sessions AS text[])) ORDER BY manifest_id, memory_id"
-)
-OLD_ARCHIVED = text(
-    """
-    SELECT memory_id, manifest_id FROM archived_memories
-    WHERE occurred_at < :cutoff AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace)
-    ORDER BY manifest_id, memory_id
-    """
 )
 UNINDEX = text("DELETE FROM archived_memories WHERE memory_id = ANY(CAST(:ids AS bigint[]))")
 COUNT_ARCHIVED = text(
@@ -186,13 +176,16 @@ def manifests(
     session: Session,
     *,
     namespace: str | None = None,
+    shard: Shard | None = None,
     kind: str | None = None,
     statuses: Sequence[str] | None = None,
 ) -> list[ManifestEntry]:
+    """The files (of a namespace, a shard, a kind, in these statuses), by id."""
     params = {
         "namespace": namespace,
         "kind": kind,
         "statuses": list(statuses) if statuses else None,
+        **shard_params(shard),
     }
     return _entries(session.execute(MANIFESTS, params).all())
 
@@ -203,13 +196,6 @@ def manifests_by_id(session: Session, ids: Sequence[int]) -> list[ManifestEntry]
 
 def transcripts_of(session: Session, session_ids: Sequence[str]) -> list[ManifestEntry]:
     return _entries(session.execute(TRANSCRIPTS_OF, {"sessions": list(session_ids)}).all())
-
-
-def old_transcripts(
-    session: Session, cutoff: datetime, namespace: str | None
-) -> list[ManifestEntry]:
-    params = {"cutoff": cutoff, "namespace": namespace}
-    return _entries(session.execute(OLD_TRANSCRIPTS, params).all())
 
 
 def commit_memories(session: Session, manifest_id: int, rows: pa.Table) -> int:
@@ -226,8 +212,12 @@ def commit_memories(session: Session, manifest_id: int, rows: pa.Table) -> int:
     return moved
 
 
-def drop_archived_leftovers(session: Session) -> int:
-    result = session.execute(DROP_ARCHIVED_LEFTOVERS)
+def drop_archived_leftovers(
+    session: Session, namespace: str | None = None, shard: Shard | None = None
+) -> int:
+    """Delete hot rows (of a namespace, a shard) whose id a committed file holds."""
+    params = {"namespace": namespace, **shard_params(shard)}
+    result = session.execute(DROP_ARCHIVED_LEFTOVERS, params)
     return int(getattr(result, "rowcount", 0))
 
 
@@ -238,11 +228,6 @@ def locate(session: Session, ids: Sequence[int]) -> dict[int, list[int]]:
 
 def archived_of_sessions(session: Session, session_ids: Sequence[str]) -> dict[int, list[int]]:
     return _grouped(session.execute(ARCHIVED_OF_SESSION, {"sessions": list(session_ids)}).all())
-
-
-def old_archived(session: Session, cutoff: datetime, namespace: str | None) -> dict[int, list[int]]:
-    params = {"cutoff": cutoff, "namespace": namespace}
-    return _grouped(session.execute(OLD_ARCHIVED, params).all())
 
 
 def unindex(session: Session, ids: Sequence[int]) -> None:
@@ -260,33 +245,6 @@ def _grouped(rows: Sequence[Any]) -> dict[int, list[int]]:
     return out
 
 
-# How many memories a run would archive (a dry run's answer; it reads every old row).
-COUNT_ARCHIVABLE = text(
-    """
-    SELECT count(*) FROM memories
-    WHERE occurred_at < :cutoff AND NOT pinned
-      AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace)
-    """
-)
-# Each namespace and its oldest memory, from the (namespace, occurred_at) index: a skip
-# over distinct namespaces, one index probe each, never a read of the whole table.
-NAMESPACE_FIRSTS = text(
-    """
-    WITH RECURSIVE spaces AS (
-        SELECT min(namespace) AS namespace FROM memories
-        WHERE CAST(:namespace AS text) IS NULL OR namespace = :namespace
-        UNION ALL
-        SELECT (SELECT min(m.namespace) FROM memories m
-                WHERE m.namespace > s.namespace
-                  AND (CAST(:namespace AS text) IS NULL OR m.namespace = :namespace))
-        FROM spaces s WHERE s.namespace IS NOT NULL
-    )
-    SELECT s.namespace,
-           (SELECT min(m.occurred_at) FROM memories m WHERE m.namespace = s.namespace) AS first
-    FROM spaces s WHERE s.namespace IS NOT NULL
-    ORDER BY s.namespace
-    """
-)
 # A restored episode memory becomes its episode's memory again.
 RELINK_EPISODES = text(
     """
@@ -296,17 +254,6 @@ RELINK_EPISODES = text(
       AND e.session_id = m.session_id AND e.memory_id IS NULL
     """
 )
-
-
-def count_archivable(session: Session, cutoff: datetime, namespace: str | None) -> int:
-    params = {"cutoff": cutoff, "namespace": namespace}
-    return int(session.execute(COUNT_ARCHIVABLE, params).scalar_one())
-
-
-def namespaces_older_than(session: Session, cutoff: datetime, namespace: str | None) -> list[str]:
-    """Every namespace (or just ``namespace``) whose oldest memory is older than ``cutoff``."""
-    rows = session.execute(NAMESPACE_FIRSTS, {"namespace": namespace})
-    return [str(ns) for ns, first in rows if first < cutoff]
 
 
 def relink_episodes(session: Session, ids: Sequence[int]) -> None:

@@ -1,4 +1,4 @@
-"""Archival to the cold tier, and taking rows back out of it (restore, purge, deletion).
+"""Archival to the cold tier (taking rows back out of it is ``_take_out``).
 
 Each file goes through three steps, each its own transaction, so an interruption at any
 point loses and duplicates nothing:
@@ -22,7 +22,6 @@ A file written but never recorded has a deterministic name, so the re-run overwr
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,6 +35,7 @@ from sqlalchemy.orm import Session
 
 from storage import archive
 from storage.archive import EARLIEST, ManifestEntry, MemoryReader, VectorBuffer, fetch_memories
+from storage.shards import Shard
 from tasks.aging._bulk_memory import bulk_memory
 from tasks.aging._cold_store import ColdStore, Scratch, memories_part
 
@@ -124,11 +124,22 @@ def _discard(engine: Engine, cold: ColdStore, entry: ManifestEntry) -> None:
         archive.delete_manifests(session, [entry.id])
 
 
-def recover(engine: Engine, cold: ColdStore, outcome: ArchiveOutcome) -> None:
-    """Finish or undo what an interrupted run left: uncommitted manifests."""
+def recover(
+    engine: Engine,
+    cold: ColdStore,
+    outcome: ArchiveOutcome,
+    namespace: str | None = None,
+    shard: Shard | None = None,
+) -> None:
+    """Finish or undo what an interrupted run left: uncommitted manifests (of the
+    namespace and shard, so never a file another shard's run is still writing)."""
     with Session(engine) as session:
         pending = archive.manifests(
-            session, kind=archive.MEMORIES, statuses=["written", "verified"]
+            session,
+            namespace=namespace,
+            shard=shard,
+            kind=archive.MEMORIES,
+            statuses=["written", "verified"],
         )
     for entry in pending:
         if verify_part(engine, cold, entry):
@@ -233,19 +244,21 @@ def archive_old(
     namespace: str | None,
     batch: int,
     dry_run: bool,
+    shard: Shard | None = None,
 ) -> ArchiveOutcome:
-    """Move unpinned memories that happened before ``cutoff`` to the cold tier.
+    """Move unpinned memories (of a namespace, a shard) that happened before ``cutoff``
+    to the cold tier.
 
     ``candidates`` is what a dry run counts, and what a real run found to archive."""
     outcome = ArchiveOutcome()
     with Session(engine) as session:
         if dry_run:
-            outcome.candidates = archive.count_archivable(session, cutoff, namespace)
+            outcome.candidates = archive.count_archivable(session, cutoff, namespace, shard)
             return outcome
-        namespaces = archive.namespaces_older_than(session, cutoff, namespace)
-    recover(engine, cold, outcome)
+        namespaces = archive.namespaces_older_than(session, cutoff, namespace, shard)
+    recover(engine, cold, outcome, namespace, shard)
     with Session(engine) as session, session.begin():
-        outcome.leftovers_dropped = archive.drop_archived_leftovers(session)
+        outcome.leftovers_dropped = archive.drop_archived_leftovers(session, namespace, shard)
     todo: SimpleQueue[str] = SimpleQueue()
     for name in namespaces:
         todo.put(name)
@@ -260,52 +273,3 @@ def archive_old(
             outcome.rows_archived += part.archived
             outcome.files += part.files
     return outcome
-
-
-OnCommit = Callable[[Session, pa.Table], None]
-
-
-def take_out(
-    engine: Engine,
-    cold: ColdStore,
-    manifest_id: int,
-    ids: list[int],
-    on_commit: OnCommit | None = None,
-) -> int:
-    """Remove ``ids`` from one archive file: rewrite it without them (or drop it if empty),
-    then, in one transaction, unindex them, repoint the manifest and run ``on_commit`` with
-    the removed rows (restore puts them back). The old file goes after the commit."""
-    with Session(engine) as session:
-        (entry,) = archive.manifests_by_id(session, [manifest_id])
-    table = cold.read(entry.uri)
-    chosen = pc.is_in(table.column("id"), value_set=pa.array(ids, type=pa.int64()))
-    removed, kept = table.filter(chosen), table.filter(pc.invert(chosen))
-    replacement = None
-    if kept.num_rows:
-        min_id, max_id = int(pc.min(kept.column("id")).as_py()), int(pc.max(kept["id"]).as_py())
-        part = memories_part(entry.namespace, entry.year, min_id, max_id, rewrite=True)
-        written = cold.write_verified(part, kept)
-        replacement = {
-            "uri": written.uri,
-            "row_count": written.rows,
-            "checksum": written.checksum,
-            "min_id": min_id,
-            "max_id": max_id,
-        }
-    with Session(engine) as session, session.begin():
-        archive.unindex(session, removed.column("id").to_pylist())
-        if replacement is None:
-            archive.delete_manifests(session, [entry.id])
-        else:
-            archive.replace_file(session, entry.id, replacement)
-        if on_commit is not None:
-            on_commit(session, removed)
-    cold.remove(entry.uri)
-    return int(removed.num_rows)
-
-
-def take_out_all(
-    engine: Engine, cold: ColdStore, grouped: dict[int, list[int]], on_commit: OnCommit | None
-) -> int:
-    """``take_out`` for every file that holds some of the ids."""
-    return sum(take_out(engine, cold, mid, ids, on_commit) for mid, ids in grouped.items())

@@ -12,15 +12,18 @@ objects and buffers. These defaults cost it dearly:
   (its system pool) meanwhile.
 
 ``bulk_memory()`` changes all three for a block and restores them after, releasing what
-the allocator kept (``malloc_trim``). Without glibc it only pauses the collector.
+the allocator kept (``malloc_trim``); blocks that overlap in threads restore them once,
+when the last ends. Without glibc it only pauses the collector.
 """
 
 from __future__ import annotations
 
 import ctypes
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -45,23 +48,52 @@ def _glibc() -> Any | None:
     return libc if has_all else None
 
 
-@contextmanager
-def bulk_memory() -> Iterator[None]:
-    """Pause the cycle collector and keep freed memory in the process for a block."""
-    libc, arrow_pool = _glibc(), pa.default_memory_pool()
-    collecting = gc.isenabled()
+@dataclass
+class _Blocks:
+    """The blocks of this process inside ``bulk_memory`` now (two shards' runs in threads
+    overlap), and what the first one found, which the last one restores."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    inside: int = 0
+    collecting: bool = True
+    arrow_pool: pa.MemoryPool | None = None
+
+
+_BLOCKS = _Blocks()
+
+
+def _enter(libc: Any | None) -> None:
+    _BLOCKS.collecting, _BLOCKS.arrow_pool = gc.isenabled(), pa.default_memory_pool()
     gc.disable()
     if libc is not None:
         libc.mallopt(M_MMAP_THRESHOLD, BULK_MMAP_THRESHOLD)
         libc.mallopt(M_TRIM_THRESHOLD, BULK_TRIM_THRESHOLD)
         pa.set_memory_pool(pa.system_memory_pool())
+
+
+def _leave(libc: Any | None) -> None:
+    if libc is not None and _BLOCKS.arrow_pool is not None:
+        pa.set_memory_pool(_BLOCKS.arrow_pool)  # each buffer still frees into its own pool
+        libc.mallopt(M_TRIM_THRESHOLD, DEFAULT_TRIM_THRESHOLD)
+        libc.mallopt(M_MMAP_THRESHOLD, DEFAULT_MMAP_THRESHOLD)
+        libc.malloc_trim(0)
+    if _BLOCKS.collecting:
+        gc.enable()
+
+
+@contextmanager
+def bulk_memory() -> Iterator[None]:
+    """Pause the cycle collector and keep freed memory in the process for a block. Blocks
+    may overlap in threads: the first in changes the settings, the last out restores them."""
+    libc = _glibc()
+    with _BLOCKS.lock:
+        if _BLOCKS.inside == 0:
+            _enter(libc)
+        _BLOCKS.inside += 1
     try:
         yield
     finally:
-        if libc is not None:
-            pa.set_memory_pool(arrow_pool)  # each buffer still frees into its own pool
-            libc.mallopt(M_TRIM_THRESHOLD, DEFAULT_TRIM_THRESHOLD)
-            libc.mallopt(M_MMAP_THRESHOLD, DEFAULT_MMAP_THRESHOLD)
-            libc.malloc_trim(0)
-        if collecting:
-            gc.enable()
+        with _BLOCKS.lock:
+            _BLOCKS.inside -= 1
+            if _BLOCKS.inside == 0:
+                _leave(libc)

@@ -26,6 +26,7 @@ from storage import aging, archive
 from storage.aging import CompressCandidate
 from storage.embedding import Embedder
 from storage.episodes import episode_text
+from storage.shards import Shard
 from tasks.aging._cold_store import ColdStore, transcript_part
 
 _TS = pa.timestamp("us", tz="UTC")
@@ -155,11 +156,13 @@ def compress_old(
     namespace: str | None,
     batch_size: int,
     dry_run: bool,
+    shard: Shard | None = None,
 ) -> CompressOutcome:
-    """Compress every session that ended before the cutoff, ``batch_size`` at a time."""
+    """Compress every session (of a namespace, a shard) that ended before the cutoff,
+    ``batch_size`` at a time."""
     total = CompressOutcome()
     with Session(engine) as session:
-        ready = aging.compressible(session, cutoff, namespace)
+        ready = aging.compressible(session, cutoff, namespace, shard)
     for first in range(0, len(ready), batch_size):
         batch = ready[first : first + batch_size]
         if dry_run:

@@ -19,9 +19,11 @@ from sqlalchemy.orm import Session
 from storage import aging, archive
 from storage.aging import DecayParams
 from storage.config import AgingSettings
-from tasks.aging._archival import ArchiveOutcome, take_out_all
+from storage.shards import Shard
+from tasks.aging._archival import ArchiveOutcome
 from tasks.aging._cold_store import ColdStore
 from tasks.aging._compression import CompressOutcome
+from tasks.aging._take_out import take_out_all
 from tasks.common import readable
 
 
@@ -68,7 +70,7 @@ def decay(engine: Engine, params: DecayParams, batch: int = 50_000) -> DecayOutc
     out = DecayOutcome()
     for episodes in (False, True):
         with Session(engine) as session:
-            ids = aging.id_range(session, params.namespace, episodes=episodes)
+            ids = aging.id_range(session, params.namespace, shard=params.shard, episodes=episodes)
         for lo in range(ids.start, ids.stop, batch):
             with Session(engine) as session, session.begin():
                 seen, written = aging.decay_batch(
@@ -91,17 +93,19 @@ def delete_old(
     namespace: str | None,
     enabled: bool,
     dry_run: bool,
+    shard: Shard | None = None,
 ) -> DeleteOutcome:
-    """Past ``cutoff``: archived rows (files rewritten), transcripts, hot rows, sessions."""
+    """Past ``cutoff``: archived rows (files rewritten), transcripts, hot rows, sessions
+    (of a namespace, a shard)."""
     if not enabled:
         return DeleteOutcome()
     out = DeleteOutcome(enabled=True)
     with Session(engine) as session:
-        grouped = archive.old_archived(session, cutoff, namespace)
-        transcripts = archive.old_transcripts(session, cutoff, namespace)
+        grouped = archive.old_archived(session, cutoff, namespace, shard)
+        transcripts = archive.old_transcripts(session, cutoff, namespace, shard)
     if dry_run:
         with Session(engine) as session:
-            out.hot_rows, _ = aging.delete_expired(session, cutoff, namespace, True)
+            out.hot_rows, _ = aging.delete_expired(session, cutoff, namespace, True, shard)
         out.archived_rows = sum(len(ids) for ids in grouped.values())
         out.transcripts = len(transcripts)
         return out
@@ -112,7 +116,7 @@ def delete_old(
         cold.remove(entry.uri)
         out.transcripts += 1
     with Session(engine) as session, session.begin():
-        out.hot_rows, out.sessions = aging.delete_expired(session, cutoff, namespace, False)
+        out.hot_rows, out.sessions = aging.delete_expired(session, cutoff, namespace, False, shard)
     return out
 
 
@@ -123,6 +127,7 @@ class AgingReport:
     as_of: str
     namespace: str | None
     dry_run: bool
+    shard: str | None = None  # "2/4": the namespaces of shard 2 of a split in 4
     decay: DecayOutcome = field(default_factory=DecayOutcome)
     compression: CompressOutcome = field(default_factory=CompressOutcome)
     archival: ArchiveOutcome = field(default_factory=ArchiveOutcome)
@@ -135,7 +140,8 @@ class AgingReport:
     def markdown(self) -> str:
         lines = [
             f"# memory-aging as of {readable(self.as_of)}",
-            f"namespace: {self.namespace or 'all'} · dry run: {'yes' if self.dry_run else 'no'}",
+            f"namespace: {self.namespace or 'all'} · shard: {self.shard or 'all'} · "
+            f"dry run: {'yes' if self.dry_run else 'no'}",
             "",
             "| step | counts | seconds |",
             "| --- | --- | --- |",

@@ -10,6 +10,7 @@ from prefect.cache_policies import NO_CACHE
 from storage.aging import DecayParams
 from storage.embedding import Embedder
 from storage.engine import Store
+from storage.shards import Shard
 from tasks.aging._archival import ArchiveOutcome, archive_old
 from tasks.aging._cold_store import ColdStore
 from tasks.aging._compression import CompressOutcome, compress_old
@@ -40,9 +41,12 @@ def compress_task(
     embedder: Embedder,
     cutoff: datetime,
     namespace: str | None,
+    shard: Shard | None,
     dry_run: bool,
 ) -> CompressOutcome:
-    out = compress_old(store.engine, cold, embedder, cutoff, namespace, COMPRESS_BATCH, dry_run)
+    out = compress_old(
+        store.engine, cold, embedder, cutoff, namespace, COMPRESS_BATCH, dry_run, shard
+    )
     get_run_logger().info(
         "compression: %d sessions, %d turns folded, %d messages to the cold tier",
         out.sessions,
@@ -54,10 +58,15 @@ def compress_task(
 
 @task(name="archive-memories", cache_policy=NO_CACHE, **IO_RETRY)
 def archive_task(
-    store: Store, cold: ColdStore, cutoff: datetime, namespace: str | None, dry_run: bool
+    store: Store,
+    cold: ColdStore,
+    cutoff: datetime,
+    namespace: str | None,
+    shard: Shard | None,
+    dry_run: bool,
 ) -> ArchiveOutcome:
     batch = store.settings.aging.archive_batch
-    out = archive_old(store.engine, cold, cutoff, namespace, batch, dry_run)
+    out = archive_old(store.engine, cold, cutoff, namespace, batch, dry_run, shard)
     get_run_logger().info(
         "archival: %d candidates, %d rows in %d files (%d recovered, %d discarded)",
         out.candidates,
@@ -71,10 +80,15 @@ def archive_task(
 
 @task(name="delete-expired", cache_policy=NO_CACHE, **IO_RETRY)
 def delete_task(
-    store: Store, cold: ColdStore, cutoff: datetime, namespace: str | None, dry_run: bool
+    store: Store,
+    cold: ColdStore,
+    cutoff: datetime,
+    namespace: str | None,
+    shard: Shard | None,
+    dry_run: bool,
 ) -> DeleteOutcome:
     enabled = store.settings.aging.deletion_enabled
-    out = delete_old(store.engine, cold, cutoff, namespace, enabled, dry_run)
+    out = delete_old(store.engine, cold, cutoff, namespace, enabled, dry_run, shard)
     if not enabled:
         get_run_logger().info("deletion is off (ARCHIVIST_AGING__DELETION_ENABLED)")
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -12,9 +13,12 @@ from deployments.commands.privacy import COMMANDS
 from flows.aging import memory_aging
 from flows.forget import memory_forget
 from storage.config import Settings
-from storage.engine import open_store
+from storage.engine import Store, open_store
+from storage.shards import Shard
+from tasks.aging import open_cold_store
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import AS_OF, LONG_AGO, MONTHS_AGO, RECENTLY, synced_session
+from tests.tasks.aging.sharding import NAMESPACES, seed, state
 
 
 def counts(settings: Settings) -> dict[str, int]:
@@ -78,3 +82,59 @@ def test_cli_commands_refuse_without_confirm_and_run_with_it(flow_env: Settings)
     done = runner.invoke(commands["forget"], ["alice", "--confirm"])
     assert done.exit_code == 0, done.output
     assert "forgot alice" in done.output
+
+
+def test_aging_as_four_shards_ends_as_one_run_and_each_shard_leaves_the_rest_alone(
+    flow_env: Settings, new_store: Callable[[str], Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ARCHIVIST_AGING__DELETION_ENABLED", "true")
+    sharded, whole = open_store(flow_env), new_store("whole")
+    cold, whole_cold = open_cold_store(flow_env), open_cold_store(whole.settings)
+    seed(sharded, cold)
+    seed(whole, whole_cold)
+
+    for shard in Shard.all(4):
+        mine = {ns for ns in NAMESPACES if shard.holds(ns)}
+        before = state(sharded, cold), state(sharded, cold, versions=True)
+        report = memory_aging(as_of=AS_OF, shard=str(shard))
+        after = state(sharded, cold), state(sharded, cold, versions=True)
+        for was, now in zip(before, after, strict=True):  # rows, versions, files: as they were
+            assert {ns: now.get(ns) for ns in NAMESPACES if ns not in mine} == {
+                ns: was.get(ns) for ns in NAMESPACES if ns not in mine
+            }, shard
+        assert all(after[0][ns] != before[0][ns] for ns in mine)
+        assert (report.shard, report.deletion.sessions) == (str(shard), len(mine))
+        assert f"shard: {shard}" in report.markdown()
+    whole_settings = whole.settings
+    assert whole_settings.database_url is not None
+    monkeypatch.setenv("ARCHIVIST_DATABASE_URL", whole_settings.database_url.get_secret_value())
+    monkeypatch.setenv("ARCHIVIST_DATA_DIR", str(whole_settings.data_dir))
+    monkeypatch.setenv("ARCHIVIST_MEMORY_ROOT", whole_settings.memory_root_url)
+    report = memory_aging(as_of=AS_OF)
+
+    assert report.shard is None and "shard: all" in report.markdown()
+    expected = state(whole, whole_cold)
+    assert all(len(expected[ns]["archived"]) == 9 for ns in NAMESPACES)  # every step had work
+    assert state(sharded, cold) == expected
+    with sharded.engine.connect() as conn:
+        recorded = conn.execute(
+            text("SELECT parameters ->> 'shard', status FROM runs ORDER BY started_at")
+        ).all()
+    assert [tuple(r) for r in recorded] == [(f"{i}/4", "completed") for i in range(1, 5)]
+
+
+def test_a_malformed_shard_is_refused_and_nothing_runs(flow_env: Settings) -> None:
+    store = open_store(flow_env)
+    put(store, "alice", ["ancient note"], AS_OF - timedelta(days=900))
+    before = counts(flow_env)
+
+    with pytest.raises(ValueError, match=r"shard 5/4: expected i/n with 1 <= i <= n"):
+        memory_aging(as_of=AS_OF, shard="5/4")
+    with pytest.raises(Exception, match=r"shard[\s\S]*should match pattern"):
+        memory_aging(as_of=AS_OF, shard="two/4")
+    refused = CliRunner().invoke({c.name: c for c in COMMANDS}["aging"], ["--shard", "0/4"])
+
+    assert refused.exit_code == 2 and "shard '0/4': expected i/n, for example 2/4" in refused.output
+    assert counts(flow_env) == before
+    with store.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM runs")).scalar_one() == 0

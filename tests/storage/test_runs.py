@@ -56,6 +56,26 @@ def test_the_next_run_of_a_flow_marks_its_killed_run_crashed(fresh_db: str) -> N
     assert rows(fresh_db)[live.run_id] == (SYNC, "completed", True, None)
 
 
+def test_shards_of_one_flow_running_at_once_leave_each_other_running(fresh_db: str) -> None:
+    # The shards of memory-aging on one host: in another process, and two in this one.
+    aging = "memory-aging"
+    engine = create_engine(fresh_db)
+    with RunningFlow(fresh_db, aging) as other_process:
+        shards = []
+        for shard in ("2/4", "3/4"):
+            with Session(engine) as session, session.begin():
+                params = {"shard": shard}
+                shards.append(runs.start_run(session, aging, datetime.now(UTC), params, None))
+        with Session(engine) as session, session.begin():
+            crashed = runs.mark_crashed(session)  # as the watchdog does
+        found = rows(fresh_db)
+        other_process.finish()
+    engine.dispose()
+
+    assert crashed == []
+    assert {found[i][1] for i in [other_process.run_id, *shards]} == {"running"}
+
+
 def test_a_run_of_another_host_counts_as_crashed_only_after_a_day(fresh_db: str) -> None:
     engine = create_engine(fresh_db)
     now = datetime.now(UTC)

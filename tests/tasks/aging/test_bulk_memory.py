@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import threading
 
 import pyarrow as pa
 import pytest
@@ -67,3 +68,32 @@ def test_the_collector_pauses_and_comes_back_as_it_was(enabled: bool) -> None:
         assert gc.isenabled() is enabled
     finally:
         gc.enable()
+
+
+def test_blocks_that_overlap_in_threads_restore_the_settings_when_the_last_ends() -> None:
+    # Two shards' archival in one process: the first block ends while the second runs.
+    before = pa.default_memory_pool().backend_name
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, object] = {}
+
+    def first() -> None:
+        with bulk_memory():
+            first_in.set()
+            second_in.wait(10)
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(10)
+        with bulk_memory():
+            second_in.set()
+            first_out.wait(10)
+            seen.update(pool=pa.default_memory_pool().backend_name, collecting=gc.isenabled())
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+
+    assert seen == {"pool": "system", "collecting": False}  # still inside the second block
+    assert pa.default_memory_pool().backend_name == before and gc.isenabled()
