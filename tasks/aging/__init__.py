@@ -2,8 +2,8 @@
 
 from tasks.aging._archival import take_out_all
 from tasks.aging._cold_store import ColdStore, namespace_folders, open_cold_store
-from tasks.aging._run import AgingReport, cutoffs, timed
-from tasks.aging._steps import archive_task, compress_task, decay_task, delete_task
+from tasks.aging._run import AgingReport, cutoffs
+from tasks.aging._steps import archive_task, compress_task, decay_task, delete_task, timed
 
 __all__ = [
     "AgingReport",
