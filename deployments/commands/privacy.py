@@ -47,12 +47,16 @@ def _open_with_embedder(settings: Settings) -> tuple[Store, ColdStore, MemoryRoo
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
 def aging_command(as_of: datetime | None, namespace: str | None, dry_run: bool) -> None:
     """Run memory-aging once: decay, compress, archive, delete (when enabled)."""
-    from flows.aging import memory_aging
+    from deployments.progress import progress_bars
 
     settings = load_settings()
     if as_of is not None and as_of.tzinfo is None:
         as_of = as_of.replace(tzinfo=settings.tz)
-    click.echo(memory_aging(as_of=as_of, namespace=namespace, dry_run=dry_run).markdown())
+    with progress_bars() as bars, bars.following_runs():
+        from flows.aging import memory_aging  # Prefect: after following_runs
+
+        report = memory_aging(as_of=as_of, namespace=namespace, dry_run=dry_run)
+    click.echo(report.markdown())
 
 
 @click.command("forget")
