@@ -91,8 +91,11 @@ def db_upgrade() -> None:
 def ingest(url: str) -> None:
     """Load JSONL transcripts from URL (a folder, a file, or s3://...) into the store."""
     from deployments.commands.sync import ingest_transcripts
+    from deployments.progress import progress_bars
 
-    ingest_transcripts(load_settings(), url, click.echo)
+    settings = load_settings()
+    with progress_bars() as bars:
+        ingest_transcripts(settings, url, bars)
 
 
 _AS_OF_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
@@ -118,17 +121,21 @@ def sync(
     transcripts_url: str | None,
 ) -> None:
     """Run memory-sync-daily once and print its report."""
-    from deployments.commands.sync import run_sync
+    from deployments.progress import progress_bars
 
-    report = run_sync(
-        load_settings(),
-        as_of=as_of,
-        namespace=namespace,
-        dry_run=dry_run,
-        window_hours=window_hours,
-        min_user_messages=min_user_messages,
-        transcripts_url=transcripts_url,
-    )
+    settings = load_settings()
+    with progress_bars() as bars, bars.following_runs():
+        from deployments.commands.sync import run_sync  # Prefect: after following_runs
+
+        report = run_sync(
+            settings,
+            as_of=as_of,
+            namespace=namespace,
+            dry_run=dry_run,
+            window_hours=window_hours,
+            min_user_messages=min_user_messages,
+            transcripts_url=transcripts_url,
+        )
     click.echo(report.markdown())
 
 
@@ -138,9 +145,13 @@ def demo(days: int) -> None:
     """Generate sample conversations, load them, and back-fill the daily sync up to today."""
     # A quiet terminal, yet every flow run's INFO logs reach the API and its UI.
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
-    from deployments.commands.sync import run_demo
+    from deployments.progress import progress_bars
 
-    run_demo(load_settings(), days, click.echo)
+    settings = load_settings()
+    with progress_bars() as bars, bars.following_runs():
+        from deployments.commands.sync import run_demo  # Prefect: after following_runs
+
+        run_demo(settings, days, bars)
 
 
 _TIME_RANGES = ["today", "week", "month", "recent", "all"]
@@ -220,8 +231,11 @@ def prime(namespace: str, message: str | None, as_json: bool) -> None:
 def index(min_rows: int | None) -> None:
     """Move large namespaces' memories into the HNSW index (fast search at scale)."""
     from deployments.commands.retrieval import run_index
+    from deployments.progress import progress_bars
 
-    run_index(load_settings(), min_rows, click.echo)
+    settings = load_settings()
+    with progress_bars() as bars:
+        run_index(settings, min_rows, bars)
 
 
 def _localize(moment: datetime | None, settings: Settings) -> datetime | None:

@@ -8,11 +8,11 @@ from typing import Annotated
 from prefect import flow
 from pydantic import Field
 
-from flows.common import resolve_as_of
+from flows.common import resolve_as_of, resolve_shard
 from storage.aging import DecayParams
 from storage.config import Settings
 from storage.records import NAMESPACE_PATTERN
-from storage.shards import SHARD_PATTERN, Shard
+from storage.shards import SHARD_PATTERN
 from tasks.aging import (
     AgingReport,
     archive_task,
@@ -49,10 +49,11 @@ def memory_aging(
             in ARCHIVIST_TIMEZONE. Empty: now.
         namespace: Only this namespace (one user or project). Empty: every namespace.
         dry_run: Report what would change and write nothing.
-        shard: Only the namespaces of shard i/n (for example 2/4) of a split by namespace
-            hash, so n runs can share the work. Empty: all.
+        shard: Only the namespaces of shard i/n (for example 2/4) of a split by a
+            stable hash of the namespace, so several workers share the work (see
+            memory-sharded-run). Empty: every namespace.
     """
-    part = Shard.parse(shard) if shard else None
+    part = resolve_shard(shard)
     label = str(part) if part else None
     settings = Settings()
     moment = resolve_as_of(as_of, settings)

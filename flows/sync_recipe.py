@@ -13,7 +13,9 @@ from prefect import get_run_logger
 from storage.config import Settings
 from storage.shards import Shard
 from tasks.common import connect_task, finish_run, publish_report, start_run
+from tasks.progress import progress
 from tasks.sync import (
+    SESSIONS,
     BatchOutcome,
     FlushOutcome,
     SyncReport,
@@ -61,12 +63,17 @@ def sync_sessions(
     ingested = ingest_task(store, transcripts_url, dry_run) if transcripts_url else None
     plan = plan_task(store, as_of, window_hours, min_user_messages, namespace, idle_minutes, shard)
     ctx = build_context(settings, embedder, as_of, run_id, dry_run)
-    written, size = BatchOutcome(), settings.sync.batch_size
+    written, size, done = BatchOutcome(), settings.sync.batch_size, 0
     batches = [plan.to_process[i : i + size] for i in range(0, len(plan.to_process), size)]
     for number, batch in enumerate(batches, start=1):
         written.merge(process_batch_task(store, ctx, batch))
+        done += len(batch)
         get_run_logger().info(
-            "batch %d/%d: %d sessions written", number, len(batches), written.sessions
+            "batch %d/%d: %d sessions written",
+            number,
+            len(batches),
+            written.sessions,
+            extra=progress(SESSIONS, done, len(plan.to_process)),
         )
     flushed = FlushOutcome() if dry_run else write_files_task(store, None, shard)
     report = build_report(

@@ -150,3 +150,13 @@ def files(root: Path, *, drop_ids: bool = False) -> dict[str, str]:
             body = re.sub(r"memories=[0-9,]*", "memories=…", body)
         out[str(path.relative_to(root))] = body
     return out
+
+
+def final_bar(stderr: str, label: str) -> list[str]:
+    """The last drawn state of the progress bar ``label`` in a terminal's stderr, as words."""
+    import re
+
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", stderr)
+    frames = [line for line in re.split(r"[\r\n]", plain) if line.startswith(label)]
+    assert frames, f"no bar {label!r} in {plain[-2000:]!r}"
+    return frames[-1][len(label) :].split()

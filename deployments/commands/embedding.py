@@ -5,7 +5,7 @@ Registered on the ``archivist`` group in ``deployments/cli.py``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,7 +14,8 @@ from storage.config import Settings
 from storage.errors import InputError
 from storage.records import NAMESPACE
 
-Echo = Callable[[str], None]
+if TYPE_CHECKING:
+    from deployments.progress import Bars
 
 
 @click.command("reembed")
@@ -28,10 +29,14 @@ Echo = Callable[[str], None]
 )
 def reembed_command(namespace: str | None, batch_size: int) -> None:
     """Re-embed every memory with the configured embedding model (resumable)."""
-    run_reembed(load_settings(), namespace, batch_size, click.echo)
+    from deployments.progress import progress_bars
+
+    settings = load_settings()
+    with progress_bars() as bars:
+        run_reembed(settings, namespace, batch_size, bars)
 
 
-def run_reembed(settings: Settings, namespace: str | None, batch_size: int, echo: Echo) -> None:
+def run_reembed(settings: Settings, namespace: str | None, batch_size: int, bars: Bars) -> None:
     """Re-embed with progress, then say whether the store now uses the new model."""
     from storage.embedding import make_embedder
     from storage.engine import open_store
@@ -48,14 +53,16 @@ def run_reembed(settings: Settings, namespace: str | None, batch_size: int, echo
         embedder,
         namespace=namespace,
         batch=batch_size,
-        on_progress=lambda done, total: echo(f"  {done}/{total} memories re-embedded"),
+        on_progress=lambda done, total: bars.update(
+            "memories re-embedded", done, total, line=f"  {done}/{total} memories re-embedded"
+        ),
     )
     if out.already_current:
-        echo(f"the store already uses {out.model}; nothing to do")
+        bars.echo(f"the store already uses {out.model}; nothing to do")
     elif out.swapped:
-        echo(f"{out.embedded} memories re-embedded; the store now uses {out.model}")
+        bars.echo(f"{out.embedded} memories re-embedded; the store now uses {out.model}")
     else:
-        echo(
+        bars.echo(
             f"{out.embedded} memories re-embedded; {out.pending} in other namespaces still "
             f"wait, and the store keeps its old vectors until `archivist reembed` ends them"
         )

@@ -23,9 +23,13 @@ from storage.errors import ArchivistError
 from storage.scoring import PRESETS, resolve_weights
 
 if TYPE_CHECKING:
+    from deployments.progress import Bars
     from tasks.evaluation import BuildReport, EvalInputs, QueryRun, QuestionScore
 
 Echo = Callable[[str], None]
+# Labels of the bars the eval draws (``deployments.progress``).
+DAYS = "days of memory built"
+QUESTIONS = "questions asked"
 
 
 def _ks(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[int, ...]:
@@ -70,7 +74,8 @@ def run_eval(
     *,
     preset: str | None,
     ks: Sequence[int],
-    allow_existing: bool = False,
+    allow_existing: bool,
+    bars: Bars,
 ) -> EvalResult:
     """Read the labelled set, build memory the daily sync's way, ask every question, score."""
     from storage.retrieval import Retriever
@@ -97,9 +102,16 @@ def run_eval(
         retriever.embedder,
         settings.tz,
         settings.sync.batch_size,
+        on_day=lambda n, total: bars.update(DAYS, n, total),
     )
     label, weights = _weights_of(settings, preset)
-    runs = run_queries(retriever, inputs.queries, max(ks), weights)
+    runs = run_queries(
+        retriever,
+        inputs.queries,
+        max(ks),
+        weights,
+        on_query=lambda n, total: bars.update(QUESTIONS, n, total),
+    )
     namespaces = {t.session.id: t.session.namespace for t in inputs.transcripts}
     scores = [score_question(r.query, r.hits, ks, namespaces) for r in runs]
     return EvalResult(label, weights, tuple(ks), inputs, build, tuple(runs), tuple(scores))
@@ -233,10 +245,20 @@ def eval_command(
     whose labelled namespaces already hold other data. Evidence messages are named
     "<session_id>:<message_id>".
     """
+    from deployments.progress import progress_bars
+
     try:
-        result = run_eval(
-            load_settings(), sessions, queries, preset=preset, ks=ks, allow_existing=allow_existing
-        )
+        settings = load_settings()
+        with progress_bars(enabled=json_path is None) as bars:
+            result = run_eval(
+                settings,
+                sessions,
+                queries,
+                preset=preset,
+                ks=ks,
+                allow_existing=allow_existing,
+                bars=bars,
+            )
     except ArchivistError as exc:
         raise click.ClickException(str(exc)) from exc
     render(result, click.echo)

@@ -6,11 +6,14 @@ import json
 import textwrap
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storage.config import Settings
 from storage.retrieval import Hit, Retriever, TimeRange
 from storage.scoring import PRESETS, parse_weights, resolve_weights
+
+if TYPE_CHECKING:
+    from deployments.progress import Bars
 
 Echo = Callable[[str], None]
 
@@ -96,7 +99,7 @@ def as_json(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False)
 
 
-def run_index(settings: Settings, min_rows: int | None, echo: Echo) -> dict[str, int]:
+def run_index(settings: Settings, min_rows: int | None, bars: Bars) -> dict[str, int]:
     """Flag large namespaces' memories into the HNSW index, with progress."""
     from storage.engine import open_store
     from storage.migrate import require_current
@@ -108,7 +111,9 @@ def run_index(settings: Settings, min_rows: int | None, echo: Echo) -> dict[str,
     done = refresh_ann_index(
         store.engine,
         threshold,
-        on_progress=lambda ns, n, total: echo(f"  {ns}: {n}/{total} rows indexed"),
+        on_progress=lambda ns, n, total: bars.update(
+            f"indexing {ns}", n, total, line=f"  {ns}: {n}/{total} rows indexed"
+        ),
     )
-    echo(f"{sum(done.values())} rows indexed in {len(done)} namespaces of >= {threshold} rows")
+    bars.echo(f"{sum(done.values())} rows indexed in {len(done)} namespaces of >= {threshold} rows")
     return done

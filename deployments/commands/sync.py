@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import date, datetime, time, timedelta
+from typing import TYPE_CHECKING
 
 import fsspec
 
@@ -12,7 +12,12 @@ from storage.engine import open_store
 from storage.migrate import upgrade
 from tasks.sync import IngestReport, JsonlTranscripts, SyncReport, ingest
 
-Echo = Callable[[str], None]
+if TYPE_CHECKING:
+    from deployments.progress import Bars
+
+# Labels of the bars these commands draw (``deployments.progress``).
+FILES = "transcript files"
+DAYS = "days back-filled"
 
 
 def upgrade_schema(settings: Settings) -> str:
@@ -25,10 +30,11 @@ def upgrade_schema(settings: Settings) -> str:
     return f"schema upgraded {before or 'empty'} -> {after} ({where})"
 
 
-def ingest_transcripts(settings: Settings, url: str, echo: Echo) -> IngestReport:
+def ingest_transcripts(settings: Settings, url: str, bars: Bars) -> IngestReport:
     """Load transcripts and print counts and every problem."""
     from storage.migrate import require_current
 
+    echo = bars.echo
     store = open_store(settings)
     require_current(store.engine, settings)
     fs, root = fsspec.core.url_to_fs(url, **settings.storage_options)
@@ -39,8 +45,14 @@ def ingest_transcripts(settings: Settings, url: str, echo: Echo) -> IngestReport
     report = ingest(
         store.engine,
         source,
-        on_batch=lambda r: echo(f"  loaded {r.sessions}/{total} files, {r.messages} messages"),
+        on_batch=lambda r: bars.update(
+            FILES,
+            r.files,
+            total,
+            line=f"  loaded {r.sessions}/{total} files, {r.messages} messages",
+        ),
     )
+    bars.update(FILES, total, total)  # every file read, the bad ones too
     for problem in report.problems:
         echo(f"  bad input: {problem}")
     echo(
@@ -85,13 +97,14 @@ def demo_days(settings: Settings, days: int, now: datetime) -> list[datetime]:
     ]
 
 
-def run_demo(settings: Settings, days: int, echo: Echo, now: datetime | None = None) -> None:
+def run_demo(settings: Settings, days: int, bars: Bars, now: datetime | None = None) -> None:
     """Sample data in, daily sync back-filled day by day, and where to look."""
     from flows.daily_sync import memory_sync_daily
     from flows.weekly_tidy import memory_weekly_tidy
     from tasks.files import open_memory_root
     from tasks.samples import generate_demo, write_transcripts
 
+    echo = bars.echo
     now = now or datetime.now(settings.tz)
     echo(upgrade_schema(settings))
     runs = demo_days(settings, days, now)
@@ -99,10 +112,12 @@ def run_demo(settings: Settings, days: int, echo: Echo, now: datetime | None = N
     fs, root = fsspec.core.url_to_fs(str(settings.data_dir / "demo" / "transcripts"))
     written = write_transcripts(fs, root, files)
     echo(f"sample transcripts: {len(files)} files in {root} ({written} new or changed)")
-    ingest_transcripts(settings, root, echo)
+    ingest_transcripts(settings, root, bars)
     echo(f"back-filling memory-sync-daily for {len(runs)} days (Prefect starts first)...")
+    bars.update(DAYS, 0, len(runs))
     for number, as_of in enumerate(runs, start=1):
         report = memory_sync_daily(as_of=as_of)
+        bars.update(DAYS, number, len(runs), f"{as_of:%Y-%m-%d}")
         w = report.written
         echo(
             f"  [{number:>2}/{len(runs)}] {as_of:%Y-%m-%d %H:%M}: {report.sessions_seen} sessions,"

@@ -1,8 +1,8 @@
 """``memory-aging``'s work: salience decay, compression, archival to the cold tier, deletion."""
 
 from tasks.aging._cold_store import ColdStore, namespace_folders, open_cold_store
-from tasks.aging._run import AgingReport, cutoffs, timed
-from tasks.aging._steps import archive_task, compress_task, decay_task, delete_task
+from tasks.aging._run import AgingReport, cutoffs
+from tasks.aging._steps import archive_task, compress_task, decay_task, delete_task, timed
 from tasks.aging._take_out import take_out_all
 
 __all__ = [

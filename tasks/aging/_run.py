@@ -6,9 +6,6 @@ Compression lives in ``_compression`` and archival in ``_archival``; the flow
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -120,6 +117,10 @@ def delete_old(
     return out
 
 
+# The run's steps, in the order ``memory-aging`` runs them.
+STEPS = ("decay", "compression", "archival", "deletion")
+
+
 @dataclass
 class AgingReport:
     """What one ``memory-aging`` run did, step by step (a dry run: what it would do)."""
@@ -146,15 +147,7 @@ class AgingReport:
             "| step | counts | seconds |",
             "| --- | --- | --- |",
         ]
-        for step in ("decay", "compression", "archival", "deletion"):
+        for step in STEPS:
             counts = ", ".join(f"{k} {v}" for k, v in asdict(getattr(self, step)).items())
             lines.append(f"| {step} | {counts} | {self.seconds.get(step, 0.0):.2f} |")
         return "\n".join(lines) + "\n"
-
-
-@contextmanager
-def timed(report: AgingReport, step: str) -> Iterator[None]:
-    """Record a step's wall time in the report."""
-    started = time.perf_counter()
-    yield
-    report.seconds[step] = round(time.perf_counter() - started, 3)

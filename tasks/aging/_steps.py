@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
 from prefect import get_run_logger, task
@@ -14,10 +17,35 @@ from storage.shards import Shard
 from tasks.aging._archival import ArchiveOutcome, archive_old
 from tasks.aging._cold_store import ColdStore
 from tasks.aging._compression import CompressOutcome, compress_old
-from tasks.aging._run import DecayOutcome, DeleteOutcome, decay, delete_old
+from tasks.aging._run import STEPS, AgingReport, DecayOutcome, DeleteOutcome, decay, delete_old
 from tasks.common import IO_RETRY
+from tasks.progress import progress
 
 COMPRESS_BATCH = 500
+# The label of the run's progress (``tasks.progress``): steps done of ``STEPS``.
+AGING_STEPS = "aging steps"
+
+
+@contextmanager
+def timed(report: AgingReport, step: str) -> Iterator[None]:
+    """Record a step's wall time in the report; log its start and end as progress."""
+    logger, number, total = get_run_logger(), STEPS.index(step) + 1, len(STEPS)
+    logger.info(
+        "%s: step %d of %d",
+        step,
+        number,
+        total,
+        extra=progress(AGING_STEPS, number - 1, total, step),
+    )
+    started = time.perf_counter()
+    yield
+    report.seconds[step] = round(time.perf_counter() - started, 3)
+    logger.info(
+        "%s: done in %.2f s",
+        step,
+        report.seconds[step],
+        extra=progress(AGING_STEPS, number, total, step),
+    )
 
 
 @task(name="decay-salience", cache_policy=NO_CACHE, **IO_RETRY)

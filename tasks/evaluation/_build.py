@@ -9,7 +9,7 @@ not written. The eval writes into the configured store, so point it at a scratch
 from __future__ import annotations
 
 import time as clock
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
@@ -34,6 +34,8 @@ from tasks.sync import (
 
 MIN_USER_MESSAGES = 1
 EARLIEST = datetime.min.replace(tzinfo=UTC)
+
+OnProgress = Callable[[int, int], None]
 
 
 class _Listed:
@@ -132,19 +134,25 @@ def build_memory(
     embedder: Embedder,
     tz: tzinfo,
     batch_size: int = 500,
+    on_day: OnProgress | None = None,
 ) -> BuildReport:
-    """Ingest the sessions, then run the sync step as of the end of each day with messages."""
+    """Ingest the sessions, then run the sync step as of the end of each day with messages.
+
+    ``on_day(done, total)`` hears of each day synced.
+    """
     ingested = ingest(engine, _Listed(transcripts))
     labelled = {t.session.id for t in transcripts}
     days = local_days(transcripts, tz)
     report = BuildReport(ingested.sessions, ingested.messages, len(days))
     current: set[str] = set()
-    for day in days:
+    for number, day in enumerate(days, start=1):
         as_of, hours = day_run(day, tz)
         ctx = SyncContext(HeuristicExtractor(), embedder, as_of, tz, run_id=None)
         outcome, synced = _sync_day(engine, ctx, hours, labelled, batch_size)
         report.written.merge(outcome)
         current |= synced
+        if on_day is not None:
+            on_day(number, len(days))
     report.without_memory = sorted(labelled - current)
     return report
 
@@ -163,8 +171,12 @@ def run_queries(
     queries: Sequence[EvalQuery],
     limit: int,
     weights: dict[str, float] | None = None,
+    on_query: OnProgress | None = None,
 ) -> list[QueryRun]:
-    """Ask each question as of its time; later memories are out of range, access not logged."""
+    """Ask each question as of its time; later memories are out of range, access not logged.
+
+    ``on_query(done, total)`` hears of each question answered (outside its timing).
+    """
     runs: list[QueryRun] = []
     for q in queries:
         started = clock.perf_counter()
@@ -178,4 +190,6 @@ def run_queries(
             record_access=False,
         )
         runs.append(QueryRun(q, tuple(hits), (clock.perf_counter() - started) * 1000))
+        if on_query is not None:
+            on_query(len(runs), len(queries))
     return runs

@@ -4,6 +4,7 @@ from tasks.sync._outbox import FlushOutcome
 from tasks.sync._process import plan_sync, process_batch
 from tasks.sync._report import SyncReport, build_report
 from tasks.sync._steps import (
+    SESSIONS,
     build_context,
     ingest_task,
     plan_task,
@@ -24,6 +25,7 @@ from tasks.sync._transcripts import (
 from tasks.sync._types import BatchOutcome, SyncContext
 
 __all__ = [
+    "SESSIONS",
     "BatchOutcome",
     "FlushOutcome",
     "IngestReport",

@@ -19,10 +19,14 @@ from storage.shards import Shard
 from tasks.common import IO_RETRY
 from tasks.extraction import make_extractor
 from tasks.files import open_memory_root
+from tasks.progress import progress
 from tasks.sync._outbox import FlushOutcome, flush_blocks
 from tasks.sync._process import derive_batch, plan_sync, read_batch, write_batch
 from tasks.sync._transcripts import IngestReport, JsonlTranscripts, ingest
 from tasks.sync._types import BatchOutcome, SyncContext, SyncPlan
+
+# The label of the sessions' progress (``tasks.progress``): planned, then batch by batch.
+SESSIONS = "sessions processed"
 
 
 @task(name="ingest-transcripts", cache_policy=NO_CACHE, **IO_RETRY)
@@ -68,6 +72,7 @@ def plan_task(
         len(plan.skipped_few_user_messages),
         min_user_messages,
         len(plan.skipped_no_user_message),
+        extra=progress(SESSIONS, 0, len(plan.to_process)),
     )
     return plan
 

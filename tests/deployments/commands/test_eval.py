@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from deployments.commands.eval import eval_command
 from storage.config import Settings
 from storage.engine import Store
-from tests.helpers import add_session, chat
+from tests.helpers import add_session, chat, final_bar
 
 DATA = Path(__file__).parents[2] / "data" / "eval"
 SESSIONS, QUERIES = str(DATA / "sessions.jsonl"), str(DATA / "queries.jsonl")
@@ -115,3 +115,20 @@ def test_bytes_that_are_not_utf8_skip_only_their_line(eval_env: Settings, tmp_pa
     assert result.exit_code == 0, result.output
     assert f"{queries}:2: not valid UTF-8; line skipped" in result.output
     assert "23 questions; 1 problems" in result.output
+
+
+def test_a_terminal_sees_the_days_built_and_the_questions_asked(
+    eval_env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich takes click's captured stderr for one
+    monkeypatch.setenv("COLUMNS", "120")
+
+    shown = CliRunner().invoke(eval_command, [SESSIONS, QUERIES])
+    printed = CliRunner().invoke(eval_command, [SESSIONS, QUERIES, "--json", "-"])
+
+    assert shown.exit_code == 0 and printed.exit_code == 0, shown.output + printed.output
+    days = shown.stdout.split("as of the end of each of ")[1].split()[0]
+    assert final_bar(shown.stderr, "days of memory built")[1] == f"{days}/{days}"
+    assert final_bar(shown.stderr, "questions asked")[1] == "23/23"
+    assert printed.stderr == ""  # JSON out: no bars, even on a terminal
+    assert json.loads(printed.stdout[printed.stdout.index("{") :])["ks"] == [1, 5, 10]

@@ -15,6 +15,7 @@ from prefect.schedules import Cron
 
 from deployments.commands.ops import watchdog_command
 from deployments.commands.sync import run_demo
+from deployments.progress import Bars
 from flows.common import TAG
 from flows.daily_sync import memory_sync_daily
 from flows.weekly_tidy import memory_weekly_tidy
@@ -63,7 +64,7 @@ def test_after_the_demo_the_watchdog_counts_its_runs(flow_env: Settings) -> None
     deploy(memory_sync_daily, sync, "0 23 * * *")
     deploy(memory_weekly_tidy, tidy, "0 22 * * 0")
     deploy(never_run, never, "0 4 * * *")
-    run_demo(flow_env, 2, lambda line: None, now=DEMO_NOW)  # runs as of 2026-11-19 and -20
+    run_demo(flow_env, 2, Bars(lambda line: None), now=DEMO_NOW)  # runs as of 2026-11-19 and -20
     tidy_run = newest_run_name("memory-weekly-tidy")
     # Prefect stamps when a run ended in real time: the watchdog looks just after that.
     as_of = datetime.now(UTC) + timedelta(minutes=5)

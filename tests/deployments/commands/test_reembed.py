@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from deployments.cli import main
 from storage.config import Settings
 from storage.engine import open_store
+from tests.helpers import final_bar
 from tests.storage.memory_factory import put
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -44,3 +45,18 @@ def test_a_new_model_is_refused_until_reembed_moves_the_store(
 def test_reembed_refuses_a_bad_namespace(env: Settings) -> None:
     result = CliRunner().invoke(main, ["reembed", "--namespace", "bob\n"])
     assert result.exit_code == 1 and "not a valid name" in result.output
+
+
+def test_a_terminal_sees_a_bar_instead_of_the_progress_lines(
+    env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put(open_store(env), "alice", [f"dentist visit number {i}" for i in range(5)], NOW)
+    monkeypatch.setenv("ARCHIVIST_EMBEDDING__DIM", "128")
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich takes click's captured stderr for one
+    monkeypatch.setenv("COLUMNS", "120")
+
+    result = CliRunner().invoke(main, ["reembed", "--batch-size", "2"])
+
+    assert result.exit_code == 0, result.output
+    assert final_bar(result.stderr, "memories re-embedded")[1] == "5/5"
+    assert result.stdout == "5 memories re-embedded; the store now uses hashing-v1-128\n"
