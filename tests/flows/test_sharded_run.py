@@ -40,7 +40,8 @@ SHARD_RUNS = (
 )
 SYNC_RUNS = "SELECT count(*) FROM runs WHERE flow = 'memory-sync-daily' AND status = :status"
 RUNNING_SHARDS = (
-    "SELECT parameters->>'shard' FROM runs WHERE flow = 'memory-sync-daily' AND status = 'running'"
+    "SELECT parameters->>'shard' AS shard, pid FROM runs "
+    "WHERE flow = 'memory-sync-daily' AND status = 'running'"
 )
 PROCESSED = (
     "SELECT s.namespace FROM processed_sessions p JOIN chat_sessions s ON s.id = p.session_id"
@@ -108,8 +109,14 @@ class Workers:
                 assert time.monotonic() < deadline, f"{name} did not start"
                 time.sleep(0.2)
 
-    def kill(self, proc: subprocess.Popen[bytes]) -> None:
+    def kill(self, proc: subprocess.Popen[bytes], flow_run_pid: int) -> None:
+        """As when the worker's machine dies: the worker and the flow run it started (which
+        Prefect puts in a session of its own, so it would outlive its worker)."""
         os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            os.killpg(flow_run_pid, signal.SIGKILL)
+        except ProcessLookupError:  # it was in the worker's group, gone with it
+            pass
         proc.wait(timeout=30)
 
     def stop_all(self) -> None:
@@ -203,12 +210,12 @@ def processed(store: Store) -> list[str]:
         return list(conn.execute(text(PROCESSED)).scalars())
 
 
-def a_shard_midway(store: Store) -> bool:
-    """Whether a running shard has written some of its sessions."""
+def a_shard_midway(store: Store) -> int | None:
+    """The process of a running shard that has written some of its sessions, if any."""
     with store.engine.connect() as conn:
-        running = [Shard.parse(s) for s in conn.execute(text(RUNNING_SHARDS)).scalars() if s]
+        running = [(Shard.parse(r.shard), r.pid) for r in conn.execute(text(RUNNING_SHARDS))]
     done = processed(store)
-    return any(any(shard.holds(ns) for ns in done) for shard in running)
+    return next((pid for shard, pid in running if any(shard.holds(ns) for ns in done)), None)
 
 
 def test_a_worker_killed_midway_loses_nothing_and_the_next_run_finishes(
@@ -225,10 +232,10 @@ def test_a_worker_killed_midway_loses_nothing_and_the_next_run_finishes(
     with ThreadPoolExecutor(1) as parent:
         failed = parent.submit(run_parent, sharded, monkeypatch, 10)
         deadline = time.monotonic() + 300
-        while not a_shard_midway(sharded):
+        while (victim := a_shard_midway(sharded)) is None:
             assert time.monotonic() < deadline and not failed.done(), "no shard started"
             time.sleep(0.02)
-        pool.kill(first)  # the worker and the flow run it started, mid-write
+        pool.kill(first, victim)  # the worker and the flow run it started, mid-write
         landed = len(processed(sharded))
         pool.start("worker-b")  # takes the shards still waiting
         with pytest.raises(RuntimeError, match=r"shards not completed: \d/4 \(Crashed"):
