@@ -6,6 +6,7 @@ remote model, the queue and the transcript loader what they store (with
 Build a ``RedactionPolicy`` once from the settings, and a ``Redactor`` per scope.
 """
 
+from storage.redaction._records import redact_messages, redact_session
 from storage.redaction._redactor import PLACEHOLDER, RedactionPolicy, Redactor
 
-__all__ = ["PLACEHOLDER", "RedactionPolicy", "Redactor"]
+__all__ = ["PLACEHOLDER", "RedactionPolicy", "Redactor", "redact_messages", "redact_session"]

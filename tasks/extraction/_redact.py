@@ -9,7 +9,7 @@ anyway) unless the policy redacts before storage, where memories keep the placeh
 from __future__ import annotations
 
 from storage.records import SessionState
-from storage.redaction import Redactor
+from storage.redaction import Redactor, redact_messages, redact_session
 from tasks.extraction._reply import Reply
 
 __all__ = ["redact_state", "restore_reply"]
@@ -19,13 +19,8 @@ def redact_state(state: SessionState, redactor: Redactor) -> SessionState:
     """The state with its messages' content and its title redacted (ids, speakers kept)."""
     if not redactor.policy.active:
         return state
-    messages = tuple(
-        m.model_copy(update={"content": redactor.redact(m.content)}) for m in state.messages
-    )
-    title = state.session.title
-    session = state.session.model_copy(
-        update={"title": redactor.redact(title)[:500] if title else title}
-    )
+    messages = redact_messages(state.messages, redactor)
+    session = redact_session(state.session, redactor)
     return state.model_copy(update={"messages": messages, "session": session})
 
 
