@@ -36,12 +36,16 @@ def phones(text: str, regions: Sequence[str]) -> Iterator[Span]:
         start = max(0, cluster.start() - 2)
         window = text[start : cluster.end() + 2]
         for region in regions or ("ZZ",):
+            whole = False
             for match in PhoneNumberMatcher(window, region, leniency=Leniency.VALID):
                 begin, end = start + match.start, start + match.end
+                whole = whole or (begin <= cluster.start() + 1 and end >= cluster.end())
                 if _plausible(text, begin, end, match.raw_string):
                     # The national number: "+49 30 1234567" and "030 1234567" are one value
                     # even when the matcher read the second under another region first.
                     yield Span(begin, end, "PHONE", str(match.number.national_number))
+            if whole:  # one number is the whole cluster: other regions cannot add one
+                break
 
 
 def _plausible(text: str, start: int, end: int, raw: str) -> bool:
