@@ -39,7 +39,7 @@ _IPV4 = re.compile(r"(?<![\w.-])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d|-[A-Za-z])")
 _IPV6 = re.compile(
     r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3})?(?![\w:])"
 )
-_WORD_BEFORE = re.compile(r"([^\W\d][\w.]*)\W*$")
+_WORD_BEFORE = re.compile(r"(§|[^\W\d][\w.]*)[^\w§]*$")
 _VERSION_WORDS = frozenset(words("ip", "versions"))
 
 
