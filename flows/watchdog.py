@@ -55,7 +55,7 @@ def memory_cron_watchdog(
     decisions = decide_task(engine, observed, store_results, moment, ws)
     report = WatchdogReport(moment, dry_run, decisions, notes + store_notes + crashed_notes)
     if not dry_run:
-        report.channel = notify_task(report.notices, ws)
+        report.channel = notify_task(report.notices, ws, settings.redaction)
         remember_task(engine, decisions, moment)
     publish_report(report)
     return report

@@ -163,7 +163,12 @@ class MemoryService:
             payload["occurred_at"] = occurred_at.isoformat()
         with self._session(grant) as session:
             queued = queue.enqueue(
-                session, grant.namespace, "ADD_MEMORY", payload, idempotency_key=idempotency_key
+                session,
+                grant.namespace,
+                "ADD_MEMORY",
+                payload,
+                idempotency_key=idempotency_key,
+                redaction=self.settings.redaction,
             )
             if not queued.duplicate:
                 self._audit(session, grant, "remember", f"queue:{queued.id}")

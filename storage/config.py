@@ -19,6 +19,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from storage.config_sections import RedactionSettings as RedactionSettings
 from storage.config_sections import ServingSettings as ServingSettings
 from storage.config_sections import SyncSettings as SyncSettings
 from storage.config_sections import WatchdogSettings as WatchdogSettings
@@ -246,6 +247,7 @@ class Settings(BaseSettings):
     sync: SyncSettings = Field(default_factory=SyncSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     serving: ServingSettings = Field(default_factory=ServingSettings)
+    redaction: RedactionSettings = Field(default_factory=RedactionSettings)
 
     @classmethod
     def settings_customise_sources(

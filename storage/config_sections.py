@@ -1,11 +1,13 @@
-"""Sections of ``Settings`` (``storage.config``): the watchdog, the sync, and serving.
+"""Sections of ``Settings`` (``storage.config``): the watchdog, the sync, serving, redaction.
 
 ``storage.config`` re-exports them; import them from there.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 
 class WatchdogSettings(BaseModel):
@@ -62,3 +64,60 @@ class ServingSettings(BaseModel):
         16, ge=1, le=200, description="database connections kept open per serving process"
     )
     max_body_bytes: int = Field(65_536, ge=1024, le=16_777_216, description="larger: 413")
+
+
+_CUSTOM_RULE = re.compile(r"^([A-Z][A-Z0-9_]{0,29})=(.+)$", re.DOTALL)
+
+
+class RedactionSettings(BaseModel):
+    """PII redaction of the text that leaves the machine (and, optionally, what is stored)."""
+
+    # hide_input_in_errors: a custom pattern may quote the very values it is meant to hide.
+    model_config = ConfigDict(hide_input_in_errors=True)
+
+    enabled: bool = Field(True, description="redact text sent to the llm, embedder and webhook")
+    emails: bool = True
+    phones: bool = True
+    cards: bool = Field(True, description="payment card numbers that pass the Luhn check")
+    ibans: bool = Field(True, description="IBANs that pass their country format and checksum")
+    ips: bool = Field(True, description="IPv4 and IPv6 addresses")
+    addresses: bool = Field(True, description="street addresses (best effort, en/de/fr/es)")
+    custom: list[str] = Field(
+        default_factory=list,
+        description='extra categories as NAME=regex, e.g. ["TICKET=TCK-[0-9]{6}"] (JSON list)',
+    )
+    phone_regions: list[str] = Field(
+        default_factory=lambda: ["US", "GB", "DE", "FR", "ES"],
+        description="countries whose national phone formats (no +country code) are sought",
+    )
+    before_storage: bool = Field(
+        False, description="also redact transcripts and queued writes before they are stored"
+    )
+
+    @field_validator("custom")
+    @classmethod
+    def _custom_rules(cls, rules: list[str]) -> list[str]:
+        for number, rule in enumerate(rules, 1):
+            found = _CUSTOM_RULE.match(rule)
+            if found is None:
+                raise ValueError(
+                    f"custom rule {number} is not NAME=regex with NAME in A-Z, 0-9 and _"
+                )
+            try:
+                re.compile(found.group(2))
+            except re.error as exc:  # the message names the position, not the pattern
+                raise ValueError(f"custom rule {found.group(1)}: bad regex ({exc.msg})") from None
+        return rules
+
+    @field_validator("phone_regions")
+    @classmethod
+    def _regions(cls, regions: list[str]) -> list[str]:
+        bad = [r for r in regions if not re.fullmatch(r"[A-Z]{2}", r)]
+        if bad:
+            raise ValueError(f"phone regions must be ISO country codes like DE, not {bad}")
+        return regions
+
+    def custom_rules(self) -> list[tuple[str, re.Pattern[str]]]:
+        """The custom categories as (NAME, compiled pattern), in the order given."""
+        pairs = [_CUSTOM_RULE.match(rule) for rule in self.custom]
+        return [(m.group(1), re.compile(m.group(2))) for m in pairs if m is not None]

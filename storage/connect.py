@@ -15,7 +15,7 @@ def connect(settings: Settings) -> tuple[Store, Embedder]:
     """Open the store, check its schema and that the configured embedder fits it."""
     store = open_store(settings)
     require_current(store.engine, settings)
-    embedder = make_embedder(settings.embedding, store.engine)
+    embedder = make_embedder(settings.embedding, store.engine, redaction=settings.redaction)
     with Session(store.engine) as session, session.begin():
         check_compatible(session, embedder)
     return store, embedder

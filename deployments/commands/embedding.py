@@ -47,7 +47,7 @@ def run_reembed(settings: Settings, namespace: str | None, batch_size: int, bars
         raise InputError(f"namespace {namespace!r} is not a valid name")
     store = open_store(settings)
     require_current(store.engine, settings)
-    embedder = make_embedder(settings.embedding, store.engine)
+    embedder = make_embedder(settings.embedding, store.engine, redaction=settings.redaction)
     out = reembed(
         store.engine,
         embedder,

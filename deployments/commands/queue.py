@@ -49,6 +49,7 @@ def enqueue_item(
             parsed,
             idempotency_key=key,
             max_attempts=settings.queue.max_attempts,
+            redaction=settings.redaction,
         )
     if queued.duplicate:
         echo(f"already queued as item {queued.id} (same idempotency key {key!r} for {namespace})")

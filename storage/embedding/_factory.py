@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 from sqlalchemy import Engine
 
-from storage.config import EmbeddingSettings
+from storage.config import EmbeddingSettings, RedactionSettings
 from storage.embedding._cached import CachedEmbedder
 from storage.embedding._graph_cache import default_cache_dir
 from storage.embedding._hashing import HashingEmbedder
@@ -13,15 +13,21 @@ from storage.embedding._http import OpenAIEmbedder
 from storage.embedding._local import LocalEmbedder
 from storage.embedding._protocol import Embedder
 from storage.errors import ConfigurationError
+from storage.redaction import RedactionPolicy
 
 
 def make_embedder(
     settings: EmbeddingSettings,
     engine: Engine | None = None,
     client: httpx.Client | None = None,
+    redaction: RedactionSettings | None = None,
 ) -> Embedder:
-    """Build the embedder the settings name, behind the vector cache when given an engine."""
-    embedder = _base_embedder(settings, client)
+    """Build the embedder the settings name, behind the vector cache when given an engine.
+
+    ``redaction`` applies to a remote model's input (``None``: the defaults, all on); the
+    local and hashing embedders send nothing anywhere and see the text as it is.
+    """
+    embedder = _base_embedder(settings, client, redaction)
     if engine is not None and uses_cache(settings):
         return CachedEmbedder(embedder, engine)
     return embedder
@@ -39,7 +45,9 @@ def uses_cache(settings: EmbeddingSettings) -> bool:
     return settings.cache == "on"
 
 
-def _base_embedder(settings: EmbeddingSettings, client: httpx.Client | None) -> Embedder:
+def _base_embedder(
+    settings: EmbeddingSettings, client: httpx.Client | None, redaction: RedactionSettings | None
+) -> Embedder:
     if settings.provider == "hashing":
         return HashingEmbedder(dim=settings.dim)
     if settings.provider == "local":
@@ -62,4 +70,5 @@ def _base_embedder(settings: EmbeddingSettings, client: httpx.Client | None) -> 
         batch_size=settings.batch_size,
         timeout=settings.timeout_seconds,
         max_retries=settings.max_retries,
+        redaction=RedactionPolicy.from_settings(redaction),
     )

@@ -4,6 +4,10 @@ Requests and retries go through ``storage.http_json``: timeouts, connection erro
 429 and 5xx are retried with backoff; other 4xx are not. Settings problems (bad key,
 wrong URL or model, wrong dimension) raise ``ConfigurationError``; an endpoint that stays
 unavailable or answers nonsense raises ``StorageError``. No message contains the API key.
+
+Every text is redacted before it is sent (``storage.redaction``), each in a scope of its
+own: a text's placeholders, and so its vector, do not depend on the batch it came in,
+which the vector cache (keyed by the original text) relies on.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import numpy as np
 
 from storage.errors import ConfigurationError, StorageError
 from storage.http_json import Endpoint, post_json, with_retries
+from storage.redaction import RedactionPolicy
 
 
 class OpenAIEmbedder:
@@ -35,6 +40,7 @@ class OpenAIEmbedder:
         max_retries: int = 3,
         backoff_seconds: Sequence[float] = (0.5, 1, 2, 4, 8),
         sleep: Callable[[float], None] = time.sleep,
+        redaction: RedactionPolicy | None = None,
     ) -> None:
         if batch_size < 1 or max_retries < 0 or not backoff_seconds:
             raise ConfigurationError(
@@ -59,6 +65,10 @@ class OpenAIEmbedder:
         self._max_retries = max_retries
         self._backoff = tuple(backoff_seconds)
         self._sleep = sleep
+        # No policy given: the defaults, every category on; nothing leaves unredacted by omission.
+        self._redaction = (
+            redaction if redaction is not None else RedactionPolicy.from_settings(None)
+        )
 
     @property
     def name(self) -> str:
@@ -84,7 +94,8 @@ class OpenAIEmbedder:
         return np.concatenate(parts)
 
     def _embed_batch(self, batch: Sequence[str]) -> np.ndarray:
-        response = self._post({"model": self._model, "input": list(batch)})
+        sent = [self._redaction.redactor().redact(text) for text in batch]
+        response = self._post({"model": self._model, "input": sent})
         return _normalise(self._vectors(response, len(batch)), self._url)
 
     def _post(self, body: dict[str, Any]) -> httpx.Response:

@@ -15,6 +15,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 
 from storage.errors import InputError
 from storage.records import NAMESPACE, MessageRecord, SessionRecord, StorableText
+from storage.redaction import Redactor, redact_messages, redact_session
 
 Op = Literal["ADD_MEMORY", "RECORD_MESSAGE", "SAVE_PREFERENCE", "UPDATE_GOAL", "FORGET_MEMORY"]
 OPS: tuple[Op, ...] = get_args(Op)
@@ -117,6 +118,18 @@ def validate_payload(namespace: str, op: str, payload: object) -> Payload:
             f"the item's namespace {namespace!r}"
         )
     return parsed
+
+
+def redacted(payload: Payload, redactor: Redactor) -> Payload:
+    """The payload with its texts redacted (before storage): memory text, message, title."""
+    if isinstance(payload, RecordMessage):
+        [message] = redact_messages([payload.message], redactor)
+        session = redact_session(payload.session, redactor)
+        return payload.model_copy(update={"session": session, "message": message})
+    if isinstance(payload, MemoryText):
+        # Clipped to the field's limit, so the stored payload still validates when claimed.
+        return payload.model_copy(update={"content": redactor.redact(payload.content)[:20_000]})
+    return payload
 
 
 def parse_stored(op: str, payload: Mapping[str, object]) -> Payload:

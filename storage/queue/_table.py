@@ -46,7 +46,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from storage.base import Base
-from storage.config import QueueSettings
+from storage.config import QueueSettings, RedactionSettings
 from storage.errors import InputError
 from storage.memories import Memory
 from storage.queue._payloads import (
@@ -55,6 +55,7 @@ from storage.queue._payloads import (
     QueueItem,
     QueueStats,
     Reclaimed,
+    redacted,
     validate_payload,
 )
 from storage.queue._sql import (
@@ -74,6 +75,7 @@ from storage.queue._sql import (
     UNLISTEN,
 )
 from storage.records import storable
+from storage.redaction import RedactionPolicy
 
 _MAX_ERROR_CHARS = 2000
 
@@ -124,9 +126,17 @@ def enqueue(
     idempotency_key: str | None = None,
     max_attempts: int | None = None,
     now: datetime | None = None,
+    redaction: RedactionSettings | None = None,
 ) -> Enqueued:
-    """Validate and queue one write; the same idempotency key again gives back the first item."""
+    """Validate and queue one write; the same idempotency key again gives back the first item.
+
+    With ``redaction.before_storage`` the payload's texts are stored redacted, one
+    placeholder scope per item.
+    """
     parsed = validate_payload(namespace, op, payload)
+    policy = RedactionPolicy.from_settings(redaction) if redaction is not None else None
+    if policy is not None and policy.before_storage:
+        parsed = redacted(parsed, policy.redactor())
     _check_options(idempotency_key, max_attempts)
     params = {
         "namespace": namespace,

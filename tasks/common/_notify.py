@@ -3,7 +3,9 @@
 With ``ARCHIVIST_WATCHDOG__WEBHOOK_URL`` set: one JSON POST per notice (Slack-compatible
 ``text`` plus structured fields), retried with exponential backoff on timeouts, 429 and
 5xx. Without it: a Prefect markdown artifact ``memory-watchdog-alerts`` and a WARNING log
-line per notice, so an alert is never only in a database row.
+line per notice, so an alert is never only in a database row. Either way each notice is
+redacted first (``storage.redaction``, one placeholder scope per notice): a failure message
+may quote a transcript, and the webhook or the Prefect API may be another machine.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -22,9 +25,10 @@ from prefect.logging import get_logger, get_run_logger
 from sqlalchemy.orm import Session
 
 from storage import runs
-from storage.config import Settings, WatchdogSettings
+from storage.config import RedactionSettings, Settings, WatchdogSettings
 from storage.engine import open_store
 from storage.errors import ConfigurationError
+from storage.redaction import RedactionPolicy
 from tasks.common._notice import Notice
 
 ARTIFACT_KEY = "memory-watchdog-alerts"
@@ -41,9 +45,11 @@ class Notifier:
         client: httpx.Client | None,
         logger: Logger,
         sleep: Callable[[float], None] = time.sleep,
+        redaction: RedactionSettings | None = None,
     ) -> None:
         if settings.webhook_url is not None and client is None:
             raise ConfigurationError("a webhook notifier needs an httpx.Client")
+        self._redaction = RedactionPolicy.from_settings(redaction)  # None: the defaults
         self._settings = settings
         self._client = client
         self._logger = logger
@@ -53,6 +59,7 @@ class Notifier:
         """Deliver every notice; returns where they went."""
         if not notices:
             return "none"
+        notices = [self._redacted(notice) for notice in notices]
         url = self._settings.webhook_url
         if url is None or self._client is None:
             self._to_artifact(notices)
@@ -60,6 +67,16 @@ class Notifier:
         for notice in notices:
             self._post(self._client, url.get_secret_value(), notice.payload())
         return "webhook"
+
+    def _redacted(self, notice: Notice) -> Notice:
+        redactor = self._redaction.redactor()
+        return replace(
+            notice,
+            check=redactor.redact(notice.check),
+            status=redactor.redact(notice.status),
+            summary=redactor.redact(notice.summary),
+            snapshots=redactor.redact_all(notice.snapshots),
+        )
 
     def _post(self, client: httpx.Client, url: str, payload: dict[str, Any]) -> None:
         attempts = self._settings.webhook_retries + 1
@@ -123,13 +140,15 @@ def render_markdown(notices: Sequence[Notice]) -> str:
 
 
 @contextmanager
-def open_notifier(settings: WatchdogSettings, logger: Logger) -> Iterator[Notifier]:
+def open_notifier(
+    settings: WatchdogSettings, logger: Logger, redaction: RedactionSettings | None = None
+) -> Iterator[Notifier]:
     """A notifier with its own HTTP client when a webhook is configured."""
     if settings.webhook_url is None:
-        yield Notifier(settings, None, logger)
+        yield Notifier(settings, None, logger, redaction=redaction)
         return
     with httpx.Client(timeout=settings.webhook_timeout) as client:
-        yield Notifier(settings, client, logger)
+        yield Notifier(settings, client, logger, redaction=redaction)
 
 
 def record_failure(settings: Settings, flow_run_id: str, state: Any) -> None:
@@ -178,5 +197,5 @@ def notify_flow_failure(flow: Any, flow_run: Any, state: Any) -> None:
     record_failure(settings, str(flow_run.id), state)
     ws = settings.watchdog
     notice = failure_notice(str(flow.name), str(flow_run.name), str(flow_run.id), state)
-    with open_notifier(ws, run_logger()) as notifier:
+    with open_notifier(ws, run_logger(), settings.redaction) as notifier:
         notifier.publish([notice])

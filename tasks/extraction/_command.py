@@ -5,7 +5,8 @@ timestamp}], "fingerprint": "..."}`` (oldest messages dropped past the input bud
 writes the same JSON object the llm extractor asks a model for (``_reply``).
 A nonzero exit, a timeout or a reply that fails the schema gives the fallback's result with
 ``tokens["fallback"] = 1`` and a warning; a program that cannot be started at all is a
-``ConfigurationError``.
+``ConfigurationError``. The program may send the text anywhere (a wrapper around a hosted
+model), so its input is redacted like the llm extractor's and its reply restored.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from dataclasses import replace
 
 from storage.errors import ConfigurationError, DataQualityError
 from storage.records import SessionState
+from storage.redaction import RedactionPolicy, Redactor
 from tasks.extraction._heuristic import HeuristicExtractor
 from tasks.extraction._prompt import command_payload
+from tasks.extraction._redact import redact_state, restore_reply
 from tasks.extraction._reply import Reply, parse_reply, to_extraction
 from tasks.extraction._types import Extraction, Extractor
 
@@ -39,6 +42,7 @@ class CommandExtractor:
         timeout: float = 60.0,
         max_input_chars: int = 60_000,
         fallback: Extractor | None = None,
+        redaction: RedactionPolicy | None = None,
     ) -> None:
         if not argv or timeout <= 0:
             raise ConfigurationError("CommandExtractor needs a program and a positive timeout")
@@ -46,6 +50,9 @@ class CommandExtractor:
         self._timeout = timeout
         self._max_input_chars = max_input_chars
         self._fallback: Extractor = fallback if fallback is not None else HeuristicExtractor()
+        self._redaction = (
+            redaction if redaction is not None else RedactionPolicy.from_settings(None)
+        )
 
     @property
     def name(self) -> str:
@@ -56,8 +63,9 @@ class CommandExtractor:
     def extract(self, state: SessionState) -> Extraction:
         """The program's episode and facts with the fallback's turns, or the fallback's result."""
         base = self._fallback.extract(state)
+        redactor = self._redaction.redactor()
         try:
-            reply = self._run(state)
+            reply = self._run(redact_state(state, redactor))
         except DataQualityError as exc:
             logger.warning(
                 "extractor command %s failed on session %s (%s); using %s instead",
@@ -66,8 +74,13 @@ class CommandExtractor:
                 exc,
                 self._fallback.name,
             )
-            return replace(base, tokens={"fallback": 1})
-        return replace(to_extraction(state, reply, base), tokens={"fallback": 0})
+            return replace(base, tokens={"fallback": 1}, redactions=dict(redactor.counts))
+        reply = self._restored(reply, redactor)
+        extraction = to_extraction(state, reply, base)
+        return replace(extraction, tokens={"fallback": 0}, redactions=dict(redactor.counts))
+
+    def _restored(self, reply: Reply, redactor: Redactor) -> Reply:
+        return reply if self._redaction.before_storage else restore_reply(reply, redactor)
 
     def _run(self, state: SessionState) -> Reply:
         """The program's validated reply; DataQualityError when it fails or answers nonsense."""

@@ -6,6 +6,7 @@ import httpx
 
 from storage.config import ExtractorSettings, Settings
 from storage.errors import ConfigurationError
+from storage.redaction import RedactionPolicy
 from tasks.extraction._command import CommandExtractor
 from tasks.extraction._heuristic import HeuristicExtractor
 from tasks.extraction._llm import LLMExtractor
@@ -16,8 +17,9 @@ from tasks.extraction._types import Extractor
 def make_extractor(settings: Settings, client: httpx.Client | None = None) -> Extractor:
     """The extractor of ``settings.extractor.mode``; ``client`` serves the llm mode."""
     config = settings.extractor
+    redaction = RedactionPolicy.from_settings(settings.redaction)
     if config.mode == "llm":
-        return _llm(config, client)
+        return _llm(config, client, redaction)
     if config.mode == "command":
         if not config.command:
             raise ConfigurationError("the command extractor needs ARCHIVIST_EXTRACTOR__COMMAND")
@@ -25,13 +27,16 @@ def make_extractor(settings: Settings, client: httpx.Client | None = None) -> Ex
             config.command,
             timeout=config.timeout_seconds,
             max_input_chars=config.max_input_chars,
+            redaction=redaction,
         )
     if config.mode == "none":
         return NoneExtractor()
     return HeuristicExtractor()
 
 
-def _llm(config: ExtractorSettings, client: httpx.Client | None) -> LLMExtractor:
+def _llm(
+    config: ExtractorSettings, client: httpx.Client | None, redaction: RedactionPolicy
+) -> LLMExtractor:
     if not (config.base_url and config.model):
         raise ConfigurationError(
             "the llm extractor needs ARCHIVIST_EXTRACTOR__BASE_URL and ARCHIVIST_EXTRACTOR__MODEL"
@@ -45,4 +50,5 @@ def _llm(config: ExtractorSettings, client: httpx.Client | None) -> LLMExtractor
         timeout=config.timeout_seconds,
         max_retries=config.max_retries,
         max_input_chars=config.max_input_chars,
+        redaction=redaction,
     )

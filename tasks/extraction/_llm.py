@@ -5,6 +5,7 @@ validated by ``_reply``. Timeouts, connection errors, 408, 429, 5xx and
 replies that are not valid JSON of that schema are retried with backoff (a Retry-After in
 seconds wins, capped); when the retries are used up the session gets the fallback
 extractor's result and ``tokens["fallback"] = 1``, so one bad session never stops a run.
+The transcript is redacted first (``_redact``); the reply's placeholders are restored.
 Settings that cannot work (bad key, wrong URL or model, a request the server refuses)
 raise ``ConfigurationError`` at once. No message ever contains the API key.
 """
@@ -22,8 +23,10 @@ import httpx
 from storage.errors import ConfigurationError, DataQualityError
 from storage.http_json import Endpoint, Failure, post_json, with_retries
 from storage.records import SessionState
+from storage.redaction import RedactionPolicy
 from tasks.extraction._heuristic import HeuristicExtractor
 from tasks.extraction._prompt import SYSTEM_PROMPT, transcript
+from tasks.extraction._redact import redact_state, restore_reply
 from tasks.extraction._reply import Reply, parse_reply, to_extraction
 from tasks.extraction._types import Extraction, Extractor
 
@@ -71,6 +74,7 @@ class LLMExtractor:
         backoff_seconds: Sequence[float] = (1, 2, 4, 8),
         sleep: Callable[[float], None] = time.sleep,
         fallback: Extractor | None = None,
+        redaction: RedactionPolicy | None = None,
     ) -> None:
         if max_retries < 0 or not backoff_seconds or max_input_chars < 1:
             raise ConfigurationError(
@@ -95,6 +99,10 @@ class LLMExtractor:
         self._backoff = tuple(backoff_seconds)
         self._sleep = sleep
         self._fallback: Extractor = fallback if fallback is not None else HeuristicExtractor()
+        # No policy given: the defaults, every category on; nothing leaves unredacted by omission.
+        self._redaction = (
+            redaction if redaction is not None else RedactionPolicy.from_settings(None)
+        )
 
     @property
     def name(self) -> str:
@@ -110,9 +118,14 @@ class LLMExtractor:
         """The model's episode and facts with the fallback's turns, or the fallback's result."""
         base = self._fallback.extract(state)
         usage = _Usage()
-        outcome = self._ask(state, usage)
+        redactor = self._redaction.redactor()
+        outcome = self._ask(redact_state(state, redactor), usage)
+        counts = dict(redactor.counts)
         if isinstance(outcome, Reply):
-            return replace(to_extraction(state, outcome, base), tokens=usage.tokens(False))
+            if not self._redaction.before_storage:
+                outcome = restore_reply(outcome, redactor)
+            extraction = to_extraction(state, outcome, base)
+            return replace(extraction, tokens=usage.tokens(False), redactions=counts)
         logger.warning(
             "llm extractor %s failed on session %s (%s) after %d requests; using %s instead",
             self._url,
@@ -121,7 +134,7 @@ class LLMExtractor:
             usage.calls,
             self._fallback.name,
         )
-        return replace(base, tokens=usage.tokens(True))
+        return replace(base, tokens=usage.tokens(True), redactions=counts)
 
     def _ask(self, state: SessionState, usage: _Usage) -> Reply | str:
         """The validated reply, or what went wrong on the last of ``max_retries + 1`` tries."""

@@ -80,6 +80,8 @@ class Extraction:
     memories: tuple[MemoryDraft, ...]
     task_card: TaskCard | None = None
     tokens: dict[str, int] = field(default_factory=dict)
+    # Values replaced per category in what was sent out (``storage.redaction``); counts only.
+    redactions: dict[str, int] = field(default_factory=dict)
 
 
 class Extractor(Protocol):

@@ -7,7 +7,8 @@ blocks reach the files afterwards through the outbox (``storage.blocks``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -195,7 +196,15 @@ def _outcome(derived: Sequence[Derived], wanted: int, added: int, removed: int) 
         extractor_fallbacks=sum(t.get("fallback", 0) for t in tokens),
         messages_empty=sum(empty for empty, _ in unindexed),
         messages_too_short=sum(short for _, short in unindexed),
+        redactions=_redactions(d.extraction.redactions for d in derived),
     )
+
+
+def _redactions(per_session: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    total: Counter[str] = Counter()
+    for counts in per_session:
+        total.update(counts)
+    return dict(sorted(total.items()))
 
 
 def _insert(

@@ -74,6 +74,7 @@ class SyncReport:
                 f"{w.llm_calls} / {w.extractor_fallbacks} / {w.prompt_tokens} / "
                 f"{w.completion_tokens}",
             ),
+            ("extractor: values redacted from what it sent", _counts(w.redactions)),
             (
                 "blocks appended (of which from an earlier run)",
                 f"{self.blocks_appended} ({self.blocks_recovered})",
@@ -90,6 +91,11 @@ class SyncReport:
         if self.ingest and self.ingest["problems"]:
             lines += ["", "## Bad input", ""] + [f"- {p}" for p in self.ingest["problems"]]
         return "\n".join(lines)
+
+
+def _counts(counts: dict[str, int]) -> str:
+    """``email 2, phone 1``; never the values, which the report does not have."""
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v) or "none"
 
 
 def build_report(

@@ -22,6 +22,7 @@ from tasks.files import open_memory_root
 from tasks.progress import progress
 from tasks.sync._outbox import FlushOutcome, flush_blocks
 from tasks.sync._process import derive_batch, plan_sync, read_batch, write_batch
+from tasks.sync._redacted import RedactedSource, stored_source
 from tasks.sync._transcripts import IngestReport, JsonlTranscripts, ingest
 from tasks.sync._types import BatchOutcome, SyncContext, SyncPlan
 
@@ -31,10 +32,16 @@ SESSIONS = "sessions processed"
 
 @task(name="ingest-transcripts", cache_policy=NO_CACHE, **IO_RETRY)
 def ingest_task(store: Store, url: str, dry_run: bool) -> IngestReport:
-    """Load JSONL transcripts into the raw tables (dry run: parse and report only)."""
+    """Load JSONL transcripts into the raw tables (dry run: parse and report only).
+
+    With redaction before storage on, what is stored holds placeholders, not the values.
+    """
     logger = get_run_logger()
     fs, root = fsspec.core.url_to_fs(url, **store.settings.storage_options)
-    report = ingest(store.engine, JsonlTranscripts(fs, root), dry_run=dry_run)
+    source = stored_source(JsonlTranscripts(fs, root), store.settings.redaction)
+    report = ingest(store.engine, source, dry_run=dry_run)
+    if isinstance(source, RedactedSource):
+        report.redactions = dict(sorted(source.counts.items()))
     for problem in report.problems:
         logger.warning("bad input: %s", problem)
     logger.info(

@@ -195,6 +195,7 @@ class IngestReport:
     messages: int = 0
     problems: list[Problem] = field(default_factory=list)
     empty_content: int = 0  # messages stored whose content is empty or white space only
+    redactions: dict[str, int] = field(default_factory=dict)  # values replaced before storage
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -203,6 +204,7 @@ class IngestReport:
             "messages": self.messages,
             "bad_input": len(self.problems),
             "empty_content": self.empty_content,
+            "redactions": dict(self.redactions),
             "problems": [str(p) for p in self.problems],
         }
 

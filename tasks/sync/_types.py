@@ -60,10 +60,18 @@ class BatchOutcome:
     extractor_fallbacks: int = 0
     messages_empty: int = 0  # no text, or white space only: nothing to index
     messages_too_short: int = 0  # user or assistant text too short for a turn memory
+    redactions: dict[str, int] = field(default_factory=dict)  # per category, sent to a model
 
     def merge(self, other: BatchOutcome) -> None:
         for name, value in other.__dict__.items():
-            setattr(self, name, getattr(self, name) + value)
+            if isinstance(value, dict):
+                setattr(self, name, _summed(getattr(self, name), value))
+            else:
+                setattr(self, name, getattr(self, name) + value)
+
+
+def _summed(left: dict[str, int], right: dict[str, int]) -> dict[str, int]:
+    return {key: left.get(key, 0) + right.get(key, 0) for key in sorted(left.keys() | right)}
 
 
 @dataclass(frozen=True)

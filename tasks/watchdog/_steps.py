@@ -11,7 +11,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.client.orchestration import get_client
 from sqlalchemy import Engine
 
-from storage.config import Settings, WatchdogSettings
+from storage.config import RedactionSettings, Settings, WatchdogSettings
 from storage.engine import open_store
 from storage.migrate import require_current
 from tasks.common import IO_RETRY, Channel, Notice, open_notifier
@@ -76,10 +76,12 @@ def decide_task(
     cache_policy=NO_CACHE,
     retries=0,
 )
-def notify_task(notices: list[Notice], ws: WatchdogSettings) -> Channel:
+def notify_task(
+    notices: list[Notice], ws: WatchdogSettings, redaction: RedactionSettings | None = None
+) -> Channel:
     # The notifier retries the webhook itself (with backoff); a retry here would resend
     # notices that already arrived.
-    with open_notifier(ws, get_run_logger()) as notifier:
+    with open_notifier(ws, get_run_logger(), redaction) as notifier:
         return notifier.publish(notices)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -13,7 +14,7 @@ from prefect import flow
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
-from storage.config import Settings, WatchdogSettings
+from storage.config import RedactionSettings, Settings, WatchdogSettings
 from storage.errors import ConfigurationError
 from tasks.common import Notice
 from tasks.common._notify import ARTIFACT_KEY, Notifier, notify_flow_failure
@@ -116,3 +117,43 @@ def test_failure_hook_posts_at_once(
     assert payload["kind"] == "failure"
     assert "disk full on purpose" in payload["text"]
     assert payload["snapshots"][0]["state"] == "Failed"
+
+
+def pii_notice() -> Notice:
+    snapshots = [{"at": AT.isoformat(), "message": "alice@example.com at +49 30 12345678"}]
+    summary = "sync failed on a message of alice@example.com from 192.168.1.20"
+    return Notice("failure", "memory-sync-daily:run", "failed", summary, AT, snapshots)
+
+
+def test_webhook_payload_is_redacted_with_one_scope_per_notice(hook: Webhook) -> None:
+    with httpx.Client() as client:
+        Notifier(webhook_settings(hook.url), client, LOG).publish([pii_notice()])
+    [payload] = hook.received
+    sent = json.dumps(payload)
+    assert [v for v in ("alice@example.com", "30 12345678", "192.168.1.20") if v in sent] == []
+    assert payload["summary"] == "sync failed on a message of <EMAIL_1> from <IP_1>"
+    assert payload["text"].endswith(payload["summary"])
+    assert payload["snapshots"][0]["message"] == "<EMAIL_1> at <PHONE_1>"
+
+
+def test_webhook_payload_follows_the_redaction_settings(hook: Webhook) -> None:
+    off = RedactionSettings(enabled=False)
+    with httpx.Client() as client:
+        Notifier(webhook_settings(hook.url), client, LOG, redaction=off).publish([pii_notice()])
+    assert "alice@example.com" in hook.received[0]["summary"]
+
+
+@flow(name="notify-pii-probe", on_failure=[notify_flow_failure])
+def failing_pii_probe() -> None:
+    raise RuntimeError("cannot parse the message of bob@example.com, ticket TCK-123456")
+
+
+def test_failure_hook_redacts_the_error_it_posts(
+    flow_env: Settings, hook: Webhook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ARCHIVIST_WATCHDOG__WEBHOOK_URL", hook.url)
+    monkeypatch.setenv("ARCHIVIST_REDACTION__CUSTOM", '["TICKET=TCK-\\\\d{6}"]')
+    assert failing_pii_probe(return_state=True).is_failed()
+    [payload] = hook.payloads("notify-pii-probe:run")
+    assert "cannot parse the message of <EMAIL_1>, ticket <TICKET_1>" in payload["text"]
+    assert "bob@example.com" not in json.dumps(payload) and "TCK-123456" not in json.dumps(payload)
