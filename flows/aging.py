@@ -23,7 +23,14 @@ from tasks.aging import (
     open_cold_store,
     timed,
 )
-from tasks.common import connect_task, finish_run, notify_flow_failure, publish_report, start_run
+from tasks.common import (
+    connect_task,
+    finish_run,
+    fold_access_task,
+    notify_flow_failure,
+    publish_report,
+    start_run,
+)
 
 FLOW_NAME = "memory-aging"
 
@@ -65,6 +72,8 @@ def memory_aging(
     decay_params = DecayParams(
         moment, policy.half_life_days, policy.salience_epsilon, namespace, dry_run, part
     )
+    if not dry_run:  # salience and archived rows count every access searches recorded
+        fold_access_task(store, namespace, part)
     with timed(report, "decay"):
         report.decay = decay_task(store, decay_params)
     with timed(report, "compression"):

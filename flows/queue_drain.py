@@ -10,7 +10,14 @@ from pydantic import Field
 
 from flows.common import resolve_as_of
 from storage.config import Settings
-from tasks.common import connect_task, finish_run, notify_flow_failure, publish_report, start_run
+from tasks.common import (
+    connect_task,
+    finish_run,
+    fold_access_task,
+    notify_flow_failure,
+    publish_report,
+    start_run,
+)
 from tasks.queue import (
     QueueRunReport,
     default_worker_name,
@@ -55,6 +62,7 @@ def memory_queue_drain(
     run_id = start_run(store, FLOW_NAME, now or started, params)
     drained = drain_task(store, embedder, name, now, max_batches)
     purged = purge_task(store, now)
+    fold_access_task(store)  # searches' accesses reach the memories within one interval
     stats = stats_task(store, now)
     report = QueueRunReport(
         as_of=(now or started).isoformat(),

@@ -11,7 +11,14 @@ from pydantic import Field
 from flows.common import resolve_as_of
 from storage.config import Settings
 from storage.records import NAMESPACE_PATTERN
-from tasks.common import connect_task, finish_run, notify_flow_failure, publish_report, start_run
+from tasks.common import (
+    connect_task,
+    finish_run,
+    fold_access_task,
+    notify_flow_failure,
+    publish_report,
+    start_run,
+)
 from tasks.tidy import (
     TidyReport,
     build_report,
@@ -48,6 +55,8 @@ def memory_weekly_tidy(
     store, embedder = connect_task(settings)
     params = {"namespace": namespace, "dry_run": dry_run}
     run_id = None if dry_run else start_run(store, FLOW_NAME, moment, params)
+    if not dry_run:  # what stays in MEMORY.md weighs every access searches recorded
+        fold_access_task(store, namespace)
     ctx = make_context(settings, embedder, moment, run_id, dry_run)
     outcomes = [tidy_namespace_task(store, ctx, ns) for ns in namespaces_task(store, namespace)]
     report = build_report(FLOW_NAME, ctx, namespace, outcomes, started, datetime.now(UTC))

@@ -7,8 +7,8 @@ only when its salience moved by more than epsilon (``archivist_salience`` in mig
 Compression works on a batch of sessions at once: the transcripts are already in the
 cold tier (written and verified by the caller), so one transaction moves the access log
 of the session's ``turn`` memories onto its episode memory, deletes the turns (adding
-their access counts to the episode), flags the episode ``compressed`` and deletes the raw
-messages the transcript holds.
+their access counts, pending ones included, to the episode), flags the episode
+``compressed`` and deletes the raw messages the transcript holds.
 
 Each selection takes a namespace and a shard (``storage.shards``); None is every one.
 """
@@ -165,7 +165,14 @@ FOLD_TURNS = text(
         USING unnest(CAST(:sessions AS text[]), CAST(:episode_ids AS bigint[]))
             AS b(session_id, episode_memory_id)
         WHERE m.session_id = b.session_id AND m.kind = 'turn' AND NOT m.pinned
-        RETURNING b.episode_memory_id, m.access_count, m.last_accessed_at
+        RETURNING b.episode_memory_id,
+            m.access_count + coalesce((
+                SELECT p.hits FROM memory_access_pending p
+                WHERE p.memory_id = m.id AND p.namespace = m.namespace), 0) AS access_count,
+            coalesce((
+                SELECT p.last_accessed_at FROM memory_access_pending p
+                WHERE p.memory_id = m.id AND p.namespace = m.namespace), m.last_accessed_at)
+                AS last_accessed_at
     ), sums AS (
         SELECT episode_memory_id, sum(access_count) AS n, max(last_accessed_at) AS touched,
                count(*) AS removed

@@ -30,6 +30,7 @@ FORGET = {
         " FROM memories WHERE namespace = :namespace)"
     ),
     "memory_access_log": text("DELETE FROM memory_access_log WHERE namespace = :namespace"),
+    "memory_access_pending": text("DELETE FROM memory_access_pending WHERE namespace = :namespace"),
     "episodes": text("DELETE FROM episodes WHERE namespace = :namespace"),
     "processed_sessions": text("DELETE FROM processed_sessions WHERE namespace = :namespace"),
     "memories": text("DELETE FROM memories WHERE namespace = :namespace"),

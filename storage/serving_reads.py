@@ -11,11 +11,16 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+# Access counters with the accesses not yet folded into the row (``storage.access``).
 MEMORY = text(
     """
-    SELECT id AS memory_id, namespace, kind, content, importance, salience, tier, pinned,
-           access_count, last_accessed_at, session_id, message_ids, occurred_at, created_at
-    FROM memories WHERE id = :id AND namespace = :namespace
+    SELECT m.id AS memory_id, m.namespace, m.kind, m.content, m.importance, m.salience,
+           m.tier, m.pinned, m.access_count + coalesce(p.hits, 0) AS access_count,
+           coalesce(p.last_accessed_at, m.last_accessed_at) AS last_accessed_at,
+           m.session_id, m.message_ids, m.occurred_at, m.created_at
+    FROM memories m
+    LEFT JOIN memory_access_pending p ON p.memory_id = m.id AND p.namespace = m.namespace
+    WHERE m.id = :id AND m.namespace = :namespace
     """
 )
 ARCHIVED = text("SELECT 1 FROM archived_memories WHERE memory_id = :id AND namespace = :namespace")

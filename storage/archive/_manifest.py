@@ -99,8 +99,9 @@ TRANSCRIPTS_OF = text(
 
 # Commit a verified file: its rows leave the hot table and are indexed here, in one step.
 # Ids that vanished meanwhile (a purge) are simply not indexed; the caller compares counts.
-# A row leaves only as the file holds it: a search that counted an access, or a pin, since
-# the fetch makes its file stale (the caller then discards it and archives the row anew).
+# A row leaves only as the file holds it: a search that counted an access (pending, not yet
+# folded: ``storage.access``), or a pin, since the fetch makes its file stale (the caller
+# then discards it and archives the row anew, once the access is folded).
 COMMIT_MEMORIES = text(
     """
     WITH moved AS (
@@ -110,6 +111,7 @@ COMMIT_MEMORIES = text(
         WHERE m.id = ANY(CAST(:ids AS bigint[])) AND m.id = f.id AND NOT m.pinned
           AND m.access_count = f.access_count
           AND m.last_accessed_at IS NOT DISTINCT FROM f.touched
+          AND NOT EXISTS (SELECT 1 FROM memory_access_pending p WHERE p.memory_id = m.id)
         RETURNING m.id, m.namespace, m.session_id, m.occurred_at
     ), indexed AS (
         INSERT INTO archived_memories (memory_id, manifest_id, namespace, session_id, occurred_at)

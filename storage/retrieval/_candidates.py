@@ -42,7 +42,7 @@ def search_params(
 ) -> tuple[dict[str, Any], int] | None:
     """The candidate statement's parameters and the count of indexed rows; None if empty."""
     n_docs, avg_len, n_indexed, terms = lexical_stats(
-        conn, stats, cfg, request.namespace, request.query
+        conn, stats, cfg, request.namespace, request.query, settings.ef_search
     )
     if n_docs == 0:
         return None
@@ -76,10 +76,13 @@ def pool_target(limit: int) -> int:
 
 
 def lexical_stats(
-    conn: Connection, stats: StatsCache, cfg: str, namespace: str, query: str
+    conn: Connection, stats: StatsCache, cfg: str, namespace: str, query: str, ef_search: int
 ) -> tuple[int, float, int, list[tuple[str, int]]]:
-    """Size, mean length, has-index flag and (lexeme, df) pairs; cached where harmless."""
-    row = conn.execute(QUERY_TERMS, {"cfg": cfg, "query": query, "namespace": namespace}).one()
+    """Size, mean length, has-index flag and (lexeme, df) pairs; cached where harmless.
+
+    Leaves the planner settings of ``plan(exact=True)`` for the rest of the transaction."""
+    asked = {"cfg": cfg, "query": query, "namespace": namespace, "ef_search": str(ef_search)}
+    row = conn.execute(QUERY_TERMS, asked).one()
     lexemes = list(dict.fromkeys(row.lexemes))
     size = stats.size(namespace)
     known = stats.df(namespace, lexemes)
@@ -116,12 +119,13 @@ def plan(conn: Connection, settings: RetrievalSettings, *, force_index: bool, ex
 def neighbours(
     conn: Connection, settings: RetrievalSettings, params: dict[str, Any], n_indexed: int
 ) -> dict[str, list[Any]]:
-    """HNSW neighbours among indexed rows; exact when filters starved the index."""
+    """HNSW neighbours among indexed rows; exact when filters starved the index. Either way
+    the exact planner settings hold afterwards (the candidates statement needs them)."""
     if n_indexed == 0:  # a walk of the index would look for rows it cannot hold
         return {"ann_ids": [], "ann_dists": []}
     plan(conn, settings, force_index=True, exact=False)
     rows = conn.execute(ANN_NEIGHBOURS, params).all()
+    plan(conn, settings, force_index=False, exact=True)
     if len(rows) < min(params["n"], n_indexed):
-        plan(conn, settings, force_index=False, exact=True)
         rows = conn.execute(ANN_NEIGHBOURS, params).all()
     return {"ann_ids": [r.id for r in rows], "ann_dists": [float(r.dist) for r in rows]}

@@ -75,13 +75,16 @@ def ranked(
     dense, lexical = relevance_parts(rows, min_cosine)
     share, half_life = settings.dense_share, settings.half_life_days
     score = scoring.composer(weights)
+    weighted = frozenset(name for name, w in weights.items() if w)
     scored = []
     for r, d, lx in zip(rows, dense, lexical, strict=True):
-        factors = factors_of(r, d, lx, share * d + (1 - share) * lx, now, half_life)
-        scored.append((score(factors), r, factors))
+        parts = (d, lx, share * d + (1 - share) * lx)
+        # The score needs only the weighted factors; a hit shows them all (same values).
+        scored.append((score(factors_of(r, *parts, now, half_life, weighted)), r, parts))
     scored.sort(key=lambda t: (-t[0], -t[1].occurred_at.timestamp(), t[1].id))
     used = dict(weights)
-    for value, row, factors in scored:
+    for value, row, parts in scored:
+        factors = factors_of(row, *parts, now, half_life)
         low = factors["bm25"] <= 0 and factors["cosine"] < min_cosine
         yield hit_of(row, value, factors, used, low_confidence=low)
 
@@ -155,25 +158,33 @@ def make_hit(
 
 
 def factors_of(
-    row: Any, dense: float, lexical: float, relevance: float, now: datetime, half_life: float
+    row: Any,
+    dense: float,
+    lexical: float,
+    relevance: float,
+    now: datetime,
+    half_life: float,
+    only: frozenset[str] | None = None,
 ) -> dict[str, float]:
-    """Every factor of a candidate row's score, as of now."""
-    age = (now - row.occurred_at).total_seconds() / 86400
-    touched = row.last_accessed_at or row.occurred_at
-    return {
-        "semantic": relevance,
-        "dense": dense,
-        "lexical": lexical,
-        "recency": scoring.recency(age, half_life),
-        "importance": scoring.importance(row.importance),
-        "frequency": scoring.frequency(row.access_count),
-        "vehemence": float(row.vehemence),
-        "salience": scoring.salience(
-            row.access_count, (now - touched).total_seconds() / 86400, half_life
-        ),
-        "cosine": float(row.cosine),
-        "bm25": float(row.bm25),
-    }
+    """Every factor of a candidate row's score as of now, or ``only`` those (and the
+    relevance parts, which cost nothing)."""
+    out = {"semantic": relevance, "dense": dense, "lexical": lexical}
+    if only is None or "recency" in only:
+        age = (now - row.occurred_at).total_seconds() / 86400
+        out["recency"] = scoring.recency(age, half_life)
+    if only is None or "importance" in only:
+        out["importance"] = scoring.importance(row.importance)
+    if only is None or "frequency" in only:
+        out["frequency"] = scoring.frequency(row.access_count)
+    if only is None or "vehemence" in only:
+        out["vehemence"] = float(row.vehemence)
+    if only is None or "salience" in only:
+        touched = row.last_accessed_at or row.occurred_at
+        days = (now - touched).total_seconds() / 86400
+        out["salience"] = scoring.salience(row.access_count, days, half_life)
+    if only is None:
+        out["cosine"], out["bm25"] = float(row.cosine), float(row.bm25)
+    return out
 
 
 def hit_of(

@@ -32,12 +32,20 @@ ANN_NEIGHBOURS = text(
 )
 
 # The query's lexemes, and whether the namespace has rows in the HNSW index (never cached:
-# a stale "no" would hide those rows from the dense candidates).
+# a stale "no" would hide those rows from the dense candidates). It also sets PLANNER's
+# exact settings (the statements after it are planned with them), which the candidates
+# statement needs: a search of a namespace without HNSW rows saves a round trip.
 QUERY_TERMS = text(
     """
     SELECT tsvector_to_array(to_tsvector(CAST(:cfg AS regconfig), :query)) AS lexemes,
            EXISTS (SELECT 1 FROM memories WHERE namespace = :namespace AND ann_indexed)
-               AS has_ann
+               AS has_ann,
+           set_config('hnsw.iterative_scan', 'relaxed_order', true),
+           set_config('hnsw.ef_search', :ef_search, true),
+           set_config('enable_seqscan', 'on', true),
+           set_config('enable_bitmapscan', 'on', true),
+           set_config('enable_sort', 'on', true),
+           set_config('enable_indexscan', 'off', true)
     """
 )
 
@@ -97,8 +105,10 @@ CANDIDATES = text(
           AND (CAST(:end AS timestamptz) IS NULL OR occurred_at < :end)
         ORDER BY ts_rank(tsv, CAST(:tsquery AS tsquery), 1) DESC, id DESC LIMIT :n_lexical
     ), candidates AS (SELECT id FROM dense UNION SELECT id FROM lexical)
-    SELECT m.id, m.namespace, m.kind, m.content, m.importance, m.vehemence, m.access_count,
-           m.last_accessed_at, m.occurred_at, m.created_at, m.session_id, m.message_ids, m.tier,
+    SELECT m.id, m.namespace, m.kind, m.content, m.importance, m.vehemence,
+           m.access_count + coalesce(p.hits, 0) AS access_count,
+           coalesce(p.last_accessed_at, m.last_accessed_at) AS last_accessed_at,
+           m.occurred_at, m.created_at, m.session_id, m.message_ids, m.tier,
            1 - (m.embedding <=> CAST(:qvec AS vector)) AS cosine,
            CASE WHEN m.kind = 'long_term' THEN (
                SELECT l.memory_ids FROM long_term_entries l WHERE l.memory_id = m.id LIMIT 1
@@ -111,23 +121,28 @@ CANDIDATES = text(
                JOIN unnest(CAST(:lexemes AS text[]), CAST(:idfs AS float8[])) AS t(lexeme, idf)
                  ON t.lexeme = u.lexeme), 0) AS bm25
     FROM candidates c JOIN memories m ON m.id = c.id
+    LEFT JOIN memory_access_pending p ON p.memory_id = m.id AND p.namespace = m.namespace
     """
 )
 
 EXPLAIN_ANN = text("EXPLAIN (COSTS OFF) " + ANN_NEIGHBOURS.text)
 EXPLAIN_CANDIDATES = text("EXPLAIN (COSTS OFF) " + CANDIDATES.text)
 
-# One round trip for all returned hits: counters on the rows, one access-log row each.
+# One round trip for all returned hits (those still in the hot table): one access-log row
+# each, and a pending access (``storage.access``) upserted in id order, the order a fold
+# locks them in. The last access is the last one written, as ``as_of`` says.
 RECORD_ACCESS = text(
     """
     WITH touched AS (
-        UPDATE memories
-        SET access_count = access_count + 1, last_accessed_at = :at
-        WHERE id = ANY(CAST(:ids AS bigint[]))
-        RETURNING id, namespace
+        SELECT id, namespace FROM memories WHERE id = ANY(CAST(:ids AS bigint[]))
+    ), logged AS (
+        INSERT INTO memory_access_log (memory_id, namespace, context, accessed_at)
+        SELECT id, namespace, :context, :at FROM touched
     )
-    INSERT INTO memory_access_log (memory_id, namespace, context, accessed_at)
-    SELECT id, namespace, :context, :at FROM touched
+    INSERT INTO memory_access_pending AS p (memory_id, namespace, hits, last_accessed_at)
+    SELECT id, namespace, 1, :at FROM touched ORDER BY id
+    ON CONFLICT (memory_id, namespace) DO UPDATE
+    SET hits = p.hits + 1, last_accessed_at = excluded.last_accessed_at
     """
 )
 
@@ -135,8 +150,10 @@ RECORD_ACCESS = text(
 RECENT_EPISODES = text(
     """
     SELECT e.session_id, e.summary, e.topics, e.entities, e.open_threads, e.ended_at,
-           e.memory_id, coalesce(m.access_count, 0) AS access_count, m.last_accessed_at
+           e.memory_id, coalesce(m.access_count + coalesce(p.hits, 0), 0) AS access_count,
+           coalesce(p.last_accessed_at, m.last_accessed_at) AS last_accessed_at
     FROM episodes e LEFT JOIN memories m ON m.id = e.memory_id
+    LEFT JOIN memory_access_pending p ON p.memory_id = m.id AND p.namespace = m.namespace
     WHERE e.namespace = :namespace AND e.ended_at <= :now
     ORDER BY e.ended_at DESC, e.session_id
     LIMIT :scan
@@ -146,13 +163,16 @@ RECENT_EPISODES = text(
 # Priming without a first message: the most important facts, with what scoring needs.
 TOP_FACTS = text(
     """
-    SELECT id, namespace, kind, content, importance, vehemence, access_count,
-           last_accessed_at, occurred_at, created_at, session_id, message_ids, tier,
+    SELECT m.id, m.namespace, m.kind, m.content, m.importance, m.vehemence,
+           m.access_count + coalesce(p.hits, 0) AS access_count,
+           coalesce(p.last_accessed_at, m.last_accessed_at) AS last_accessed_at,
+           m.occurred_at, m.created_at, m.session_id, m.message_ids, m.tier,
            0.0 AS cosine, 0.0 AS bm25
-    FROM memories
-    WHERE namespace = :namespace AND kind = ANY(CAST(:kinds AS text[]))
-      AND tier <> 'archived' AND occurred_at <= :now
-    ORDER BY importance DESC, occurred_at DESC, id
+    FROM memories m
+    LEFT JOIN memory_access_pending p ON p.memory_id = m.id AND p.namespace = m.namespace
+    WHERE m.namespace = :namespace AND m.kind = ANY(CAST(:kinds AS text[]))
+      AND m.tier <> 'archived' AND m.occurred_at <= :now
+    ORDER BY m.importance DESC, m.occurred_at DESC, m.id
     LIMIT :scan
     """
 )

@@ -34,6 +34,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from storage import archive
+from storage.access import fold_accesses
 from storage.archive import EARLIEST, ManifestEntry, MemoryReader, VectorBuffer, fetch_memories
 from storage.shards import Shard
 from tasks.aging._bulk_memory import bulk_memory
@@ -258,6 +259,7 @@ def archive_old(
         namespaces = archive.namespaces_older_than(session, cutoff, namespace, shard)
     recover(engine, cold, outcome, namespace, shard)
     with Session(engine) as session, session.begin():
+        fold_accesses(session, namespace, shard)  # a row with pending accesses cannot leave
         outcome.leftovers_dropped = archive.drop_archived_leftovers(session, namespace, shard)
     todo: SimpleQueue[str] = SimpleQueue()
     for name in namespaces:

@@ -3,7 +3,13 @@
 from tasks.common._notice import Notice, NoticeKind
 from tasks.common._notify import Channel, notify_flow_failure, open_notifier
 from tasks.common._retry import IO_RETRY
-from tasks.common._steps import connect_task, finish_run, publish_report, start_run
+from tasks.common._steps import (
+    connect_task,
+    finish_run,
+    fold_access_task,
+    publish_report,
+    start_run,
+)
 from tasks.common._time import readable
 
 __all__ = [
@@ -13,6 +19,7 @@ __all__ = [
     "NoticeKind",
     "connect_task",
     "finish_run",
+    "fold_access_task",
     "notify_flow_failure",
     "open_notifier",
     "publish_report",

@@ -6,17 +6,19 @@ import uuid
 from datetime import datetime
 from typing import Any, Protocol
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 from sqlalchemy.orm import Session
 
 from storage import runs
+from storage.access import Folded, fold_accesses
 from storage.config import Settings
 from storage.connect import connect
 from storage.embedding import Embedder
 from storage.engine import Store
+from storage.shards import Shard
 from tasks.common._retry import IO_RETRY
 from tasks.common._time import readable
 
@@ -24,6 +26,17 @@ from tasks.common._time import readable
 @task(name="open-store", cache_policy=NO_CACHE, **IO_RETRY)
 def connect_task(settings: Settings) -> tuple[Store, Embedder]:
     return connect(settings)
+
+
+@task(name="fold-accesses", cache_policy=NO_CACHE, **IO_RETRY)
+def fold_access_task(
+    store: Store, namespace: str | None = None, shard: Shard | None = None
+) -> Folded:
+    """The accesses searches counted since the last fold, into their memories' counters."""
+    with Session(store.engine) as session, session.begin():
+        out = fold_accesses(session, namespace, shard)
+    get_run_logger().info("folded %d accesses into %d memories", out.accesses, out.memories)
+    return out
 
 
 @task(name="start-run", cache_policy=NO_CACHE)

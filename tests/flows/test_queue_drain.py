@@ -10,9 +10,12 @@ from sqlalchemy.orm import Session
 
 from flows.queue_drain import memory_queue_drain
 from storage.config import Settings
+from storage.embedding import HashingEmbedder
 from storage.engine import open_store
 from storage.queue import _table as queue
+from storage.retrieval import Retriever
 from tests.flows.test_daily_sync import artifact_markdown
+from tests.storage.memory_factory import put
 
 T = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -56,3 +59,20 @@ def test_a_pass_over_an_empty_queue_publishes_no_artifact(flow_env: Settings) ->
     assert idle.idle and (after_idle, idle.drained.claimed) == (before, 0)
     assert not busy.idle and busy.drained.completed == 1
     assert len(asyncio.run(artifact_markdown("memory-queue-drain-report"))) == before + 1
+
+
+def test_each_pass_folds_the_accesses_searches_counted(flow_env: Settings) -> None:
+    store = open_store(flow_env)
+    (mid,) = put(store, "alice", ["the dentist is on Friday"], T)
+    retriever = Retriever(store.engine, HashingEmbedder(flow_env.embedding.dim))
+    for day in (1, 2):
+        assert retriever.search("alice", "dentist", as_of=T + timedelta(days=day))
+
+    memory_queue_drain(as_of=T, worker="fold-test")
+
+    with store.engine.connect() as conn:
+        row = conn.execute(
+            text("SELECT access_count, last_accessed_at FROM memories WHERE id = :i"), {"i": mid}
+        ).one()
+        left = conn.execute(text("SELECT count(*) FROM memory_access_pending")).scalar()
+    assert tuple(row) == (2, T + timedelta(days=2)) and left == 0

@@ -10,7 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
+from storage.access import fold_accesses
 from storage.keys import key_hash
 from tests.serving.conftest import ARCHIVIST, Served
 from tests.storage.memory_factory import put
@@ -31,6 +33,32 @@ def test_search_returns_the_namespaces_memories_with_provenance(served: Served) 
     assert first["content"] == "the dentist moved to Friday 3pm"
     assert first["message_ids"] == ["m0"] and first["occurred_at"] == AT.isoformat()
     assert {"session_id", "score", "kind", "tier", "low_confidence"} <= set(first)
+
+
+def test_a_search_counts_each_hit_once_in_its_namespace_until_and_after_a_fold(
+    served: Served,
+) -> None:
+    (mine,) = put(served.store, "acc", ["the plumber comes on Monday"], AT)
+    (theirs,) = put(served.store, "acc2", ["the plumber comes on Monday"], AT)
+    with served.client(served.key("acc")) as client:
+        reply = client.post("/v1/namespaces/acc/search", json={"query": "plumber", "limit": 5})
+        assert [h["memory_id"] for h in reply.json()["hits"]] == [mine]
+        pending = client.get(f"/v1/namespaces/acc/memories/{mine}").json()
+        with Session(served.store.engine) as session, session.begin():
+            fold_accesses(session, "acc")
+        folded = client.get(f"/v1/namespaces/acc/memories/{mine}").json()
+    with served.store.engine.connect() as conn:
+        counts = dict(
+            conn.execute(
+                text("SELECT id, access_count FROM memories WHERE id IN (:a, :b)"),
+                {"a": mine, "b": theirs},
+            )
+            .tuples()
+            .all()
+        )
+    assert pending["access_count"] == folded["access_count"] == 1
+    assert pending["last_accessed_at"] == folded["last_accessed_at"] is not None
+    assert counts == {mine: 1, theirs: 0}
 
 
 def test_time_range_and_kinds_narrow_the_search(served: Served) -> None:

@@ -11,6 +11,7 @@ from sqlalchemy.exc import DBAPIError, ProgrammingError
 from sqlalchemy.orm import Session
 
 from storage import queue
+from storage.access import fold_accesses
 from storage.config import Settings
 from storage.engine import Store
 from storage.errors import ConfigurationError
@@ -145,6 +146,43 @@ def test_search_through_the_serving_role_keeps_to_its_namespace(settings: Settin
         assert [h.namespace for h in hits] == [ns]
     priming = retriever.prime("alice2", "the dentist?", as_of=AT)
     assert {h.namespace for h in priming.facts} == {"alice2"}
+
+
+def test_accesses_are_pending_in_their_namespace_and_folded_there(
+    settings: Settings, store: Store, serving: Engine
+):
+    ids = _fill(store)
+    retriever = Retriever.from_settings(settings, serving=True)
+    assert [h.memory_id for h in retriever.search("alice", "dentist", as_of=AT)] == ids["alice"]
+    with store.engine.connect() as conn:
+        pending = conn.execute(text("SELECT memory_id, namespace, hits FROM memory_access_pending"))
+        assert [tuple(row) for row in pending] == [(ids["alice"][0], "alice", 1)]
+    with pytest.raises(ProgrammingError, match="row-level security"):
+        with serving.begin() as conn:  # a look-alike namespace's row
+            scope(conn, "alice")
+            conn.execute(
+                text("INSERT INTO memory_access_pending VALUES (:id, 'alice2', 1, now())"),
+                {"id": ids["alice2"][0]},
+            )
+    with pytest.raises(ProgrammingError, match="permission denied"):
+        with serving.begin() as conn:  # the counters on the memory belong to the fold
+            scope(conn, "alice")
+            conn.execute(text("UPDATE memories SET access_count = 100"))
+    with serving.begin() as conn:  # a row of its own namespace naming bob's memory
+        scope(conn, "alice")
+        conn.execute(
+            text("INSERT INTO memory_access_pending VALUES (:id, 'alice', 50, now())"),
+            {"id": ids["bob"][0]},
+        )
+    with Session(store.engine) as session, session.begin():
+        folded = fold_accesses(session)
+    assert (folded.rows, folded.memories, folded.accesses) == (2, 1, 1)
+    with store.engine.connect() as conn:
+        counts = dict(
+            conn.execute(text("SELECT namespace, access_count FROM memories")).tuples().all()
+        )
+        left = conn.execute(text("SELECT count(*) FROM memory_access_pending")).scalar()
+    assert counts == {"alice": 1, "alice2": 0, "Alice": 0, "bob": 0} and left == 0
 
 
 def test_a_serving_url_that_bypasses_the_policies_is_refused(settings: Settings):

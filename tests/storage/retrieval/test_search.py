@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 from sqlalchemy import event, text
+from sqlalchemy.orm import Session
 
-from storage import retrieval
+from storage import retrieval, scoring
+from storage.access import fold_accesses
 from storage.config import RetrievalSettings
 from storage.embedding import HashingEmbedder
 from storage.engine import Store
@@ -154,7 +156,7 @@ def test_presets_weigh_different_factors(store: Store) -> None:
 
 
 def test_access_is_recorded_in_one_statement(store: Store) -> None:
-    ids = put(store, "a", [f"recipe {i} with lemon" for i in range(5)], NOW)
+    put(store, "a", [f"recipe {i} with lemon" for i in range(5)], NOW)
     r = retriever(store)
     statements: list[str] = []
     listener = lambda *args: statements.append(args[2])  # noqa: E731
@@ -165,17 +167,47 @@ def test_access_is_recorded_in_one_statement(store: Store) -> None:
         event.remove(store.engine, "before_cursor_execute", listener)
     r.search("a", "lemon recipe", limit=3, as_of=NOW, record_access=False)
 
-    writes = [s for s in statements if "UPDATE memories" in s or "memory_access_log" in s]
+    writes = [s for s in statements if "memories SET" in s or "INTO memory_access" in s]
     assert len(writes) == 1
+    assert "UPDATE memories" not in writes[0]  # the wide rows stay as they are until a fold
     with store.engine.connect() as conn:
         counts = {i: n for i, n in conn.execute(text("SELECT id, access_count FROM memories"))}
+        pending = conn.execute(
+            text("SELECT memory_id, namespace, hits, last_accessed_at FROM memory_access_pending")
+        ).all()
         log = conn.execute(
             text("SELECT memory_id, context, accessed_at FROM memory_access_log")
         ).all()
     returned = {h.memory_id for h in hits}
-    assert {i for i in ids if counts[i] == 1} == returned
+    assert set(counts.values()) == {0}
+    assert {row.memory_id for row in pending} == returned
+    assert {(row.namespace, row.hits, row.last_accessed_at) for row in pending} == {("a", 1, NOW)}
     assert {row.memory_id for row in log} == returned and len(log) == 3
     assert all(row.context == "search: lemon recipe" and row.accessed_at == NOW for row in log)
+
+
+def test_pending_accesses_score_as_folded_ones(store: Store) -> None:
+    put(store, "a", ["tax form deadline reminder"], NOW - timedelta(days=40))
+    r = retriever(store, preset="librarian")
+    for day in range(3):
+        r.search("a", "tax form deadline", as_of=NOW + timedelta(days=day))
+    later = NOW + timedelta(days=10)
+
+    def top() -> dict[str, float]:
+        return r.search("a", "tax form deadline", as_of=later, record_access=False)[0].factors
+
+    unfolded = top()
+    with Session(store.engine) as session, session.begin():
+        folded = fold_accesses(session)
+    assert (folded.rows, folded.memories, folded.accesses) == (1, 1, 3)
+    assert top() == unfolded
+    assert unfolded["frequency"] == pytest.approx(scoring.frequency(3))
+    # the last access (as_of NOW + 2 days) is 8 days before ``later``
+    assert unfolded["salience"] == pytest.approx(scoring.salience(3, 8, 30))
+    with store.engine.connect() as conn:
+        row = conn.execute(text("SELECT access_count, last_accessed_at FROM memories")).one()
+        assert tuple(row) == (3, NOW + timedelta(days=2))
+        assert conn.execute(text("SELECT count(*) FROM memory_access_pending")).scalar() == 0
 
 
 @pytest.mark.parametrize(

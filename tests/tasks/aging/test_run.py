@@ -194,6 +194,13 @@ def test_compression_keeps_the_summary_and_counts_and_archives_the_transcript_fi
                 "AND kind = 'turn'"
             )
         )
+        conn.execute(  # a search's access not folded yet: it moves to the episode too
+            text(
+                "INSERT INTO memory_access_pending (memory_id, namespace, hits, last_accessed_at) "
+                "SELECT id, namespace, 1, now() FROM memories WHERE session_id = 'old' "
+                "AND kind = 'turn' ORDER BY id LIMIT 1"
+            )
+        )
     episode_memory = scalar(store, "SELECT memory_id FROM episodes WHERE session_id = 'old'")
 
     out = compress(store, tmp_path)
@@ -207,7 +214,7 @@ def test_compression_keeps_the_summary_and_counts_and_archives_the_transcript_fi
     row = scalar(
         store, "SELECT tier || ':' || access_count FROM memories WHERE id = :i", i=episode_memory
     )
-    assert row == f"compressed:{2 * turns}"
+    assert row == f"compressed:{2 * turns + 1}"
     assert (
         scalar(
             store, "SELECT count(*) FROM memory_access_log WHERE memory_id = :i", i=episode_memory
