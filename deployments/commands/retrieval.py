@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from storage.config import Settings
+from storage.embedding import preload_model
 from storage.retrieval import Hit, Retriever, TimeRange
 from storage.scoring import PRESETS, parse_weights, resolve_weights
 
@@ -32,6 +33,7 @@ def run_search(
     record_access: bool,
 ) -> list[Hit]:
     """One search with the CLI's options resolved into weights."""
+    preload_model(settings.embedding)  # the model loads while the store opens
     retriever = Retriever.from_settings(settings)
     chosen = None
     if weights:
@@ -85,6 +87,7 @@ def run_prime(
     settings: Settings, namespace: str, message: str | None, echo: Echo, as_document: bool
 ) -> None:
     """Print the priming text, or its parts and text as one JSON document."""
+    preload_model(settings.embedding)  # the model loads while the store opens
     priming = Retriever.from_settings(settings).prime(namespace, message)
     if as_document:
         from serving import priming_view

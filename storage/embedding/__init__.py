@@ -7,7 +7,7 @@ write, and retrieval embeds each query. The store records which model made its v
 
 from storage.embedding._cache import purge_model
 from storage.embedding._cached import CachedEmbedder
-from storage.embedding._factory import make_embedder
+from storage.embedding._factory import make_embedder, preload_model
 from storage.embedding._hashing import HashingEmbedder
 from storage.embedding._http import OpenAIEmbedder
 from storage.embedding._local import LocalEmbedder
@@ -20,5 +20,6 @@ __all__ = [
     "LocalEmbedder",
     "OpenAIEmbedder",
     "make_embedder",
+    "preload_model",
     "purge_model",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 from sqlalchemy import Engine
 
@@ -10,7 +12,7 @@ from storage.embedding._cached import CachedEmbedder
 from storage.embedding._graph_cache import default_cache_dir
 from storage.embedding._hashing import HashingEmbedder
 from storage.embedding._http import OpenAIEmbedder
-from storage.embedding._local import LocalEmbedder
+from storage.embedding._local import LocalEmbedder, preload
 from storage.embedding._protocol import Embedder
 from storage.errors import ConfigurationError
 from storage.redaction import RedactionPolicy
@@ -31,6 +33,17 @@ def make_embedder(
     if engine is not None and uses_cache(settings):
         return CachedEmbedder(embedder, engine)
     return embedder
+
+
+def preload_model(settings: EmbeddingSettings) -> None:
+    """Start loading the local model now, in the background (the other embedders need no
+    loading): for a one-shot command that embeds one query after opening the store."""
+    if settings.provider == "local":
+        preload(settings.threads, _cache_dir(settings))
+
+
+def _cache_dir(settings: EmbeddingSettings) -> Path:
+    return settings.graph_cache_dir or default_cache_dir()
 
 
 def uses_cache(settings: EmbeddingSettings) -> bool:
@@ -54,7 +67,7 @@ def _base_embedder(
         return LocalEmbedder(
             threads=settings.threads,
             batch_size=settings.batch_size,
-            cache_dir=settings.graph_cache_dir or default_cache_dir(),
+            cache_dir=_cache_dir(settings),
         )
     if settings.base_url is None or settings.model is None:  # the settings validator forbids it
         raise ConfigurationError(

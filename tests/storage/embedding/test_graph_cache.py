@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from storage.embedding import LocalEmbedder
+from storage.embedding._local import preload
 
 TEXTS = ["Should I buy new shoes before the race?", "what footwear should I get for running"]
 
@@ -19,6 +20,7 @@ SECOND_PROCESS = """
 import sys
 from pathlib import Path
 from storage.embedding import LocalEmbedder
+from storage.embedding._local import preload
 vectors = LocalEmbedder(threads=1, cache_dir=Path(sys.argv[1])).embed(sys.argv[2:])
 print("onnx imported:", "onnx" in sys.modules)
 print(" ".join(f"{v:.6f}" for v in vectors[0][:4]))
@@ -78,3 +80,12 @@ def test_a_folder_that_cannot_be_written_costs_the_build_not_the_search(
         vectors = LocalEmbedder(threads=1, cache_dir=blocked / "cache").embed(TEXTS)
     assert vectors.shape == (2, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
     assert "cannot keep the model graph" in caplog.text
+
+
+def test_preloading_builds_the_model_in_the_background(tmp_path: Path) -> None:
+    loader = preload(3, tmp_path)  # a thread count no other test loads
+    assert loader.daemon
+    loader.join(timeout=120)
+    assert not loader.is_alive() and len(graphs(tmp_path)) == 1  # built, and kept
+    vectors = LocalEmbedder(threads=3, cache_dir=tmp_path).embed(TEXTS)
+    assert vectors.shape == (2, 384)
