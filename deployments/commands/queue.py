@@ -22,6 +22,7 @@ from storage.config import Settings
 from storage.connect import connect
 from storage.engine import open_store
 from storage.errors import InputError
+from storage.json_depth import nested_deeper_than
 from storage.migrate import require_current
 from storage.queue import Enqueued
 from tasks.queue import DrainReport, default_worker_name, drain_once, run_worker
@@ -33,6 +34,8 @@ def enqueue_item(
     settings: Settings, namespace: str, op: str, payload: str, key: str | None, echo: Echo
 ) -> Enqueued:
     """Queue one write given as JSON text; prints its id, or the first one's for a repeated key."""
+    if nested_deeper_than(payload):
+        raise InputError("--payload is nested too deeply")
     try:
         parsed: Any = json.loads(payload)
     except json.JSONDecodeError as exc:

@@ -26,6 +26,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from storage.errors import InputError
+from storage.json_depth import nested_deeper_than
 from storage.records import MessageRecord, SessionRecord
 from storage.sessions import load_sessions, record_messages, record_session
 
@@ -103,6 +104,8 @@ def not_utf8(line: str) -> bool:
 def _load_object(line: str, expected: str) -> dict[str, Any]:
     if not_utf8(line):
         raise ValueError("not valid UTF-8")
+    if nested_deeper_than(line):
+        raise ValueError("JSON nested too deeply")
     try:
         obj = json.loads(line)
     except RecursionError:  # json's decoder recurses once per level of nesting
