@@ -22,7 +22,7 @@ from storage.config import Settings
 from storage.connect import connect
 from storage.engine import open_store
 from storage.errors import InputError
-from storage.json_depth import nested_deeper_than
+from storage.json_depth import NestedTooDeeply, load_json
 from storage.migrate import require_current
 from storage.queue import Enqueued
 from tasks.queue import DrainReport, default_worker_name, drain_once, run_worker
@@ -34,14 +34,12 @@ def enqueue_item(
     settings: Settings, namespace: str, op: str, payload: str, key: str | None, echo: Echo
 ) -> Enqueued:
     """Queue one write given as JSON text; prints its id, or the first one's for a repeated key."""
-    if nested_deeper_than(payload):
-        raise InputError("--payload is nested too deeply")
     try:
-        parsed: Any = json.loads(payload)
+        parsed: Any = load_json(payload)
+    except NestedTooDeeply:
+        raise InputError("--payload is nested too deeply") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"--payload is not valid JSON: {exc}") from exc
-    except RecursionError:  # json's decoder recurses once per level of nesting
-        raise InputError("--payload is nested too deeply") from None
     store = open_store(settings)
     require_current(store.engine, settings)
     with Session(store.engine) as session, session.begin():

@@ -26,7 +26,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from storage.errors import InputError
-from storage.json_depth import nested_deeper_than
+from storage.json_depth import load_json
 from storage.records import MessageRecord, SessionRecord
 from storage.sessions import load_sessions, record_messages, record_session
 
@@ -104,12 +104,7 @@ def not_utf8(line: str) -> bool:
 def _load_object(line: str, expected: str) -> dict[str, Any]:
     if not_utf8(line):
         raise ValueError("not valid UTF-8")
-    if nested_deeper_than(line):
-        raise ValueError("JSON nested too deeply")
-    try:
-        obj = json.loads(line)
-    except RecursionError:  # json's decoder recurses once per level of nesting
-        raise ValueError("JSON nested too deeply") from None
+    obj = load_json(line)  # NestedTooDeeply is a ValueError: "JSON nested too deeply"
     if not isinstance(obj, dict) or obj.get("type") != expected:
         raise ValueError(f'expected a JSON object with "type": "{expected}"')
     return {k: v for k, v in obj.items() if k != "type"}
