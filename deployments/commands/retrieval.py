@@ -87,7 +87,8 @@ def run_prime(
     settings: Settings, namespace: str, message: str | None, echo: Echo, as_document: bool
 ) -> None:
     """Print the priming text, or its parts and text as one JSON document."""
-    preload_model(settings.embedding)  # the model loads while the store opens
+    if message:  # only a first message is searched for, and so embedded
+        preload_model(settings.embedding)  # the model loads while the store opens
     priming = Retriever.from_settings(settings).prime(namespace, message)
     if as_document:
         from serving import priming_view

@@ -11,6 +11,7 @@ sentence-transformers computes them (cosine >= 0.9999 against it, tested).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import threading
@@ -127,11 +128,16 @@ _loading = threading.Lock()
 
 def preload(threads: int | None, cache_dir: Path | None) -> threading.Thread:
     """Load the model in a background thread: a command that opens the store meanwhile
-    (0.1 to 0.2 s, mostly waiting) finds it ready, or waits for that one build."""
+    (0.1 to 0.2 s, mostly waiting) finds it ready, or waits for that one build.
+
+    The exit waits for the load: ONNX Runtime aborts the process ("terminate called
+    without an active exception") when the interpreter ends while a session is being
+    built, as it was when a command finished without needing the model."""
     loader = threading.Thread(
         target=_load, args=(threads, cache_dir), name="archivist-model-preload", daemon=True
     )
     loader.start()
+    atexit.register(loader.join)
     return loader
 
 

@@ -114,3 +114,39 @@ def test_status_with_the_url_in_the_environment_lists_that_servers_runs(
 
     assert f"Prefect API: {url} (reachable)" in out
     assert "memory-sync-daily" in out.split("== Runs")[0]  # listed from the API
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["prime", "alice"], ["search", "Not A Namespace", "dentist"]],
+    ids=["prime-without-message", "search-refused"],
+)
+def test_a_command_that_ends_before_the_local_model_loads_exits_cleanly(
+    args: list[str], env: Settings, tmp_path: Path
+) -> None:
+    # Both commands end without embedding anything, while the model may still be loading
+    # in its thread: ONNX Runtime aborted such a process at exit (signal 6) when the
+    # graph came from the cache and the thread was building its session.
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    child_env |= {
+        "PREFECT_HOME": str(tmp_path),
+        "ARCHIVIST_EMBEDDING__PROVIDER": "local",
+        "ARCHIVIST_EMBEDDING__GRAPH_CACHE_DIR": str(tmp_path / "graphs"),
+    }
+
+    def archivist(*argv: str) -> subprocess.CompletedProcess[str]:
+        command = [str(Path(sys.executable).with_name("archivist")), *argv]
+        return subprocess.run(
+            command, env=child_env, capture_output=True, text=True, timeout=120, check=False
+        )
+
+    assert archivist("search", "alice", "dentist").returncode == 0  # fills the graph cache
+    done = archivist(*args)
+
+    assert "terminate called" not in done.stderr
+    assert "Traceback" not in done.stderr
+    if args[0] == "prime":
+        assert done.returncode == 0, done.stderr
+    else:
+        assert done.returncode == 1, done.stderr
+        assert "bad namespace 'Not A Namespace'" in done.stderr
