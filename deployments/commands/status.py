@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-import httpx
 from sqlalchemy import Connection
 
 from deployments.prefect_api import ApiCheck, check_api, configured_api_url
@@ -52,6 +51,8 @@ def prefect_lines(api: ApiCheck, now: datetime) -> list[str]:
     why = _no_runs_why(api)
     if why is not None:
         return [api.line(), f"n/a ({why})"]
+    import httpx  # as Prefect's client, which reads the runs, loads it anyway
+
     try:
         return [api.line(), *_prefect_runs(now)]
     except (httpx.HTTPError, OSError) as exc:
@@ -218,6 +219,8 @@ def _prefect_data(api: ApiCheck) -> dict[str, Any]:
     why = _no_runs_why(api)
     if why is not None:
         return {"unavailable": why}
+    import httpx  # as Prefect's client, which reads the runs, loads it anyway
+
     try:
         runs = latest_prefect_runs()
     except (httpx.HTTPError, OSError) as exc:

@@ -6,6 +6,8 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -15,7 +17,7 @@ from prefect.client.schemas.filters import FlowFilter, FlowFilterName
 from prefect.settings import PREFECT_API_URL
 
 from deployments.cli import _choose_prefect_api
-from deployments.prefect_api import use_running_server
+from deployments.prefect_api import health_problem, use_running_server
 from storage.config import Settings
 
 ARCHIVIST = str(Path(sys.executable).parent / "archivist")
@@ -72,3 +74,42 @@ def test_serve_without_a_server_says_so(
 
     assert "warning: no Prefect server" in capsys.readouterr().err
     assert "PREFECT_API_URL" not in os.environ
+
+
+class _Answers(BaseHTTPRequestHandler):
+    """/health as a Prefect API answers it, and as other servers might."""
+
+    replies = {"/prefect/health": (200, "true"), "/broken/health": (500, "oops")}
+
+    def do_GET(self) -> None:
+        status, body = self.replies.get(self.path, (200, "<html>hello</html>"))
+        self.send_response(status)
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_the_health_probe_tells_a_prefect_api_from_anything_else() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/api"
+    try:
+        assert health_problem(f"{base}/prefect") is None
+        assert health_problem(f"{base}/prefect/") is None
+        assert health_problem(f"{base}/broken") == "its /health answered HTTP 500"
+        assert health_problem(f"{base}/other") == (
+            "its /health answered, but not as a Prefect API does"
+        )
+        assert (health_problem(closed) or "").startswith("ConnectionRefusedError")
+        assert health_problem("ftp://127.0.0.1/api") == (
+            "InvalidURL: 'ftp://127.0.0.1/api/health' is not an http:// or https:// URL"
+        )
+        assert (health_problem("http://127.0.0.1:99999/api") or "").startswith("InvalidURL")
+    finally:
+        server.shutdown()
+        server.server_close()

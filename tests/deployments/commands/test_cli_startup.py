@@ -99,7 +99,7 @@ def test_status_reads_the_active_profiles_url_and_probes_it_without_prefect(
 
     out, loaded = run_archivist(["status"], tmp_path)
 
-    assert f"Prefect API: {url} (unreachable: ConnectError" in out
+    assert f"Prefect API: {url} (unreachable: ConnectionRefusedError" in out
     assert f"n/a (Prefect API at {url} unreachable" in out
     assert "prefect" not in loaded  # an API that does not answer is not asked for runs
 
