@@ -5,13 +5,27 @@ In the store's layer because both sides need them: the sync and the queue embed 
 write, and retrieval embeds each query. The store records which model made its vectors.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from storage.embedding._cache import purge_model
 from storage.embedding._cached import CachedEmbedder
 from storage.embedding._factory import make_embedder, preload_model
 from storage.embedding._hashing import HashingEmbedder
-from storage.embedding._http import OpenAIEmbedder
 from storage.embedding._local import LocalEmbedder
 from storage.embedding._protocol import Embedder
+
+if TYPE_CHECKING:
+    from storage.embedding._http import OpenAIEmbedder
+
+
+def __getattr__(name: str) -> Any:
+    # OpenAIEmbedder on first use: httpx is not loaded by commands that never call out.
+    if name == "OpenAIEmbedder":
+        from storage.embedding._http import OpenAIEmbedder
+
+        return OpenAIEmbedder
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CachedEmbedder",

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
 from sqlalchemy import Engine
 
 from storage.config import EmbeddingSettings, RedactionSettings
 from storage.embedding._cached import CachedEmbedder
 from storage.embedding._graph_cache import default_cache_dir
 from storage.embedding._hashing import HashingEmbedder
-from storage.embedding._http import OpenAIEmbedder
 from storage.embedding._local import LocalEmbedder, preload
 from storage.embedding._protocol import Embedder
 from storage.errors import ConfigurationError
-from storage.redaction import RedactionPolicy
+
+if TYPE_CHECKING:
+    import httpx
 
 
 def make_embedder(
@@ -74,6 +75,11 @@ def _base_embedder(
             "the openai embedding provider needs ARCHIVIST_EMBEDDING__BASE_URL and "
             "ARCHIVIST_EMBEDDING__MODEL"
         )
+    # Loaded only for a remote model: httpx and the redaction's phone-number data cost a
+    # one-shot command about 0.1 s of imports.
+    from storage.embedding._http import OpenAIEmbedder
+    from storage.redaction import RedactionPolicy
+
     return OpenAIEmbedder(
         settings.base_url,
         settings.model,
