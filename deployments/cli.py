@@ -86,6 +86,14 @@ def db_upgrade() -> None:
     click.echo(upgrade_schema(load_settings()))
 
 
+@db.command("stop")
+def db_stop() -> None:
+    """Stop the embedded server now instead of after its keep-alive time."""
+    from deployments.commands.sync import stop_embedded
+
+    click.echo(stop_embedded(load_settings()))
+
+
 @main.command()
 @click.argument("url")
 def ingest(url: str) -> None:

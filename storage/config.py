@@ -228,6 +228,13 @@ class Settings(BaseSettings):
         None, description="SQLAlchemy URL of a PostgreSQL with pgvector; unset: embedded server"
     )
     data_dir: Path = Field(default_factory=_default_data_dir)
+    embedded_keep_alive_seconds: float = Field(
+        600.0,
+        ge=0,
+        description="the embedded server stays up this long after its last client leaves, "
+        "so the next command attaches instead of starting it (storage.keeper); 0: it "
+        "stops with the last process",
+    )
     memory_root: str | None = Field(
         None, description="fsspec URL of the memory files; default <data_dir>/memory"
     )

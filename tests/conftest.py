@@ -24,6 +24,9 @@ from storage.engine import Store, get_engine, open_store
 from storage.migrate import upgrade
 
 os.environ.setdefault("ARCHIVIST_EMBEDDING__PROVIDER", "hashing")
+# An embedded server stops with its last process, as the engine tests expect; the keeper's
+# own tests turn it on (tests/storage/test_keeper.py).
+os.environ.setdefault("ARCHIVIST_EMBEDDED_KEEP_ALIVE_SECONDS", "0")
 
 TEMPLATE = "archivist_template"
 

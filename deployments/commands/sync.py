@@ -30,6 +30,26 @@ def upgrade_schema(settings: Settings) -> str:
     return f"schema upgraded {before or 'empty'} -> {after} ({where})"
 
 
+def stop_embedded(settings: Settings) -> str:
+    """Let the embedded server's keeper go; say whether the server stopped."""
+    from storage.keeper import server_running, stop_keeper, wait_stopped
+
+    if settings.database_url is not None:
+        return "nothing to stop: ARCHIVIST_DATABASE_URL names the database server"
+    pgdata = settings.pgdata_dir
+    pid = stop_keeper(pgdata)
+    holders = wait_stopped(pgdata, timeout=30, leaving=pid)
+    said = f"the embedded PostgreSQL in {pgdata}"
+    if pid is not None:
+        said = f"keeper (pid {pid}) stopped; {said}"
+    if not server_running(pgdata):
+        return f"{said} is not running"
+    if holders:
+        pids = ", ".join(map(str, holders))
+        return f"{said} stays up while other processes use it (pids {pids})"
+    return f"{said} is still stopping"
+
+
 def ingest_transcripts(settings: Settings, url: str, bars: Bars) -> IngestReport:
     """Load transcripts and print counts and every problem."""
     from storage.migrate import require_current

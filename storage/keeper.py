@@ -1,0 +1,135 @@
+"""Keep the embedded server up for a while after the last command, so the next one attaches.
+
+Starting the embedded PostgreSQL costs a command about a second, and stopping it as much
+again: without a keeper, every ``archivist search`` paid both. The first process that
+attaches spawns a keeper (``python -m storage.keeper_main PGDATA SECONDS``), a detached process
+that holds the server like any other process (the wheel stops the server when its last
+holder leaves). The keeper leaves once no client has been connected for SECONDS, or on
+SIGTERM (``archivist db stop``); if it is the last holder then, the server stops.
+
+One keeper per data directory: it holds an exclusive lock on ``.archivist-keeper.lock``
+for its whole life, and a second one exits at once. ``Settings.embedded_keep_alive_seconds``
+= 0 spawns none: the server stops with the last process, as before.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from storage.processes import pid_running
+
+LOCK_NAME = ".archivist-keeper.lock"
+# Client connections other than the keeper's own (walsenders and background workers are
+# not clients).
+OTHER_CLIENTS = """
+    SELECT count(*) FROM pg_stat_activity
+    WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+"""
+
+
+def lock_path(pgdata: Path) -> Path:
+    return pgdata / LOCK_NAME
+
+
+@contextmanager
+def try_lock(pgdata: Path) -> Iterator[IO[str] | None]:
+    """The keeper lock if free (held while the block runs), else None."""
+    with lock_path(pgdata).open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield None
+            return
+        try:
+            yield handle
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def keeper_pid(pgdata: Path) -> int | None:
+    """The running keeper's pid, or None when no keeper holds the lock."""
+    path = lock_path(pgdata)
+    if not path.exists():
+        return None
+    with try_lock(pgdata) as free:
+        if free is not None:
+            return None
+    text = path.read_text().strip()
+    return int(text) if text.isdigit() else None
+
+
+def ensure_keeper(pgdata: Path, seconds: float) -> None:
+    """Spawn a keeper for ``pgdata`` unless one runs (a race spawns two; one exits)."""
+    if seconds <= 0 or keeper_pid(pgdata) is not None:
+        return
+    with (pgdata / "keeper.log").open("ab") as log:
+        subprocess.Popen(
+            [sys.executable, "-m", "storage.keeper_main", str(pgdata), str(seconds)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            start_new_session=True,  # a Ctrl-C in the terminal is the command's alone
+            close_fds=True,
+        )
+
+
+def stop_keeper(pgdata: Path) -> int | None:
+    """Ask the running keeper to leave now (SIGTERM); its pid, or None if none runs."""
+    pid = keeper_pid(pgdata)
+    if pid is not None:
+        os.kill(pid, signal.SIGTERM)
+    return pid
+
+
+def server_running(pgdata: Path) -> bool:
+    """Whether the embedded server of ``pgdata`` runs (its postmaster's pid is alive)."""
+    try:
+        first = (pgdata / "postmaster.pid").read_text().splitlines()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return first.strip().isdigit() and pid_running(int(first))
+
+
+def wait_stopped(pgdata: Path, timeout: float, leaving: int | None = None) -> list[int]:
+    """Wait up to ``timeout`` s for the server to stop while ``leaving`` exits; the other
+    live processes that hold it, which keep it up ([] once it stopped)."""
+    deadline = time.monotonic() + timeout
+    while server_running(pgdata):
+        others = [pid for pid in _live_holders(pgdata) if pid != leaving]
+        if others or time.monotonic() > deadline:
+            return others
+        time.sleep(0.1)
+    return []
+
+
+def _live_holders(pgdata: Path) -> list[int]:
+    try:
+        pids = json.loads((pgdata / ".handle_pids.json").read_text() or "[]")
+    except (FileNotFoundError, json.JSONDecodeError):
+        return []
+    return [pid for pid in pids if isinstance(pid, int) and pid_running(pid)]
+
+
+def keep(
+    seconds: float,
+    clients: Callable[[], int],
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Return once ``clients()`` has been 0 for ``seconds`` (checked every few seconds)."""
+    poll = max(0.05, min(5.0, seconds / 4))
+    idle_since = clock()
+    while clock() - idle_since < seconds:
+        sleep(poll)
+        if clients() > 0:
+            idle_since = clock()

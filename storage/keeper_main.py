@@ -1,0 +1,40 @@
+"""The keeper process (``python -m storage.keeper_main PGDATA SECONDS``): see ``storage.keeper``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import psycopg
+
+from storage.engine import embedded_url, install_signal_handlers
+from storage.keeper import OTHER_CLIENTS, keep, try_lock
+
+
+def main(argv: list[str]) -> int:
+    pgdata, seconds = Path(argv[0]), float(argv[1])
+    with try_lock(pgdata) as held:
+        if held is None:
+            return 0  # another keeper holds this server
+        held.seek(0)
+        held.truncate()
+        held.write(str(os.getpid()))
+        held.flush()
+        install_signal_handlers()  # SIGTERM: a normal exit, which releases the server
+        uri = embedded_url(pgdata).replace("postgresql+psycopg://", "postgresql://", 1)
+        with psycopg.connect(uri, autocommit=True) as conn:
+
+            def clients() -> int:
+                row = conn.execute(OTHER_CLIENTS).fetchone()
+                return int(row[0]) if row else 0
+
+            try:
+                keep(seconds, clients)
+            except psycopg.OperationalError:
+                pass  # the server went away (stopped by hand): nothing left to keep
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

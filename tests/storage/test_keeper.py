@@ -1,0 +1,106 @@
+"""The embedded server stays up for the next command, and goes when idle or asked."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+
+from storage.keeper import keep, keeper_pid, server_running
+from tests.storage.test_engine import stop_if_running, wait_stopped
+
+ARCHIVIST = str(Path(sys.executable).with_name("archivist"))
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_keep_returns_once_no_client_has_been_connected_for_the_whole_time() -> None:
+    clock = FakeClock()
+    connected = {10.0, 20.0, 30.0}  # clients seen at these times only
+
+    def clients() -> int:
+        return 1 if round(clock.now, 6) in connected else 0
+
+    keep(60.0, clients, clock=clock, sleep=clock.sleep)
+
+    assert clock.now == 90.0  # 60 s after the last client, not 60 s after the start
+
+
+def archivist(data_dir: Path, keep_alive: str, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "ARCHIVIST_DATABASE_URL"}
+    env["ARCHIVIST_DATA_DIR"] = str(data_dir)
+    env["ARCHIVIST_EMBEDDED_KEEP_ALIVE_SECONDS"] = keep_alive
+    done = subprocess.run(
+        [ARCHIVIST, *args], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def postmaster_pid(pgdata: Path) -> int:
+    return int((pgdata / "postmaster.pid").read_text().splitlines()[0])
+
+
+def test_the_next_command_attaches_to_the_server_the_last_one_left_up(tmp_path: Path) -> None:
+    pgdata = tmp_path / "pgdata"
+    try:
+        archivist(tmp_path, "300", "db", "upgrade")
+
+        assert server_running(pgdata)  # the command exited, its server did not
+        keeper = keeper_pid(pgdata)
+        assert keeper is not None
+        first = postmaster_pid(pgdata)
+
+        assert "schema already at revision" in archivist(tmp_path, "300", "db", "upgrade")
+        assert postmaster_pid(pgdata) == first  # attached, not restarted
+        assert keeper_pid(pgdata) == keeper  # one keeper per data directory
+
+        out = archivist(tmp_path, "300", "db", "stop")
+
+        assert out.strip() == (
+            f"keeper (pid {keeper}) stopped; the embedded PostgreSQL in {pgdata} is not running"
+        )
+        assert not server_running(pgdata)
+        assert keeper_pid(pgdata) is None
+        assert archivist(tmp_path, "300", "db", "stop").strip() == (
+            f"the embedded PostgreSQL in {pgdata} is not running"
+        )
+    finally:
+        archivist(tmp_path, "0", "db", "stop")
+        stop_if_running(pgdata)
+
+
+def test_the_keeper_stays_while_a_client_is_connected_and_leaves_when_idle(
+    tmp_path: Path,
+) -> None:
+    pgdata = tmp_path / "pgdata"
+    try:
+        archivist(tmp_path, "2", "db", "upgrade")
+        keeper = keeper_pid(pgdata)
+        assert keeper is not None
+        lines = (pgdata / "postmaster.pid").read_text().splitlines()
+        where = f"host={lines[4]} port={lines[3]} dbname=postgres user=postgres"
+        with psycopg.connect(where) as client:
+            # More than the idle time passes while the client stays; the keeper (polling
+            # every 0.5 s) must see it.
+            client.execute("SELECT pg_sleep(3)")
+            assert keeper_pid(pgdata) == keeper
+            assert server_running(pgdata)
+
+        assert wait_stopped(pgdata), "the server outlived its idle keeper"
+        assert keeper_pid(pgdata) is None
+    finally:
+        archivist(tmp_path, "0", "db", "stop")
+        stop_if_running(pgdata)
