@@ -144,6 +144,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--keep", action="store_true", help="keep the work dir (2-3 GB)")
     args = parser.parse_args()
+    os.environ["ARCHIVIST_EMBEDDED_KEEP_ALIVE_SECONDS"] = "0"  # the work dir goes at exit
     workdir = Path(tempfile.mkdtemp(prefix="archivist-bench-aging-"))
     if not args.keep:  # registered first, so it runs after the embedded server has stopped
         atexit.register(shutil.rmtree, workdir, ignore_errors=True)

@@ -363,6 +363,7 @@ def main() -> None:
     args = parser.parse_args()
     for own in ("ARCHIVIST_DATABASE_URL", "ARCHIVIST_SERVING__DATABASE_URL", *SET_HERE):
         os.environ.pop(own, None)  # the embedded server in the work dir, and this run's values
+    os.environ["ARCHIVIST_EMBEDDED_KEEP_ALIVE_SECONDS"] = "0"  # the work dir goes at exit
     if args.reuse is None:
         workdir = Path(tempfile.mkdtemp(prefix="archivist-bench-api-"))
         atexit.register(shutil.rmtree, workdir, ignore_errors=True)  # after PostgreSQL stops

@@ -31,6 +31,7 @@ if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().p
 import argparse
 import atexit
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -181,6 +182,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="keep the stores here (reused on rerun)")
     parser.add_argument("--json", type=Path, help="write the figures as JSON")
     args = parser.parse_args()
+    os.environ["ARCHIVIST_EMBEDDED_KEEP_ALIVE_SECONDS"] = "0"  # the work dir goes at exit
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="archivist-eval-"))
     if args.workdir is None:  # registered first, so it runs after the embedded server stops
         atexit.register(shutil.rmtree, workdir, ignore_errors=True)

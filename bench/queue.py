@@ -48,6 +48,7 @@ def main() -> None:
     parser.add_argument("--claim-batch", type=int, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the work dir")
     args = parser.parse_args()
+    os.environ["ARCHIVIST_EMBEDDED_KEEP_ALIVE_SECONDS"] = "0"  # the work dir goes at exit
     workdir = Path(tempfile.mkdtemp(prefix="archivist-bench-queue-"))
     if not args.keep:  # registered first, so it runs after the embedded server has stopped
         atexit.register(shutil.rmtree, workdir, ignore_errors=True)

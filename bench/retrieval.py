@@ -179,6 +179,7 @@ def ann_recall(engine: Engine, retriever: Retriever, ns: str, queries: list[str]
 
 
 def run(size: int, queries: int, keep: bool, provider: str) -> None:
+    os.environ["ARCHIVIST_EMBEDDED_KEEP_ALIVE_SECONDS"] = "0"  # the work dir goes at exit
     workdir = Path(tempfile.mkdtemp(prefix="archivist-bench-retrieval-"))
     if not keep:  # registered first, so it runs after the embedded server has stopped
         atexit.register(shutil.rmtree, workdir, ignore_errors=True)

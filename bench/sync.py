@@ -55,6 +55,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="process workers for --shards")
     args = parser.parse_args()
     os.environ["ARCHIVIST_EMBEDDING__PROVIDER"] = args.embedder
+    os.environ["ARCHIVIST_EMBEDDED_KEEP_ALIVE_SECONDS"] = "0"  # the work dir goes at exit
     workdir = Path(tempfile.mkdtemp(prefix="archivist-bench-"))
     if not args.keep:  # registered first, so it runs after the embedded server has stopped
         atexit.register(shutil.rmtree, workdir, ignore_errors=True)
