@@ -12,7 +12,7 @@ from serving._errors import (
     Unauthorized,
 )
 from serving._service import MemoryService
-from serving._views import hit_view, json_row, priming_view
+from serving._views import cited_view, hit_view, json_row, priming_view, search_view
 
 __all__ = [
     "Conflict",
@@ -22,7 +22,9 @@ __all__ = [
     "ServiceError",
     "ServiceUnavailable",
     "Unauthorized",
+    "cited_view",
     "hit_view",
     "json_row",
     "priming_view",
+    "search_view",
 ]

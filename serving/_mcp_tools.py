@@ -1,6 +1,12 @@
 """The MCP server's tools and resources: thin calls into ``MemoryService`` for the grant of
 the message being handled (``serving._mcp_grant``). The namespace is never an argument.
 
+``search_memory`` and ``prime_conversation`` answer twice over: the data (each hit with its
+label, ``[Memory 1]``, and a ``sources`` line) as structured content, and the labelled lines
+and ``Sources:`` as the text a model reads. Labels start from 1 on each call: the SDK keeps
+per-connection state (``Connection.state``) but offers tools no public way to it, and on the
+2026 protocol's stateless HTTP every call is a connection of its own.
+
 Every refusal the service raises (bad input, an unknown id, another namespace's id, which
 row-level security makes simply unknown, a read-only key's write) comes back as a tool error
 carrying its message: ``isError`` and the text, never a traceback.
@@ -10,11 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp_types import ToolAnnotations
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
 
 from serving._api_models import SearchRequest, TimeRangeName
@@ -36,7 +42,9 @@ from serving._mcp_args import (
 )
 from serving._mcp_grant import current_grant
 from serving._service import MemoryService
+from serving._views import search_view
 from storage.errors import InputError, RetrievalError
+from storage.retrieval import render_citations
 
 REFUSALS = (ServiceError, InputError, RetrievalError)
 DAILY_DAYS = 7
@@ -44,6 +52,9 @@ DAILY_DAYS = 7
 READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False)
 DELETES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False)
+
+# Structured content a dict (the published output schema, as before), text of our own.
+Answer = Annotated[CallToolResult, dict[str, Any]]
 
 
 @contextmanager
@@ -69,26 +80,30 @@ class MemoryTools:
         start: Start = None,
         end: End = None,
         kinds: Kinds = None,
-    ) -> dict[str, Any]:
-        """Search this user's long-term memory. Each hit carries its memory_id, the session and
-        message ids it came from and when it happened, so you can cite it."""
+    ) -> Answer:
+        """Search this user's long-term memory. Each hit carries a label such as [Memory 1], its
+        memory_id, the session and message ids it came from and when it happened; cite hits by
+        label and close the answer with the "Sources:" line."""
         request = _search_request(query, limit, time_range, start, end, kinds)
         with refusals_as(ToolError):
             grant = current_grant()
-            hits = self.service.search(
+            cited = self.service.search(
                 grant,
                 request.query,
                 limit=request.limit,
                 time_range=request.resolved_time_range(),
                 kinds=request.kinds,
             )
-        return {"namespace": grant.namespace, "hits": hits}
+        text = render_citations(cited) or "no memories found"
+        return _answer(text, search_view(grant.namespace, cited))
 
-    def prime_conversation(self, first_message: FirstMessage = None) -> dict[str, Any]:
+    def prime_conversation(self, first_message: FirstMessage = None) -> Answer:
         """What to remember as a conversation starts: recent episodes, open threads and the facts
-        that matter, as data (with provenance) and as ready text ("formatted")."""
+        that matter, labelled [Memory n], as data (with provenance) and as ready text
+        ("formatted", closed by a "Sources:" line)."""
         with refusals_as(ToolError):
-            return self.service.prime(current_grant(), first_message)
+            primed = self.service.prime(current_grant(), first_message)
+        return _answer(primed["formatted"], primed)
 
     def remember(
         self,
@@ -151,6 +166,11 @@ def register(server: MCPServer, service: MemoryService) -> None:
         "its file name.",
         mime_type="text/markdown",
     )(tools.daily_logs)
+
+
+def _answer(text: str, data: dict[str, Any]) -> CallToolResult:
+    """``text`` for the model to read, ``data`` as the structured content."""
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
 def _search_request(

@@ -21,13 +21,13 @@ from sqlalchemy.orm import Session
 
 from serving._errors import Conflict, Forbidden, NotFound, ServiceUnavailable, Unauthorized
 from serving._files import MemoryFiles
-from serving._views import hit_view, json_row, priming_view
+from serving._views import json_row, priming_view
 from storage import audit, queue, serving_reads
 from storage.config import Settings
 from storage.embedding import LocalEmbedder
 from storage.errors import InputError
 from storage.keys import Grant, resolve_key
-from storage.retrieval import Retriever, TimeRange
+from storage.retrieval import Citation, Retriever, TimeRange, cite
 from storage.scoped import scope
 
 MAX_EPISODES = 50
@@ -85,8 +85,8 @@ class MemoryService:
         time_range: TimeRange | None = None,
         kinds: Sequence[str] | None = None,
         include_archived: bool = False,
-    ) -> list[dict[str, Any]]:
-        """The best memories for ``query``, each with its provenance."""
+    ) -> list[Citation]:
+        """The best memories for ``query``, labelled ``[Memory 1]`` on, with their provenance."""
         with self._database():
             hits = self.retriever.search(
                 grant.namespace,
@@ -96,7 +96,7 @@ class MemoryService:
                 kinds=kinds,
                 include_archived=include_archived,
             )
-        return [hit_view(hit) for hit in hits]
+        return cite(hits)
 
     def prime(self, grant: Grant, message: str | None = None) -> dict[str, Any]:
         """What to remember when a conversation starts, as data and as text."""

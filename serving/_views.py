@@ -1,12 +1,13 @@
-"""Hits, primings and rows as JSON-ready dicts, with the provenance an assistant cites."""
+"""Hits, primings and rows as JSON-ready dicts, with the provenance an assistant cites: each
+hit's label (``[Memory 1]``, ``[Doc 1]``) and a closing ``sources`` line."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from storage.retrieval import Hit, Priming
+from storage.retrieval import Citation, Hit, Priming, cite, sources_line
 
 
 def hit_view(hit: Hit, explain: bool = False) -> dict[str, Any]:
@@ -30,13 +31,31 @@ def hit_view(hit: Hit, explain: bool = False) -> dict[str, Any]:
     return view
 
 
+def cited_view(citation: Citation, explain: bool = False) -> dict[str, Any]:
+    """One search result headed by its label."""
+    return {"label": citation.label} | hit_view(citation.hit, explain)
+
+
+def search_view(
+    namespace: str, citations: Sequence[Citation], explain: bool = False
+) -> dict[str, Any]:
+    """A search's labelled hits and its ``Sources:`` line ("" with no hits)."""
+    return {
+        "namespace": namespace,
+        "hits": [cited_view(c, explain) for c in citations],
+        "sources": sources_line(citations),
+    }
+
+
 def priming_view(priming: Priming) -> dict[str, Any]:
-    """A priming's parts, its facts with provenance, and its readable text."""
+    """A priming's parts, its facts labelled as in its text, and the text itself."""
+    facts = cite(priming.facts)  # the labels ``formatted`` shows: same facts, same labels
     return json_row(
         {
             "namespace": priming.namespace,
             "formatted": priming.formatted,
-            "facts": [hit_view(h) for h in priming.facts],
+            "facts": [cited_view(c) for c in facts],
+            "sources": sources_line(facts),
             "episodes": [e.__dict__ for e in priming.episodes],
             "open_threads": [t.__dict__ for t in priming.open_threads],
             "entities": list(priming.entities),

@@ -22,6 +22,7 @@ from serving._api_models import PrimeRequest, RememberRequest, SearchRequest
 from serving._body_limit import BodyLimit
 from serving._errors import ServiceError
 from serving._service import MAX_EPISODES, MemoryService
+from serving._views import search_view
 from storage.config import Settings
 from storage.errors import InputError, RetrievalError
 from storage.keys import Grant
@@ -62,9 +63,10 @@ def create_app(service: MemoryService) -> FastAPI:
 
     @app.post("/v1/namespaces/{namespace}/search", tags=["read"])
     def search(namespace: Namespace, body: SearchRequest, key: Key) -> dict[str, Any]:
-        """The best memories for a query, with provenance to cite."""
+        """The best memories for a query, each labelled ``[Memory n]`` with its provenance, and
+        the ``Sources:`` line to close an answer with."""
         service.authorize(key, namespace)
-        hits = service.search(
+        cited = service.search(
             key,
             body.query,
             limit=body.limit,
@@ -72,7 +74,7 @@ def create_app(service: MemoryService) -> FastAPI:
             kinds=body.kinds,
             include_archived=body.include_archived,
         )
-        return {"namespace": namespace, "hits": hits}
+        return search_view(namespace, cited)
 
     @app.post("/v1/namespaces/{namespace}/prime", tags=["read"])
     def prime(namespace: Namespace, body: PrimeRequest, key: Key) -> dict[str, Any]:

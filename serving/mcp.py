@@ -3,7 +3,8 @@
 
 Tools: ``search_memory``, ``prime_conversation``, ``remember``, ``forget_memory``,
 ``recent_episodes``. Resources: ``memory://MEMORY.md`` and ``memory://daily`` (the last
-seven daily logs). Hits carry their provenance (memory id, session, message ids, time).
+seven daily logs). Hits carry a label (``[Memory 1]``) and their provenance (memory id,
+session, message ids, time), closed by a ``Sources:`` line.
 
 The namespace is never an argument a model could change. Over stdio it is bound by the
 command line (``archivist mcp --namespace NS [--read-only]``); over streamable HTTP
@@ -30,7 +31,8 @@ NAME = "archivist"
 PATH = "/mcp"
 INSTRUCTIONS = (
     "Archivist is this user's long-term memory. Call prime_conversation when a conversation "
-    "starts, search_memory whenever earlier context would help (cite memory_id and time), "
+    "starts, search_memory whenever earlier context would help (cite hits by their label, "
+    "such as [Memory 1], and close with the Sources: line), "
     "and remember what is worth keeping."
 )
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from storage.config import Settings
 from storage.embedding import preload_model
-from storage.retrieval import Hit, Retriever, TimeRange
+from storage.retrieval import Hit, Retriever, TimeRange, cite, sources_line
 from storage.scoring import PRESETS, parse_weights, resolve_weights
 
 if TYPE_CHECKING:
@@ -53,34 +53,39 @@ def run_search(
 
 
 def render_hits(hits: Sequence[Hit], explain: bool, echo: Echo) -> None:
-    """A readable table: rank, score, kind, date, text; with the breakdown when asked."""
+    """A readable table: label, score, kind, date, text; with the breakdown when asked; then
+    the ``Sources:`` line."""
     if not hits:
         echo("no memories found")
         return
-    echo(f"{'#':>2}  {'score':>6}  {'kind':<10} {'when':<16} memory")
-    for rank, hit in enumerate(hits, start=1):
+    cited = cite(hits)
+    echo(f"{'cite':<11}  {'score':>6}  {'kind':<10} {'when':<16} memory")
+    for citation in cited:
+        hit = citation.hit
         text = " ".join(hit.content.split())
         if hit.low_confidence:
             text = f"(low confidence) {text}"
         short = text if len(text) <= 90 else text[:87] + "..."
         echo(
-            f"{rank:>2}  {hit.score:6.3f}  {hit.kind:<10} {hit.occurred_at:%Y-%m-%d %H:%M} {short}"
+            f"{citation.label:<11}  {hit.score:6.3f}  {hit.kind:<10} "
+            f"{hit.occurred_at:%Y-%m-%d %H:%M} {short}"
         )
         if explain:
-            source = f"session {hit.session_id}, messages {', '.join(hit.message_ids[:8])}"
             for line in textwrap.wrap(hit.explain(), 100):
-                echo(f"{'':>28}{line}")
-            echo(f"{'':>28}id {hit.memory_id}, {source}")
+                echo(f"{'':>13}{line}")
+    echo("")
+    echo(sources_line(cited))
 
 
 def render_hits_json(
     namespace: str, query: str, hits: Sequence[Hit], explain: bool, echo: Echo
 ) -> None:
-    """The hits as one JSON document, in the HTTP API's and MCP's shape (``serving``)."""
-    from serving import hit_view
+    """The hits as one JSON document, in the HTTP API's and MCP's shape (``serving``): each
+    hit with its label, and the ``sources`` line."""
+    from serving import search_view
 
-    views = [hit_view(hit, explain) for hit in hits]
-    echo(as_json({"namespace": namespace, "query": query, "hits": views}))
+    found = search_view(namespace, cite(hits), explain)
+    echo(as_json({"namespace": namespace, "query": query} | found))
 
 
 def run_prime(

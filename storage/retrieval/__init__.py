@@ -2,17 +2,30 @@
 
 Imports no Prefect and nothing from ``tasks``, so an assistant can
 ``from storage.retrieval import Retriever`` alone. ``Retriever`` lives in ``_search``; the
-candidates, ranking, priming, cold-tier search and SQL are its private modules.
+candidates, ranking, priming, cold-tier search and SQL are its private modules;
+``_citations`` labels hits ``[Memory n]`` and ``[Doc n]`` with a closing ``Sources:`` line.
 """
 
 from storage.errors import RetrievalError
+from storage.retrieval._citations import (
+    Citation,
+    CitationBook,
+    cite,
+    render_citations,
+    sources_line,
+)
 from storage.retrieval._search import Retriever
 from storage.retrieval._types import Hit, Priming, TimeRange
 
 __all__ = [
+    "Citation",
+    "CitationBook",
     "Hit",
     "Priming",
     "RetrievalError",
     "Retriever",
     "TimeRange",
+    "cite",
+    "render_citations",
+    "sources_line",
 ]

@@ -11,6 +11,7 @@ from sqlalchemy import Connection, Engine
 
 from storage import scoring
 from storage.config import RetrievalSettings
+from storage.retrieval._citations import cite, sources_line
 from storage.retrieval._ranking import make_hit
 from storage.retrieval._sql import EPISODE_ENTITIES, RECENT_EPISODES, RECORD_ACCESS, TOP_FACTS
 from storage.retrieval._types import Hit, PrimedEpisode, PrimedThread, Priming
@@ -170,9 +171,11 @@ def format_priming(
     facts: Sequence[Hit],
     entities: Sequence[str],
 ) -> str:
-    """The priming as "what I remember" text for a system prompt."""
+    """The priming as "what I remember" text for a system prompt; facts labelled
+    ``[Memory n]`` (``cite``), their provenance on a closing ``Sources:`` line."""
     if not (episodes or threads or facts):
         return f"I don't remember anything about {namespace} yet."
+    cited = cite(facts)
     lines = [f"What I remember about {namespace}:"]
     if episodes:
         lines += ["", "Recent conversations:"]
@@ -182,7 +185,9 @@ def format_priming(
         lines += [f"- {t.context} (since {t.since:%Y-%m-%d})" for t in threads]
     if facts:
         lines += ["", "Things I know:"]
-        lines += [f"- {h.content}" for h in facts]
+        lines += [f"- {c.line}" for c in cited]
     if entities:
         lines += ["", "Related: " + ", ".join(entities)]
+    if cited:
+        lines += ["", sources_line(cited)]
     return "\n".join(lines)

@@ -144,3 +144,20 @@ def error(result: CallToolResult) -> str:
     """A failed call's message."""
     assert result.is_error, result.structured_content
     return " ".join(getattr(block, "text", "") for block in result.content)
+
+
+def text_of(result: CallToolResult) -> str:
+    """A successful call's text content, what a model reads."""
+    assert not result.is_error, result.content
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+def cited(result: CallToolResult) -> dict[str, Any]:
+    """A search's data, its hits labelled [Memory 1] on, after checking what the model reads:
+    one labelled line per hit, a blank line, and the Sources: line."""
+    found = data(result)
+    hits = found["hits"]
+    assert [h["label"] for h in hits] == [f"[Memory {n}]" for n in range(1, len(hits) + 1)]
+    lines = [f"{h['label']} {' '.join(h['content'].split())}" for h in hits]
+    assert text_of(result).splitlines() == [*lines, "", found["sources"]]
+    return found

@@ -33,6 +33,11 @@ def test_search_returns_the_namespaces_memories_with_provenance(served: Served) 
     assert first["content"] == "the dentist moved to Friday 3pm"
     assert first["message_ids"] == ["m0"] and first["occurred_at"] == AT.isoformat()
     assert {"session_id", "score", "kind", "tier", "low_confidence"} <= set(first)
+    assert [h["label"] for h in hits] == [f"[Memory {n}]" for n in range(1, len(hits) + 1)]
+    assert reply.json()["sources"].startswith(
+        f"Sources: [Memory 1] memory {ids[0]} (messages m0, 2026-11-20 12:00 UTC)"
+    )
+    assert reply.json()["sources"].count("[Memory") == len(hits)
 
 
 def test_a_search_counts_each_hit_once_in_its_namespace_until_and_after_a_fold(
@@ -192,6 +197,9 @@ def test_prime_and_episodes(served: Served) -> None:
     assert primed.status_code == 200
     assert "Maya lives in Lisbon" in primed.json()["formatted"]
     assert primed.json()["facts"][0]["message_ids"] == ["m0"]
+    assert primed.json()["facts"][0]["label"] == "[Memory 1]"
+    assert "- [Memory 1] Alice's sister Maya lives in Lisbon" in primed.json()["formatted"]
+    assert primed.json()["sources"].startswith("Sources: [Memory 1] memory ")
     assert episodes.json() == {"namespace": "primed", "episodes": []}
 
 

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from storage.engine import Store
 from tests.serving.mcp_support import (
     ARCHIVIST,
+    cited,
     data,
     error,
     http_server,
@@ -30,6 +31,7 @@ from tests.serving.mcp_support import (
     seed,
     server_env,
     stdio,
+    text_of,
     worker,
 )
 
@@ -61,21 +63,25 @@ def stores(store: Store) -> Store:
 async def exercise(client: Client, namespace: str) -> None:
     """List the tools and resources and call each tool as the bound namespace."""
     listed = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert set(listed) == TOOLS
+    assert set(listed) == TOOLS and listed["search_memory"].output_schema is not None
     for tool in listed.values():
         assert tool.description
         for name, schema in tool.input_schema["properties"].items():
             assert schema.get("description"), (tool.name, name)
 
-    found = data(await client.call_tool("search_memory", {"query": "passport renew", "limit": 5}))
+    found = cited(await client.call_tool("search_memory", {"query": "passport renew", "limit": 5}))
     assert found["namespace"] == namespace
     top = found["hits"][0]
-    assert "passport" in top["content"]
-    assert top["session_id"] == f"{namespace}-chat"
+    assert "passport" in top["content"] and top["session_id"] == f"{namespace}-chat"
     assert top["message_ids"] and top["occurred_at"] and top["memory_id"] > 0
+    source = f"Sources: [Memory 1] memory {top['memory_id']} (session {namespace}-chat, messages "
+    assert found["sources"].startswith(source)
 
-    primed = data(await client.call_tool("prime_conversation", {"first_message": "the trip?"}))
-    assert primed["namespace"] == namespace and primed["formatted"]
+    prime = await client.call_tool("prime_conversation", {"first_message": "the trip?"})
+    primed = data(prime)
+    assert primed["namespace"] == namespace and text_of(prime) == primed["formatted"]
+    assert primed["facts"][0]["label"] == "[Memory 1]" and primed["sources"]
+    assert primed["formatted"].endswith(primed["sources"])
     episodes = data(await client.call_tool("recent_episodes", {"limit": 3}))["episodes"]
     assert [e["session_id"] for e in episodes] == [f"{namespace}-chat"]
 
@@ -83,8 +89,8 @@ async def exercise(client: Client, namespace: str) -> None:
     assert queued["status"] == "queued" and queued["duplicate"] is False
     gone = data(await client.call_tool("forget_memory", {"memory_id": top["memory_id"]}))
     assert gone == {"memory_id": top["memory_id"], "deleted": True}
-    again = data(await client.call_tool("search_memory", {"query": "passport renew"}))
-    assert top["memory_id"] not in [hit["memory_id"] for hit in again["hits"]]
+    again = cited(await client.call_tool("search_memory", {"query": "passport renew"}))
+    assert top["memory_id"] not in [hit["memory_id"] for hit in again["hits"]]  # [Memory 1] again
 
 
 def test_stdio_serves_the_configured_namespace(stores: Store, tmp_path: Path) -> None:

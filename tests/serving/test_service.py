@@ -40,7 +40,7 @@ def test_without_rls_every_path_keeps_to_the_grants_namespace(
 
     hits = service.search(alice, "dentist", limit=10)
     primed = service.prime(alice, "the dentist?")
-    assert [h["memory_id"] for h in hits] == mine
+    assert [c.hit.memory_id for c in hits] == mine
     assert [f["memory_id"] for f in primed["facts"]] == mine
     assert service.queue_stats(alice)["pending"] == 0
     for other in theirs:

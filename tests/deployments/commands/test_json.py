@@ -44,13 +44,22 @@ def test_search_json_has_each_hit_with_provenance_and_factors(env: Settings) -> 
     assert hit["occurred_at"] == NOW.isoformat() and hit["session_id"] is None
     assert hit["message_ids"] == ["m0"] and isinstance(hit["created_at"], str)
     assert 0 < hit["score"] <= 1 and "factors" not in hit
+    assert hit["label"] == "[Memory 1]" and list(hit)[0] == "label"
+    assert plain["sources"] == (
+        f"Sources: [Memory 1] memory {dentist} (messages m0, 2026-11-20 12:00 UTC)"
+    )
     [why] = explained["hits"]
     assert why["weights"]["semantic"] == 0.6 and 0 < why["factors"]["semantic"] <= 1
     assert why["explain"].startswith(f"{why['score']:.3f} from 0.6*semantic(")
 
 
 def test_search_json_with_no_hits_is_an_empty_list(env: Settings) -> None:
-    assert run_json(["search", "alice", "anything"])["hits"] == []
+    assert run_json(["search", "alice", "anything"]) == {
+        "namespace": "alice",
+        "query": "anything",
+        "hits": [],
+        "sources": "",
+    }
 
 
 def test_prime_json_has_the_parts_and_the_text(env: Settings) -> None:
@@ -60,7 +69,12 @@ def test_prime_json_has_the_parts_and_the_text(env: Settings) -> None:
 
     assert primed["namespace"] == "alice"
     assert "Things I know:" in primed["formatted"] and "window seat" in primed["formatted"]
-    assert [f["memory_id"] for f in primed["facts"]] == [seat]
+    assert [(f["label"], f["memory_id"]) for f in primed["facts"]] == [("[Memory 1]", seat)]
+    assert "- [Memory 1] I prefer a window seat" in primed["formatted"]
+    assert primed["sources"] == (
+        f"Sources: [Memory 1] memory {seat} (messages m0, 2026-11-20 12:00 UTC)"
+    )
+    assert primed["formatted"].endswith("\n\n" + primed["sources"])
     assert primed["episodes"] == [] and primed["open_threads"] == []
 
 

@@ -16,7 +16,9 @@ NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 def test_search_prints_a_table_and_the_breakdown(env: Settings) -> None:
     store = open_store(env)
-    put(store, "alice", ["Dentist appointment moved to Tuesday 9am", "Buy oat milk"], NOW)
+    [dentist, _] = put(
+        store, "alice", ["Dentist appointment moved to Tuesday 9am", "Buy oat milk"], NOW
+    )
 
     result = CliRunner().invoke(
         main,
@@ -34,10 +36,15 @@ def test_search_prints_a_table_and_the_breakdown(env: Settings) -> None:
 
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0].split() == ["#", "score", "kind", "when", "memory"]
-    assert "Dentist appointment moved to Tuesday 9am" in lines[1]
+    assert lines[0].split() == ["cite", "score", "kind", "when", "memory"]
+    assert lines[1].startswith("[Memory 1]  ")
+    assert lines[1].endswith("2026-11-20 12:00 Dentist appointment moved to Tuesday 9am")
     assert "0.6*semantic(" in result.output and "0.25*recency(" in result.output
     assert "Buy oat milk" not in result.output
+    assert lines[-2:] == [
+        "",
+        f"Sources: [Memory 1] memory {dentist} (messages m0, 2026-11-20 12:00 UTC)",
+    ]
 
 
 def test_search_errors_are_one_line(env: Settings) -> None:
@@ -70,6 +77,7 @@ def test_prime_and_index(env: Settings) -> None:
     indexed = runner.invoke(main, ["index", "--min-rows", "100"])
 
     assert primed.exit_code == 0 and "Things I know:" in primed.output
-    assert "window seat" in primed.output
+    assert "- [Memory 1] I prefer window seat number" in primed.output
+    assert primed.output.splitlines()[-1].startswith("Sources: [Memory 1] memory ")
     assert indexed.exit_code == 0, indexed.output
     assert "120 rows indexed in 1 namespaces of >= 100 rows" in indexed.output

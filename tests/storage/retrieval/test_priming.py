@@ -95,3 +95,19 @@ def test_priming_an_unknown_namespace_says_so(store: Store) -> None:
     priming = make(store).prime("nobody", "hello")
     assert priming.episodes == () and priming.facts == ()
     assert priming.formatted == "I don't remember anything about nobody yet."
+
+
+def test_priming_text_labels_its_facts_and_closes_with_their_sources(store: Store) -> None:
+    seed(store)
+
+    priming = make(store).prime("alice", "dentist?", as_of=DAY + timedelta(hours=2))
+
+    lines = priming.formatted.splitlines()
+    known = lines.index("Things I know:")
+    facts = lines[known + 1 : known + 1 + len(priming.facts)]
+    assert facts == [f"- [Memory {n}] {f.content}" for n, f in enumerate(priming.facts, 1)]
+    top = priming.facts[0]
+    assert lines[-2] == "" and lines[-1].startswith(
+        f"Sources: [Memory 1] memory {top.memory_id} (session {top.session_id}, messages "
+    )
+    assert lines[-1].count("; ") == len(priming.facts) - 1

@@ -34,7 +34,18 @@ def retriever(store: Store, **settings: object) -> Retriever:
 
 
 def test_public_api_is_pinned_and_imports_no_prefect() -> None:
-    assert retrieval.__all__ == ["Hit", "Priming", "RetrievalError", "Retriever", "TimeRange"]
+    assert retrieval.__all__ == [
+        "Citation",
+        "CitationBook",
+        "Hit",
+        "Priming",
+        "RetrievalError",
+        "Retriever",
+        "TimeRange",
+        "cite",
+        "render_citations",
+        "sources_line",
+    ]
     code = "import sys, storage.retrieval; print(any(m.startswith('prefect') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
