@@ -47,6 +47,26 @@ def test_search_prints_a_table_and_the_breakdown(env: Settings) -> None:
     ]
 
 
+def test_search_lists_its_sources_one_per_line_under_the_first(env: Settings) -> None:
+    store = open_store(env)
+    ids = put(store, "alice", ["Dentist on Tuesday", "Dentist bill paid", "Dentist is Moreau"], NOW)
+
+    result = CliRunner().invoke(
+        main, ["search", "alice", "dentist", "--as-of", "2026-11-20T12:00:00", "--no-record"]
+    )
+
+    assert result.exit_code == 0, result.output
+    tail = result.output.splitlines()[-3:]
+    assert [line[:18] for line in tail] == [
+        "Sources: [Memory 1",
+        "         [Memory 2",
+        "         [Memory 3",
+    ]
+    assert tail[0].endswith(";") and tail[1].endswith(";") and not tail[2].endswith(";")
+    cited = {int(line.split(" memory ")[1].split()[0]) for line in tail}
+    assert cited == set(ids)
+
+
 def test_search_errors_are_one_line(env: Settings) -> None:
     runner = CliRunner()
     empty = runner.invoke(main, ["search", "alice", "  "])
