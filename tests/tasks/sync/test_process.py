@@ -18,8 +18,7 @@ from storage.errors import ConfigurationError
 from storage.meta import check_compatible
 from storage.records import MessageRecord
 from storage.sessions import record_messages
-from tasks.files._memory_files import append_blocks, open_memory_root
-from tasks.sync._outbox import header_for
+from tasks.files import append_to_file, open_memory_root
 from tests.helpers import add_session, chat, counts, files, run_sync, snapshot
 
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)
@@ -374,9 +373,7 @@ def test_interrupted_run_recovers_to_the_clean_result(
         root = open_memory_root(crashed.settings)
         with Session(crashed.engine) as session:
             for block in pending_blocks(session):  # the file write happened, the mark did not
-                append_blocks(
-                    root, block.path, header_for(block.path), [(block.block_key, block.content)]
-                )
+                append_to_file(root, block.path, [(block.block_key, block.content)])
     assert snapshot(crashed) != snapshot(clean)  # the crash left the job unfinished
 
     run_sync(crashed, AS_OF, batch_size=2)
