@@ -77,11 +77,13 @@ PURGE_SESSION = {
 SESSION_MEMORY_IDS = text("SELECT id FROM memories WHERE session_id = :session_id")
 # Long-term entries built (partly) from the session's memories: their text came from it.
 PURGE_LONG_TERM = text("DELETE FROM long_term_entries WHERE memory_ids && CAST(:ids AS bigint[])")
-# The session's blocks, by key prefix (``daily:<session>@``, ``task:<session>@``).
+# The session's blocks, by key prefix: ``daily:<session>@``, ``task:<session>@`` and its
+# timeline lines, ``session:<session>@``.
 PURGE_BLOCKS = text(
     """
     DELETE FROM memory_file_blocks
     WHERE left(block_key, length(:daily)) = :daily OR left(block_key, length(:task)) = :task
+       OR left(block_key, length(:session)) = :session
     RETURNING path, block_key
     """
 )
@@ -146,7 +148,7 @@ def purge_session_rows(session: Session, session_id: str) -> tuple[dict[str, int
     if ids and table_exists(session, "long_term_entries"):
         gone = session.execute(PURGE_LONG_TERM, {"ids": ids})
         counts["long_term_entries"] = int(getattr(gone, "rowcount", 0))
-    prefixes = {"daily": f"daily:{session_id}@", "task": f"task:{session_id}@"}
+    prefixes = {kind: f"{kind}:{session_id}@" for kind in ("daily", "task", "session")}
     blocks = list(session.execute(PURGE_BLOCKS, prefixes))
     counts["memory_file_blocks"] = len(blocks)
     for table, statement in PURGE_SESSION.items():
