@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 from storage.errors import StorageError
-from tasks.files._memory_files import MemoryRoot, atomic_write, read_text
+from tasks.files._memory_files import MemoryRoot, atomic_write, read_text, sweep_temporaries
 
 TIMELINE = "timeline.jsonl"
 
@@ -62,6 +62,8 @@ def append_lines(root: MemoryRoot, relative: str, lines: Sequence[tuple[str, str
     """Append each (block_key, line) whose block is not in the file yet; how many were added."""
     path = root.path(relative)
     text = read_text(root.fs, path) or ""
+    if text and not text.endswith("\n"):  # edited by hand: a new line must start a line
+        text += "\n"
     added = 0
     for key, line in lines:
         if line_marker(key) in text:
@@ -75,7 +77,8 @@ def append_lines(root: MemoryRoot, relative: str, lines: Sequence[tuple[str, str
 
 def drop_session_lines(root: MemoryRoot, namespace: str, session_id: str) -> int:
     """Rewrite the namespace's timeline without the lines of one session's states (titles,
-    topics, outcomes); how many went."""
+    topics, outcomes), and without the copies killed writes left beside it; how many went."""
+    sweep_temporaries(root, namespace)
     path = root.path(timeline_path(namespace))
     text = read_text(root.fs, path)
     if text is None:
