@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -445,3 +446,8 @@ def test_a_killed_sync_process_recovers_to_the_clean_result(
 
     assert snapshot(killed) == snapshot(clean)
     assert files(memory_root(killed), drop_ids=True) == files(memory_root(clean), drop_ids=True)
+    for namespace in ("ns0", "ns1", "ns2"):  # the timeline: valid JSON Lines, each state once
+        body = (memory_root(killed) / namespace / "timeline.jsonl").read_text("utf-8")
+        sessions = [json.loads(line)["session"] for line in body.splitlines()]
+        expected = [f"s{i:02}" for i in range(40) if i % 3 == int(namespace[-1])]
+        assert sorted(sessions) == expected
