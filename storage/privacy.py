@@ -88,6 +88,14 @@ PURGE_BLOCKS = text(
     """
 )
 
+SESSION_BLOCK_PATHS = text(
+    """
+    SELECT DISTINCT path FROM memory_file_blocks
+    WHERE left(block_key, length(:daily)) = :daily OR left(block_key, length(:task)) = :task
+       OR left(block_key, length(:session)) = :session
+    """
+)
+
 PIN = text(
     "UPDATE memories SET pinned = :pinned, salience = CASE WHEN :pinned THEN 1 ELSE salience END "
     "WHERE id = :id RETURNING namespace"
@@ -140,6 +148,15 @@ def session_namespace(session: Session, session_id: str) -> str | None:
     return None if value is None else str(value)
 
 
+def _block_prefixes(session_id: str) -> dict[str, str]:
+    return {kind: f"{kind}:{session_id}@" for kind in ("daily", "task", "session")}
+
+
+def session_block_paths(session: Session, session_id: str) -> list[str]:
+    """The memory files that hold (or will hold) blocks of the session."""
+    return list(session.execute(SESSION_BLOCK_PATHS, _block_prefixes(session_id)).scalars())
+
+
 def purge_session_rows(session: Session, session_id: str) -> tuple[dict[str, int], list[Any]]:
     """Delete one session and everything derived from it; counts, and the removed blocks."""
     params = {"session_id": session_id}
@@ -148,8 +165,7 @@ def purge_session_rows(session: Session, session_id: str) -> tuple[dict[str, int
     if ids and table_exists(session, "long_term_entries"):
         gone = session.execute(PURGE_LONG_TERM, {"ids": ids})
         counts["long_term_entries"] = int(getattr(gone, "rowcount", 0))
-    prefixes = {kind: f"{kind}:{session_id}@" for kind in ("daily", "task", "session")}
-    blocks = list(session.execute(PURGE_BLOCKS, prefixes))
+    blocks = list(session.execute(PURGE_BLOCKS, _block_prefixes(session_id)))
     counts["memory_file_blocks"] = len(blocks)
     for table, statement in PURGE_SESSION.items():
         counts[table] = int(getattr(session.execute(statement, params), "rowcount", 0))

@@ -2,7 +2,7 @@
 
 Markdown blocks (daily logs, task cards) and timeline lines (``timeline.jsonl``) go the
 same way: read pending from ``storage.blocks``, appended unless their file already holds
-them, then marked written.
+them, then marked written, under the file's lock.
 """
 
 from __future__ import annotations
@@ -51,18 +51,18 @@ def flush_blocks(
     shard: Shard | None = None,
 ) -> FlushOutcome:
     """Append every pending block (of a namespace or a shard) to its file, then mark it
-    written (one file at a time)."""
+    written: one file at a time, each under its lock (``storage.blocks.lock_path``)."""
     with Session(engine) as session:
-        pending = blocks.pending_blocks(session, namespace, shard)
-        session.expunge_all()
-    by_path: dict[str, list[blocks.FileBlock]] = {}
-    for block in pending:
-        by_path.setdefault(block.path, []).append(block)
+        paths = blocks.pending_paths(session, namespace, shard)
     outcome = FlushOutcome()
-    for path, items in by_path.items():
-        added = append_to_file(root, path, [(b.block_key, b.content) for b in items])
+    for path in paths:
         with Session(engine) as session, session.begin():
+            blocks.lock_path(session, path)
+            items = blocks.pending_blocks(session, path=path)  # what no other writer took
+            added = append_to_file(root, path, [(b.block_key, b.content) for b in items])
             blocks.mark_written(session, [b.id for b in items])
+        if not items:
+            continue
         outcome.blocks_appended += added
         outcome.blocks_already_present += len(items) - added
         outcome.files.append(path)

@@ -35,6 +35,7 @@ from tasks.files import (
     read_text,
     sweep_temporaries,
     timeline_block,
+    timeline_path,
     utc_iso,
 )
 from tasks.privacy._export import export_namespace
@@ -122,6 +123,10 @@ def purge_session(
     for entry in transcripts:
         cold.remove(entry.uri)
     with Session(engine) as session, session.begin():
+        files = set(privacy.session_block_paths(session, session_id))
+        files |= {timeline_path(owner)} if owner is not None else set()
+        for path in sorted(files):  # no delivery writes them meanwhile; sorted, no deadlock
+            blocks.lock_path(session, path)
         counts, cut = privacy.purge_session_rows(session, session_id)
         archive.delete_manifests(session, [e.id for e in transcripts])
         counts |= {"archived_memories": archived, "transcripts": len(transcripts)}
