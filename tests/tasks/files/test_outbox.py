@@ -17,7 +17,7 @@ from storage.engine import Store
 from tasks.files import FlushOutcome, MemoryRoot, flush_blocks, timeline_block
 
 
-class PausesAfterReading(LocalFileSystem):
+class PausesAfterReading(LocalFileSystem):  # type: ignore[misc]
     """Reads a file, then waits until told to go on: the writer holds what it read."""
 
     def __init__(self) -> None:
