@@ -81,7 +81,7 @@ def memory_aging(
             store, cold, embedder, when.compress, namespace, part, dry_run
         )
     with timed(report, "archival"):
-        report.archival = archive_task(store, cold, when.archive, namespace, part, dry_run)
+        report.archival = archive_task(store, cold, when.archive, namespace, part, dry_run, moment)
     with timed(report, "deletion"):
         report.deletion = delete_task(store, cold, when.delete, namespace, part, dry_run)
     if run_id is not None:

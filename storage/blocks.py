@@ -3,7 +3,9 @@
 A block is committed here in the same transaction as the memories it describes; a later
 step appends it to its file and marks it written. A crash between the two leaves the
 block pending, and the next run appends it unless the file already holds its marker, so
-each block reaches its file exactly once.
+each block reaches its file exactly once. A writer of a file holds its lock (``lock_path``)
+from reading what is pending there to marking it written, so two processes delivering to
+one file (the sync, the tidy, archival, a purge) never overwrite each other's appends.
 """
 
 from __future__ import annotations
@@ -11,13 +13,27 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any, TypeVar
 
-from sqlalchemy import BigInteger, DateTime, Index, String, Text, func, select, text, update
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    Index,
+    Select,
+    String,
+    Text,
+    func,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects.postgresql import ARRAY, UUID, insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from storage.base import Base
 from storage.shards import Shard, in_shard, shard_params
+
+_T = TypeVar("_T", bound=tuple[Any, ...])
 
 
 class FileBlock(Base):
@@ -49,17 +65,49 @@ def add_blocks(session: Session, rows: Sequence[dict[str, object]]) -> None:
 
 
 def pending_blocks(
-    session: Session, namespace: str | None = None, shard: Shard | None = None
+    session: Session,
+    namespace: str | None = None,
+    shard: Shard | None = None,
+    path: str | None = None,
 ) -> list[FileBlock]:
     """Blocks not yet written, in the order they were queued: of one namespace, of one
-    shard's namespaces, or all."""
+    shard's namespaces, of one file, or all."""
     stmt = select(FileBlock).where(FileBlock.written_at.is_(None)).order_by(FileBlock.id)
+    if path is not None:
+        stmt = stmt.where(FileBlock.path == path)
+    return list(session.scalars(_scoped(stmt, namespace, shard)))
+
+
+def pending_paths(
+    session: Session, namespace: str | None = None, shard: Shard | None = None
+) -> list[str]:
+    """The files with blocks not yet written (of a namespace, a shard, or all), in the
+    order their first pending block was queued."""
+    stmt = (
+        select(FileBlock.path)
+        .where(FileBlock.written_at.is_(None))
+        .group_by(FileBlock.path)
+        .order_by(func.min(FileBlock.id))
+    )
+    return list(session.scalars(_scoped(stmt, namespace, shard)))
+
+
+def _scoped(stmt: Select[_T], namespace: str | None, shard: Shard | None) -> Select[_T]:
     if namespace is not None:
         stmt = stmt.where(FileBlock.namespace == namespace)
     if shard is not None:
         in_this_shard = text(in_shard("memory_file_blocks.namespace"))
         stmt = stmt.where(in_this_shard.bindparams(**shard_params(shard)))
-    return list(session.scalars(stmt))
+    return stmt
+
+
+# One writer per file at a time, across processes; released when the transaction ends.
+LOCK_PATH = text("SELECT pg_advisory_xact_lock(hashtextextended(:path, 0))")
+
+
+def lock_path(session: Session, path: str) -> None:
+    """Wait until no other transaction writes ``path``, and hold it until this one ends."""
+    session.execute(LOCK_PATH, {"path": path})
 
 
 def mark_written(session: Session, ids: Sequence[int]) -> None:

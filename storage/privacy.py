@@ -77,12 +77,22 @@ PURGE_SESSION = {
 SESSION_MEMORY_IDS = text("SELECT id FROM memories WHERE session_id = :session_id")
 # Long-term entries built (partly) from the session's memories: their text came from it.
 PURGE_LONG_TERM = text("DELETE FROM long_term_entries WHERE memory_ids && CAST(:ids AS bigint[])")
-# The session's blocks, by key prefix (``daily:<session>@``, ``task:<session>@``).
+# The session's blocks, by key prefix: ``daily:<session>@``, ``task:<session>@`` and its
+# timeline lines, ``session:<session>@``.
 PURGE_BLOCKS = text(
     """
     DELETE FROM memory_file_blocks
     WHERE left(block_key, length(:daily)) = :daily OR left(block_key, length(:task)) = :task
+       OR left(block_key, length(:session)) = :session
     RETURNING path, block_key
+    """
+)
+
+SESSION_BLOCK_PATHS = text(
+    """
+    SELECT DISTINCT path FROM memory_file_blocks
+    WHERE left(block_key, length(:daily)) = :daily OR left(block_key, length(:task)) = :task
+       OR left(block_key, length(:session)) = :session
     """
 )
 
@@ -138,6 +148,15 @@ def session_namespace(session: Session, session_id: str) -> str | None:
     return None if value is None else str(value)
 
 
+def _block_prefixes(session_id: str) -> dict[str, str]:
+    return {kind: f"{kind}:{session_id}@" for kind in ("daily", "task", "session")}
+
+
+def session_block_paths(session: Session, session_id: str) -> list[str]:
+    """The memory files that hold (or will hold) blocks of the session."""
+    return list(session.execute(SESSION_BLOCK_PATHS, _block_prefixes(session_id)).scalars())
+
+
 def purge_session_rows(session: Session, session_id: str) -> tuple[dict[str, int], list[Any]]:
     """Delete one session and everything derived from it; counts, and the removed blocks."""
     params = {"session_id": session_id}
@@ -146,8 +165,7 @@ def purge_session_rows(session: Session, session_id: str) -> tuple[dict[str, int
     if ids and table_exists(session, "long_term_entries"):
         gone = session.execute(PURGE_LONG_TERM, {"ids": ids})
         counts["long_term_entries"] = int(getattr(gone, "rowcount", 0))
-    prefixes = {"daily": f"daily:{session_id}@", "task": f"task:{session_id}@"}
-    blocks = list(session.execute(PURGE_BLOCKS, prefixes))
+    blocks = list(session.execute(PURGE_BLOCKS, _block_prefixes(session_id)))
     counts["memory_file_blocks"] = len(blocks)
     for table, statement in PURGE_SESSION.items():
         counts[table] = int(getattr(session.execute(statement, params), "rowcount", 0))

@@ -17,8 +17,7 @@ from storage.records import MessageRecord, SessionRecord
 from storage.sessions import record_messages, record_session
 from storage.shards import Shard
 from tasks.extraction._heuristic import HeuristicExtractor
-from tasks.files._memory_files import open_memory_root
-from tasks.sync._outbox import FlushOutcome, flush_blocks
+from tasks.files import FlushOutcome, flush_blocks, open_memory_root
 from tasks.sync._process import plan_sync, process_batch
 from tasks.sync._types import BatchOutcome, SyncContext, SyncPlan
 
@@ -140,14 +139,17 @@ def snapshot(store: Store) -> dict[str, Any]:
 
 
 def files(root: Path, *, drop_ids: bool = False) -> dict[str, str]:
-    """Every memory file under root; optionally with the memory-id lists blanked out."""
+    """Every memory file under root (Markdown and timeline); optionally with the memory-id
+    lists and run ids blanked out."""
     import re
 
     out = {}
-    for path in sorted(root.rglob("*.md")):
+    for path in sorted([*root.rglob("*.md"), *root.rglob("*.jsonl")]):
         body = path.read_text("utf-8")
         if drop_ids:
             body = re.sub(r"memories=[0-9,]*", "memories=…", body)
+            body = re.sub(r'"memory_ids": \[[0-9, ]*\]', '"memory_ids": […]', body)
+            body = re.sub(r'"run": ("[0-9a-f-]*"|null)', '"run": …', body)
         out[str(path.relative_to(root))] = body
     return out
 

@@ -6,7 +6,8 @@ point loses and duplicates nothing:
 1. ``write_part``: write the Parquet file, then record it (manifest ``written``);
 2. ``verify_part``: read it back (the bytes as written, row count), manifest ``verified``;
 3. ``commit_part``: delete its rows from ``memories``, index them in
-   ``archived_memories`` and mark the manifest ``committed``, in one transaction.
+   ``archived_memories``, mark the manifest ``committed`` and queue the file's line of
+   the namespace's ``timeline.jsonl`` (``storage.blocks``), in one transaction.
 
 In a local folder, step 1 flushes the file to disk with its name before it returns, so a
 crash of the machine, not only of the process, loses nothing either.
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from queue import Empty, SimpleQueue
 
 import numpy as np
@@ -33,12 +34,13 @@ import pyarrow.compute as pc
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from storage import archive
+from storage import archive, blocks
 from storage.access import fold_accesses
 from storage.archive import EARLIEST, ManifestEntry, MemoryReader, VectorBuffer, fetch_memories
 from storage.shards import Shard
 from tasks.aging._bulk_memory import bulk_memory
 from tasks.aging._cold_store import ColdStore, Scratch, memories_part
+from tasks.aging._timeline import archive_block
 
 # Namespaces are independent, so two run at once: one's rows are read or deleted by
 # PostgreSQL while the other's Parquet is encoded and hashed (both release the GIL). Each
@@ -106,15 +108,16 @@ def verify_part(
 VERSION_COLUMNS = ["id", "access_count", "last_accessed_at"]
 
 
-def commit_part(engine: Engine, entry: ManifestEntry, rows: pa.Table) -> int:
-    """Step 3: the rows leave the hot table; 0 (nothing changed) if some vanished, were
-    pinned or were touched by a search meanwhile."""
+def commit_part(engine: Engine, entry: ManifestEntry, rows: pa.Table, as_of: datetime) -> int:
+    """Step 3: the rows leave the hot table and the file's timeline line is queued; 0
+    (nothing changed) if some vanished, were pinned or were touched by a search meanwhile."""
     with Session(engine) as session:
         archive.relax_commit(session)
         moved = archive.commit_memories(session, entry.id, rows.select(VERSION_COLUMNS))
         if moved != entry.row_count:
             session.rollback()
             return 0
+        blocks.add_blocks(session, [archive_block(entry, moved, as_of)])
         session.commit()
     return moved
 
@@ -129,6 +132,7 @@ def recover(
     engine: Engine,
     cold: ColdStore,
     outcome: ArchiveOutcome,
+    as_of: datetime,
     namespace: str | None = None,
     shard: Shard | None = None,
 ) -> None:
@@ -144,7 +148,7 @@ def recover(
         )
     for entry in pending:
         if verify_part(engine, cold, entry):
-            moved = commit_part(engine, entry, cold.read(entry.uri, VERSION_COLUMNS))
+            moved = commit_part(engine, entry, cold.read(entry.uri, VERSION_COLUMNS), as_of)
             if moved:
                 outcome.recovered += 1
                 outcome.rows_archived += moved
@@ -192,10 +196,17 @@ class Worker:
 # per year would read most pages once per year they hold); each batch comes sorted by year,
 # so its files are slices of it.
 def archive_namespace(
-    engine: Engine, cold: ColdStore, worker: Worker, namespace: str, cutoff: datetime, batch: int
+    engine: Engine,
+    cold: ColdStore,
+    worker: Worker,
+    namespace: str,
+    window: tuple[datetime, datetime],
+    batch: int,
 ) -> None:
     """Archive a namespace's memories older than ``cutoff``: ``batch`` rows per read, one
-    file per year in each read; ``worker.outcome`` counts them."""
+    file per year in each read; ``worker.outcome`` counts them. ``window`` is (cutoff,
+    as_of)."""
+    cutoff, as_of = window
     after, out = 0, worker.outcome
     while True:
         table = fetch_memories(
@@ -214,7 +225,7 @@ def archive_namespace(
         for part in by_year(table):
             entry = write_part(engine, cold, part, worker.scratch)
             verified = verify_part(engine, cold, entry, worker.scratch)
-            moved = commit_part(engine, entry, part) if verified else 0
+            moved = commit_part(engine, entry, part, as_of) if verified else 0
             if moved:
                 out.archived += moved
                 out.files += 1
@@ -225,7 +236,11 @@ def archive_namespace(
 
 
 def _archive_from(
-    engine: Engine, cold: ColdStore, todo: SimpleQueue[str], cutoff: datetime, batch: int
+    engine: Engine,
+    cold: ColdStore,
+    todo: SimpleQueue[str],
+    window: tuple[datetime, datetime],
+    batch: int,
 ) -> WorkerOutcome:
     """One worker: namespaces from ``todo`` until it is empty."""
     with MemoryReader(engine) as reader:
@@ -235,7 +250,7 @@ def _archive_from(
                 namespace = todo.get_nowait()
             except Empty:
                 return worker.outcome
-            archive_namespace(engine, cold, worker, namespace, cutoff, batch)
+            archive_namespace(engine, cold, worker, namespace, window, batch)
 
 
 def archive_old(
@@ -246,18 +261,21 @@ def archive_old(
     batch: int,
     dry_run: bool,
     shard: Shard | None = None,
+    *,
+    as_of: datetime | None = None,
 ) -> ArchiveOutcome:
     """Move unpinned memories (of a namespace, a shard) that happened before ``cutoff``
-    to the cold tier.
+    to the cold tier; each file's timeline line says ``as_of`` (default: now).
 
     ``candidates`` is what a dry run counts, and what a real run found to archive."""
+    window = (cutoff, as_of or datetime.now(UTC))
     outcome = ArchiveOutcome()
     with Session(engine) as session:
         if dry_run:
             outcome.candidates = archive.count_archivable(session, cutoff, namespace, shard)
             return outcome
         namespaces = archive.namespaces_older_than(session, cutoff, namespace, shard)
-    recover(engine, cold, outcome, namespace, shard)
+    recover(engine, cold, outcome, window[1], namespace, shard)
     with Session(engine) as session, session.begin():
         fold_accesses(session, namespace, shard)  # a row with pending accesses cannot leave
         outcome.leftovers_dropped = archive.drop_archived_leftovers(session, namespace, shard)
@@ -267,7 +285,7 @@ def archive_old(
     workers = min(ARCHIVE_WORKERS, len(namespaces))
     with bulk_memory(), ThreadPoolExecutor(workers or 1) as pool:  # the pool ends first
         running = [
-            pool.submit(_archive_from, engine, cold, todo, cutoff, batch) for _ in range(workers)
+            pool.submit(_archive_from, engine, cold, todo, window, batch) for _ in range(workers)
         ]
         for done in running:
             part = done.result()

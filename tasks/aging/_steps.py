@@ -19,6 +19,7 @@ from tasks.aging._cold_store import ColdStore
 from tasks.aging._compression import CompressOutcome, compress_old
 from tasks.aging._run import STEPS, AgingReport, DecayOutcome, DeleteOutcome, decay, delete_old
 from tasks.common import IO_RETRY
+from tasks.files import flush_blocks, open_memory_root
 from tasks.progress import progress
 
 COMPRESS_BATCH = 500
@@ -92,9 +93,14 @@ def archive_task(
     namespace: str | None,
     shard: Shard | None,
     dry_run: bool,
+    as_of: datetime | None = None,
 ) -> ArchiveOutcome:
+    """Archive, then append each committed file's line to its namespace's timeline (and
+    any other block still pending there)."""
     batch = store.settings.aging.archive_batch
-    out = archive_old(store.engine, cold, cutoff, namespace, batch, dry_run, shard)
+    out = archive_old(store.engine, cold, cutoff, namespace, batch, dry_run, shard, as_of=as_of)
+    if not dry_run:
+        flush_blocks(store.engine, open_memory_root(store.settings), namespace, shard=shard)
     get_run_logger().info(
         "archival: %d candidates, %d rows in %d files (%d recovered, %d discarded)",
         out.candidates,

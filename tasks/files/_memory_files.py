@@ -47,6 +47,14 @@ def task_cards_path(namespace: str, day: date) -> str:
     return f"{namespace}/memory/tasks/{day:%Y-%m-%d}.md"
 
 
+def daily_header(namespace: str, day: date) -> str:
+    return f"# Memory log · {namespace} · {day:%Y-%m-%d}\n"
+
+
+def tasks_header(namespace: str, day: date) -> str:
+    return f"# Task cards · {namespace} · {day:%Y-%m-%d}\n"
+
+
 def block_marker(block_key: str) -> str:
     """The line that identifies a block inside its file."""
     return f"<!-- archivist:block {block_key} -->"

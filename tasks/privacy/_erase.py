@@ -11,20 +11,33 @@ file the database no longer knows about; a repeated ``forget`` finds nothing and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from storage import archive, audit, privacy
+from storage import archive, audit, blocks, privacy
 from storage.archive import insert_rows
 from storage.embedding import Embedder
 from storage.errors import InputError, StorageError
 from storage.records import NAMESPACE
 from storage.reembed import refresh_vectors
 from tasks.aging import ColdStore, namespace_folders, take_out_all
-from tasks.files import MemoryRoot, atomic_write, block_marker, read_text, sweep_temporaries
+from tasks.files import (
+    TIMELINE,
+    MemoryRoot,
+    atomic_write,
+    block_marker,
+    drop_session_lines,
+    flush_blocks,
+    read_text,
+    sweep_temporaries,
+    timeline_block,
+    timeline_path,
+    utc_iso,
+)
 from tasks.privacy._export import export_namespace
 
 
@@ -95,32 +108,52 @@ def purge_session(
     *,
     actor: str,
     full_vacuum: bool = False,
+    as_of: datetime | None = None,
 ) -> dict[str, int]:
-    """Erase one session and all derived from it, in the store, the archive and the files."""
+    """Erase one session and all derived from it, in the store, the archive and the files;
+    its timeline lines give way to one ``forget-session`` line (its id and ``as_of``)."""
     with Session(engine) as session:
         namespace = privacy.session_namespace(session, session_id)
         grouped = archive.archived_of_sessions(session, [session_id])
         transcripts = archive.transcripts_of(session, [session_id])
     if namespace is None and not grouped and not transcripts:
         raise InputError(f"unknown session {session_id!r}: nothing to purge")
+    owner = namespace or (transcripts[0].namespace if transcripts else None)
     archived = take_out_all(engine, cold, grouped, None)
     for entry in transcripts:
         cold.remove(entry.uri)
     with Session(engine) as session, session.begin():
-        counts, blocks = privacy.purge_session_rows(session, session_id)
+        files = set(privacy.session_block_paths(session, session_id))
+        files |= {timeline_path(owner)} if owner is not None else set()
+        for path in sorted(files):  # no delivery writes them meanwhile; sorted, no deadlock
+            blocks.lock_path(session, path)
+        counts, cut = privacy.purge_session_rows(session, session_id)
         archive.delete_manifests(session, [e.id for e in transcripts])
         counts |= {"archived_memories": archived, "transcripts": len(transcripts)}
-        counts["file_blocks_removed"] = sum(_cut_block(root, path, key) for path, key in blocks)
+        logs = [(path, key) for path, key in cut if not path.endswith(f"/{TIMELINE}")]
+        counts["file_blocks_removed"] = sum(_cut_block(root, path, key) for path, key in logs)
+        if owner is not None:
+            counts["timeline_lines_removed"] = drop_session_lines(root, owner, session_id)
+            blocks.add_blocks(session, [_forget_line(owner, session_id, as_of)])
         audit.record(
             session,
             "purge_session",
             actor=actor,
-            namespace=namespace or (transcripts[0].namespace if transcripts else None),
+            namespace=owner,
             target=f"session:{session_id}"[:300],
             details=counts,
         )
+    if owner is not None:
+        flush_blocks(engine, root, owner)
     vacuum_touched(engine, counts, full=full_vacuum)
     return counts
+
+
+def _forget_line(namespace: str, session_id: str, as_of: datetime | None) -> dict[str, object]:
+    """The timeline's record of a purge: the session's id and when, nothing of its text."""
+    when = utc_iso(as_of or datetime.now(UTC))
+    event = {"event": "forget-session", "namespace": namespace, "session": session_id}
+    return timeline_block(namespace, f"forget-session:{session_id}@{when}", event | {"as_of": when})
 
 
 def _cut_block(root: MemoryRoot, relative: str, key: str) -> int:

@@ -1,6 +1,6 @@
 """The session flows' work: ingest transcripts, plan, extract and write, the files, the report."""
 
-from tasks.sync._outbox import FlushOutcome
+from tasks.files import FlushOutcome
 from tasks.sync._process import plan_sync, process_batch
 from tasks.sync._report import SyncReport, build_report
 from tasks.sync._steps import (

@@ -1,8 +1,8 @@
 """The per-session step of the sync: plan, derive memories, write them, queue file blocks.
 
-Everything one batch writes (memories, episodes, file blocks, fingerprints) commits in one
-transaction, so an interruption leaves either the whole batch or none of it; the file
-blocks reach the files afterwards through the outbox (``storage.blocks``).
+Everything one batch writes (memories, episodes, file blocks, timeline lines, fingerprints)
+commits in one transaction, so an interruption leaves either the whole batch or none of it;
+the blocks and lines reach the files afterwards through the outbox (``storage.blocks``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from storage.records import SessionState
 from storage.shards import Shard
 from tasks.extraction import Extraction
 from tasks.sync._render import task_card_text
-from tasks.sync._rows import block_row, episode_row, processed_row
+from tasks.sync._rows import block_row, episode_row, processed_row, timeline_row
 from tasks.sync._types import (
     BatchOutcome,
     Derived,
@@ -153,7 +153,10 @@ def write_batch(session: Session, ctx: SyncContext, batch: PreparedBatch) -> Bat
     new_ids = _insert(session, ctx, derived, new_keys, wanted, batch.vectors)
     ids = {key: mid for key, mid in existing.items() if key in wanted} | new_ids
     episodes.upsert_episodes(session, [episode_row(d, ids, ctx) for d in derived])
-    blocks.add_blocks(session, [block_row(d, ids, ctx) for d in derived])
+    blocks.add_blocks(
+        session,
+        [block_row(d, ids, ctx) for d in derived] + [timeline_row(d, ids, ctx) for d in derived],
+    )
     processed.mark_processed(session, [processed_row(d, ctx) for d in derived])
     return outcome
 
@@ -189,7 +192,7 @@ def _outcome(derived: Sequence[Derived], wanted: int, added: int, removed: int) 
         memories_kept=wanted - added,
         episodes=len(derived),
         task_cards=sum(d.extraction.task_card is not None for d in derived),
-        blocks_queued=len(derived),
+        blocks_queued=2 * len(derived),  # a log block or task card, and a timeline line
         prompt_tokens=sum(t.get("prompt", 0) for t in tokens),
         completion_tokens=sum(t.get("completion", 0) for t in tokens),
         llm_calls=sum(t.get("llm_calls", 0) for t in tokens),

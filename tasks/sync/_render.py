@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date, tzinfo
+from datetime import tzinfo
 
 from storage.records import SessionState
 from tasks.extraction import EpisodeDraft, TaskCard
@@ -11,16 +11,9 @@ from tasks.files import block_marker
 
 
 def block_key(state: SessionState, target: str) -> str:
-    """Identifies one session state in one file kind (``daily`` or ``task``)."""
+    """Identifies one session state in one file kind (``daily``, ``task``, or ``session``
+    for its timeline line)."""
     return f"{target}:{state.session.id}@{state.fingerprint[:16]}"
-
-
-def daily_header(namespace: str, day: date) -> str:
-    return f"# Memory log · {namespace} · {day:%Y-%m-%d}\n"
-
-
-def tasks_header(namespace: str, day: date) -> str:
-    return f"# Task cards · {namespace} · {day:%Y-%m-%d}\n"
 
 
 def _trace(state: SessionState, memory_ids: Sequence[int]) -> str:
@@ -40,12 +33,18 @@ def _join(items: Sequence[str], empty: str = "none") -> str:
     return "; ".join(items) if items else empty
 
 
+def display_title(state: SessionState, episode: EpisodeDraft) -> str:
+    """The session's title; else its first topic; else its id."""
+    session = state.session
+    return session.title or (episode.topics[0] if episode.topics else session.id)
+
+
 def render_daily_block(
     state: SessionState, episode: EpisodeDraft, memory_ids: Sequence[int], tz: tzinfo
 ) -> str:
     """The daily-log block of one session state."""
     session = state.session
-    title = session.title or (episode.topics[0] if episode.topics else session.id)
+    title = display_title(state, episode)
     mood = ", ".join(f"{k}={v}" for k, v in sorted(episode.user_state.items()))
     lines = [
         f"## {_span(state, tz)} · {title} ({session.kind}, {session.agent})",

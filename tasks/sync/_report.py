@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from tasks.common import readable
-from tasks.sync._outbox import FlushOutcome
+from tasks.files import FlushOutcome
 from tasks.sync._transcripts import IngestReport
 from tasks.sync._types import BatchOutcome, SyncPlan
 

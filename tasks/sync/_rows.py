@@ -1,11 +1,12 @@
-"""Rows the sync writes beside its memories: episodes, file blocks, fingerprints."""
+"""Rows the sync writes beside its memories: episodes, file blocks, timeline lines,
+fingerprints."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tasks.files import daily_log_path, task_cards_path
-from tasks.sync._render import block_key, render_daily_block, render_task_card
+from tasks.files import daily_log_path, task_cards_path, timeline_block, utc_iso
+from tasks.sync._render import block_key, display_title, render_daily_block, render_task_card
 from tasks.sync._types import Derived, SyncContext
 
 
@@ -65,6 +66,31 @@ def block_row(d: Derived, ids: dict[tuple[str, str, str], int], ctx: SyncContext
         "memory_ids": memory_ids,
         "run_id": ctx.run_id,
     }
+
+
+def timeline_row(
+    d: Derived, ids: dict[tuple[str, str, str], int], ctx: SyncContext
+) -> dict[str, object]:
+    """The ``session`` line of one state in its namespace's ``timeline.jsonl``."""
+    state, episode, memory_ids = d.state, d.extraction.episode, _cited_ids(d, ids)
+    session = state.session
+    event = {
+        "event": "session",
+        "namespace": session.namespace,
+        "session": session.id,
+        "kind": session.kind,
+        "state": state.fingerprint[:16],
+        "started": utc_iso(state.messages[0].timestamp),
+        "ended": utc_iso(state.messages[-1].timestamp),
+        "title": display_title(state, episode),
+        "topics": list(episode.topics),
+        "outcomes": [{"type": o.type, "content": o.content} for o in episode.outcomes],
+        "memory_ids": memory_ids,
+        "run": None if ctx.run_id is None else str(ctx.run_id),
+        "as_of": utc_iso(ctx.as_of),
+    }
+    key = block_key(state, "session")
+    return timeline_block(session.namespace, key, event, memory_ids, ctx.run_id)
 
 
 def processed_row(d: Derived, ctx: SyncContext) -> dict[str, Any]:

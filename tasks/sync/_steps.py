@@ -18,9 +18,8 @@ from storage.processed import Candidate
 from storage.shards import Shard
 from tasks.common import IO_RETRY
 from tasks.extraction import make_extractor
-from tasks.files import open_memory_root
+from tasks.files import FlushOutcome, flush_blocks, open_memory_root
 from tasks.progress import progress
-from tasks.sync._outbox import FlushOutcome, flush_blocks
 from tasks.sync._process import derive_batch, plan_sync, read_batch, write_batch
 from tasks.sync._redacted import RedactedSource, stored_source
 from tasks.sync._transcripts import IngestReport, JsonlTranscripts, ingest

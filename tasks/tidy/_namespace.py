@@ -13,6 +13,9 @@ Order, and what an interruption leaves:
    raises and leaves the previous file; the next run writes it (step 1 selects the same).
 4. The weekly summary is rewritten from the store when its bytes change.
 5. Logs dated before today move to the archive (``_archive``).
+
+Step 2's transaction also queues the namespace's ``tidy`` line of ``timeline.jsonl``
+(counts only), appended through the outbox before step 5.
 """
 
 from __future__ import annotations
@@ -25,13 +28,14 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from storage import long_term, memories
+from storage import blocks, long_term, memories
 from storage.config import Settings
 from storage.embedding import Embedder
-from tasks.files import MemoryRoot, atomic_write, read_text
+from tasks.files import MemoryRoot, atomic_write, flush_blocks, read_text
 from tasks.tidy._archive import move_log, planned_moves, sweep_log_folders
 from tasks.tidy._render import Caps, header
 from tasks.tidy._select import KINDS, Candidate, Entry, document, score, select
+from tasks.tidy._timeline import tidy_block
 from tasks.tidy._weekly import load_week, render_week, weekly_path
 
 EXTRACTOR = "weekly-tidy"
@@ -282,13 +286,22 @@ def tidy_namespace(
     outcome = NamespaceOutcome(namespace, plan.candidates, [e.memory_ids for e in entered])
     outcome.left = [plan.stored[k].sources for k in left]
     outcome.kept = len(kept)
+    if plan.document is not None:
+        outcome.lines, outcome.bytes = plan.document.count("\n"), len(plan.document.encode())
     if not ctx.dry_run and plan.document is not None:
         with Session(engine) as session, session.begin():
             outcome.embedded = record_entries(session, ctx, namespace, plan)
+            line = tidy_block(namespace, ctx.monday, _counts(outcome), ctx.as_of, ctx.run_id)
+            blocks.add_blocks(session, [line])
     outcome.memory_md = write_memory_md(root, namespace, plan, ctx.dry_run)
-    if plan.document is not None:
-        outcome.lines, outcome.bytes = plan.document.count("\n"), len(plan.document.encode())
     with Session(engine) as session:
         outcome.weekly_file = write_weekly(session, root, ctx, namespace)
+    if not ctx.dry_run:  # the timeline's line, and log blocks left pending, before the move
+        flush_blocks(engine, root, namespace)
     outcome.logs_moved = archive_logs(root, ctx, namespace)
     return outcome
+
+
+def _counts(o: NamespaceOutcome) -> dict[str, int]:
+    same = {name: getattr(o, name) for name in ("candidates", "kept", "embedded", "lines", "bytes")}
+    return same | {"entered": len(o.entered), "left": len(o.left)}

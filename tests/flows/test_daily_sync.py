@@ -71,12 +71,15 @@ def test_flow_ingests_syncs_reports_and_is_idempotent(flow_env: Settings, tmp_pa
     first = memory_sync_daily(as_of=AS_OF, transcripts_url=str(inbox))
     second = memory_sync_daily(as_of=AS_OF, transcripts_url=str(inbox))
 
-    assert first.written.sessions == 2 and first.blocks_appended == 2
+    # a log block or task card, and a timeline line, per session
+    assert first.written.sessions == 2 and first.blocks_appended == 4
     assert first.ingest is not None and first.ingest["bad_input"] == 1
     assert "b.jsonl:5: not valid JSON" in first.ingest["problems"][0]
     assert sorted(first.files_touched) == [
         "alice/memory/2026-11-20.md",
+        "alice/timeline.jsonl",
         "bob/memory/tasks/2026-11-20.md",
+        "bob/timeline.jsonl",
     ]
     assert second.written.sessions == 0 and second.unchanged == 2 and second.blocks_appended == 0
     store = open_store(flow_env)

@@ -143,7 +143,7 @@ def test_a_row_a_search_touches_after_the_fetch_is_archived_with_the_new_count(
     touched = hit.memory_id
     assert touched in part.column("id").to_pylist()
 
-    assert commit_part(store.engine, entry, part) == 0  # the file is stale: nothing moves
+    assert commit_part(store.engine, entry, part, AS_OF) == 0  # the file is stale: nothing moves
     assert scalar(store, "SELECT count(*) FROM memories") == 26
     out = run(store, cold)  # the next run drops the stale file and archives the row anew
 

@@ -27,7 +27,7 @@ from tasks.extraction._factory import make_extractor
 from tasks.extraction._heuristic import HeuristicExtractor
 from tasks.extraction._llm import LLMExtractor
 from tasks.extraction._none import NoneExtractor
-from tasks.sync._outbox import FlushOutcome
+from tasks.files import FlushOutcome
 from tasks.sync._process import plan_sync, process_batch
 from tasks.sync._report import build_report
 from tasks.sync._types import SyncContext

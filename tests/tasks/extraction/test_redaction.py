@@ -25,7 +25,7 @@ from storage.engine import Store
 from storage.redaction import RedactionPolicy
 from tasks.extraction._command import CommandExtractor
 from tasks.extraction._llm import LLMExtractor
-from tasks.sync._outbox import FlushOutcome
+from tasks.files import FlushOutcome
 from tasks.sync._process import plan_sync, process_batch
 from tasks.sync._report import build_report
 from tasks.sync._types import SyncContext

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,8 +19,7 @@ from storage.errors import ConfigurationError
 from storage.meta import check_compatible
 from storage.records import MessageRecord
 from storage.sessions import record_messages
-from tasks.files._memory_files import append_blocks, open_memory_root
-from tasks.sync._outbox import header_for
+from tasks.files import append_to_file, open_memory_root
 from tests.helpers import add_session, chat, counts, files, run_sync, snapshot
 
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)
@@ -374,9 +374,7 @@ def test_interrupted_run_recovers_to_the_clean_result(
         root = open_memory_root(crashed.settings)
         with Session(crashed.engine) as session:
             for block in pending_blocks(session):  # the file write happened, the mark did not
-                append_blocks(
-                    root, block.path, header_for(block.path), [(block.block_key, block.content)]
-                )
+                append_to_file(root, block.path, [(block.block_key, block.content)])
     assert snapshot(crashed) != snapshot(clean)  # the crash left the job unfinished
 
     run_sync(crashed, AS_OF, batch_size=2)
@@ -448,3 +446,8 @@ def test_a_killed_sync_process_recovers_to_the_clean_result(
 
     assert snapshot(killed) == snapshot(clean)
     assert files(memory_root(killed), drop_ids=True) == files(memory_root(clean), drop_ids=True)
+    for namespace in ("ns0", "ns1", "ns2"):  # the timeline: valid JSON Lines, each state once
+        body = (memory_root(killed) / namespace / "timeline.jsonl").read_text("utf-8")
+        sessions = [json.loads(line)["session"] for line in body.splitlines()]
+        expected = [f"s{i:02}" for i in range(40) if i % 3 == int(namespace[-1])]
+        assert sorted(sessions) == expected
