@@ -37,10 +37,12 @@ def test_a_second_process_loads_the_kept_graph_without_building_it(
 ) -> None:
     first = LocalEmbedder(threads=1, cache_dir=tmp_path).embed(TEXTS)
     [graph] = graphs(tmp_path)
-    assert graph.stat().st_size > 80_000_000 and graph.with_suffix(".sha256").is_file()
+    weights = graph.with_suffix(".data")  # mapped by ONNX Runtime, not copied
+    assert graph.stat().st_size < 1_000_000 and weights.stat().st_size > 80_000_000
+    assert graph.with_suffix(".sha256").is_file()
     if touched:  # as after a copy: the stat differs, so the digest is checked, and matches
-        later = graph.stat().st_mtime_ns + 10**10
-        os.utime(graph, ns=(later, later))
+        later = weights.stat().st_mtime_ns + 10**10
+        os.utime(weights, ns=(later, later))
 
     done = subprocess.run(
         [sys.executable, "-c", SECOND_PROCESS, str(tmp_path), *TEXTS],
@@ -58,9 +60,10 @@ def test_a_damaged_graph_is_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFix
     expected = LocalEmbedder(threads=1).embed(TEXTS)  # no cache: built in memory
     LocalEmbedder(threads=1, cache_dir=tmp_path).embed(TEXTS)
     [graph] = graphs(tmp_path)
-    data = bytearray(graph.read_bytes())
+    weights = graph.with_suffix(".data")
+    data = bytearray(weights.read_bytes())
     data[-1000] ^= 0xFF
-    graph.write_bytes(bytes(data))
+    weights.write_bytes(bytes(data))
 
     with caplog.at_level(logging.WARNING):
         # another thread count: a model this process has not loaded yet, so it reads the file
@@ -68,7 +71,24 @@ def test_a_damaged_graph_is_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFix
 
     assert "is damaged; rebuilding it" in caplog.text
     assert np.abs(again - expected).max() < 1e-5
-    assert graph.read_bytes() != bytes(data)  # the rebuilt graph replaced the damaged one
+    assert weights.read_bytes() != bytes(data)  # the rebuilt weights replaced the damaged
+
+
+def test_a_graph_kept_whole_by_an_earlier_version_is_replaced_silently(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    LocalEmbedder(threads=1, cache_dir=tmp_path).embed(TEXTS)
+    [graph] = graphs(tmp_path)
+    graph.with_suffix(".data").unlink()  # the earlier layout: one file, weights inside,
+    graph.write_bytes(b"graph with its weights inside")  # and a sidecar of three fields
+    graph.with_suffix(".sha256").write_text("0123abcd 29 1700000000000000000\n")
+
+    with caplog.at_level(logging.WARNING):
+        vectors = LocalEmbedder(threads=4, cache_dir=tmp_path).embed(TEXTS)
+
+    assert vectors.shape == (2, 384)
+    assert "damaged" not in caplog.text
+    assert graph.with_suffix(".data").stat().st_size > 80_000_000
 
 
 def test_a_folder_that_cannot_be_written_costs_the_build_not_the_search(
