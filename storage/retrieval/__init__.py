@@ -7,9 +7,11 @@ candidates, ranking, priming, cold-tier search and SQL are its private modules.
 
 from storage.errors import RetrievalError
 from storage.retrieval._search import Retriever
-from storage.retrieval._types import Hit, Priming, TimeRange
+from storage.retrieval._types import DOC_KIND, DocSource, Hit, Priming, TimeRange
 
 __all__ = [
+    "DOC_KIND",
+    "DocSource",
     "Hit",
     "Priming",
     "RetrievalError",

@@ -34,7 +34,15 @@ def retriever(store: Store, **settings: object) -> Retriever:
 
 
 def test_public_api_is_pinned_and_imports_no_prefect() -> None:
-    assert retrieval.__all__ == ["Hit", "Priming", "RetrievalError", "Retriever", "TimeRange"]
+    assert retrieval.__all__ == [
+        "DOC_KIND",
+        "DocSource",
+        "Hit",
+        "Priming",
+        "RetrievalError",
+        "Retriever",
+        "TimeRange",
+    ]
     code = "import sys, storage.retrieval; print(any(m.startswith('prefect') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
