@@ -67,10 +67,22 @@ def render_hits(hits: Sequence[Hit], explain: bool, echo: Echo) -> None:
             f"{rank:>2}  {hit.score:6.3f}  {hit.kind:<10} {hit.occurred_at:%Y-%m-%d %H:%M} {short}"
         )
         if explain:
-            source = f"session {hit.session_id}, messages {', '.join(hit.message_ids[:8])}"
             for line in textwrap.wrap(hit.explain(), 100):
                 echo(f"{'':>28}{line}")
-            echo(f"{'':>28}id {hit.memory_id}, {source}")
+            echo(f"{'':>28}{source_of(hit)}")
+
+
+def source_of(hit: Hit) -> str:
+    """Where a hit comes from: a memory's session and messages, or a chunk's document."""
+    doc = hit.doc
+    if doc is None:
+        messages = ", ".join(hit.message_ids[:8])
+        return f"id {hit.memory_id}, session {hit.session_id}, messages {messages}"
+    where = f" under {doc.heading!r}" if doc.heading and doc.heading != doc.title else ""
+    return (
+        f"chunk {doc.chunk_id} of document {doc.document_id} ({doc.title}){where}, "
+        f"{doc.uri} chars {doc.char_start}-{doc.char_end}" + (f", tag {doc.tag}" if doc.tag else "")
+    )
 
 
 def render_hits_json(

@@ -13,6 +13,7 @@ extension). Ingest adds ``too_large`` (over the size cap, checked before reading
 from __future__ import annotations
 
 import io
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -157,6 +158,8 @@ def _pdf(data: bytes) -> tuple[str | None, str]:
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
+    # pypdf logs the damage it works around; a skipped file is reported with its reason.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
