@@ -82,6 +82,7 @@ def run_ingest(
         max_bytes=docs.max_file_bytes,
         at=at or datetime.now(UTC),
         options=settings.storage_options,
+        embed_batch=docs.embed_batch,
         on_progress=lambda done, total: bars.update(
             FILES, done, total, line=f"  {done}/{total} files read"
         ),

@@ -115,6 +115,7 @@ def ingest_documents(
     at: datetime,
     options: dict[str, Any] | None = None,
     on_progress: OnProgress | None = None,
+    embed_batch: int = 256,
 ) -> DocsReport:
     """Ingest the files under ``urls`` into ``namespace``; bad files are skipped, counted."""
     check_names(namespace, tag)
@@ -136,6 +137,7 @@ def ingest_documents(
             tag=tag,
             max_bytes=max_bytes,
             at=at,
+            batch=embed_batch,
         )
         if on_progress is not None:
             on_progress(done, len(files))
@@ -154,6 +156,7 @@ def _one(
     tag: str | None,
     max_bytes: int,
     at: datetime,
+    batch: int,
 ) -> None:
     try:
         size = int(source.fs.size(source.path))
@@ -190,7 +193,7 @@ def _one(
         chunking.overlap,
         at,
     )
-    chunks = embedded(embedder, spans)
+    chunks = embedded(embedder, spans, batch)
     with Session(engine) as session, session.begin():
         doc_id = store.save_document(session, new, existing.id if existing else None)
         written = store.replace_chunks(session, doc_id, namespace, chunks, embedder.name, at)
