@@ -70,8 +70,9 @@ class MemoryTools:
         end: End = None,
         kinds: Kinds = None,
     ) -> dict[str, Any]:
-        """Search this user's long-term memory. Each hit carries its memory_id, the session and
-        message ids it came from and when it happened, so you can cite it."""
+        """Search this user's long-term memory and documents. Each memory hit carries its
+        memory_id, the session and message ids it came from and when it happened; a document
+        hit (kind "doc") its "doc": document, title, source, heading and span. Cite them."""
         request = _search_request(query, limit, time_range, start, end, kinds)
         with refusals_as(ToolError):
             grant = current_grant()
