@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -106,8 +107,15 @@ def test_forget_leaves_no_document_or_chunk_row(store: Store, tmp_path: Path):
     ingest(store, str(tmp_path / "kb"), ns="acme2")
     cold = local_cold(tmp_path)
     root = open_memory_root(store.settings)
-    out = forget(store.engine, cold, root, "acme", actor="test")
+    bundle = tmp_path / "export"
+    out = forget(store.engine, cold, root, "acme", actor="test", export_to=str(bundle))
     assert out.rows["documents"] == 4 and out.rows["document_chunks"] >= 4
+    assert out.exported is not None and out.exported["documents"] == 4
+    exported = [json.loads(line) for line in (bundle / "acme/documents.jsonl").open()]
+    garden = next(d for d in exported if d["uri"].endswith("garden.md"))
+    assert garden["title"] == "Garden guide" and "Aphids" in garden["text"]
+    span = garden["chunks"][-1]
+    assert "Aphids" in garden["text"][span["char_start"] : span["char_end"]]
     with Session(store.engine) as s:
         left = s.execute(
             text(
