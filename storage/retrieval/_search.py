@@ -175,10 +175,11 @@ class Retriever:
     ) -> list[Hit]:
         rows: Sequence[Any] = []
         params: dict[str, Any] | None = None
+        has_docs = True  # unless the memories' statement said otherwise
         kinds = memory_kinds(request.kinds)
         if kinds is None or kinds:
-            rows, params = self._memory_rows(conn, replace(request, kinds=kinds))
-        if wants_documents(request.kinds):
+            rows, params, has_docs = self._memory_rows(conn, replace(request, kinds=kinds))
+        if wants_documents(request.kinds) and has_docs:
             cfg, overfetch = self.text_search_config, self.settings.overfetch
             rows = [*rows, *document_rows(conn, request, self.doc_stats, overfetch, cfg)]
         if request.include_archived:
@@ -188,12 +189,13 @@ class Retriever:
 
     def _memory_rows(
         self, conn: Connection, request: Request
-    ) -> tuple[Sequence[Any], dict[str, Any] | None]:
-        """The memories' candidate rows and their statement's parameters (None: no memory)."""
+    ) -> tuple[Sequence[Any], dict[str, Any] | None, bool]:
+        """The memories' candidate rows, their statement's parameters (None: no memory), and
+        whether the namespace may have document chunks."""
         prepared = self._params(conn, request)
         if prepared is None:
-            return [], None
-        params, n_indexed = prepared
+            return [], None, True
+        params, n_indexed, has_docs = prepared
         rows = self._candidates(conn, params, n_indexed)
         # A long message's chunks can fill the pool and then count once: widen it, twice at
         # most, while that leaves fewer distinct messages than asked for.
@@ -202,7 +204,7 @@ class Retriever:
                 break
             params |= {"n": params["n"] * 4, "n_lexical": max(params["n"] * 4, 50)}
             rows = self._candidates(conn, params, n_indexed)
-        return rows, params
+        return rows, params, has_docs
 
     def _candidates(
         self, conn: Connection, params: dict[str, Any], n_indexed: int
@@ -242,7 +244,7 @@ class Retriever:
             prepared = self._params(conn, request)
             if prepared is None:
                 return "empty namespace: no plan"
-            params, n_indexed = prepared
+            params, n_indexed, _ = prepared
             lines: list[str] = []
             if n_indexed:
                 plan(conn, self.settings, force_index=True, exact=False)
@@ -253,7 +255,9 @@ class Retriever:
             conn.rollback()
         return "\n".join(lines)
 
-    def _params(self, conn: Connection, request: Request) -> tuple[dict[str, Any], int] | None:
+    def _params(
+        self, conn: Connection, request: Request
+    ) -> tuple[dict[str, Any], int, bool] | None:
         return search_params(conn, request, self.settings, self.stats, self.text_search_config)
 
     def _record(self, conn: Connection, hits: Sequence[Hit], query: str, at: datetime) -> None:
