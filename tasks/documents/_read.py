@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -135,9 +136,12 @@ def _title(found: str | None, text: str, stem: str) -> str:
 
 
 def _html(markup: str) -> tuple[str | None, str]:
-    from bs4 import BeautifulSoup
+    from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, XMLParsedAsHTMLWarning
 
-    soup = BeautifulSoup(markup, "html.parser")
+    with warnings.catch_warnings():  # a page that looks like a URL, or XHTML: read it anyway
+        warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
+        warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+        soup = BeautifulSoup(markup, "html.parser")
     title = soup.find("title")
     found = title.get_text() if title is not None else None
     for tag in soup(["script", "style", "noscript", "template", "head"]):
@@ -158,6 +162,13 @@ def _pdf(data: bytes) -> tuple[str | None, str]:
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
+    # pypdf raises its own errors for most damage, and plain ones for some (a truncated
+    # stream, a broken cross-reference table, a cycle of references).
+    damage = (
+        PyPdfError, ValueError, KeyError, TypeError, AttributeError, OSError, IndexError,
+        RecursionError, ZeroDivisionError, AssertionError,
+    )  # fmt: skip
+
     # pypdf logs the damage it works around; a skipped file is reported with its reason.
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     try:
@@ -167,7 +178,12 @@ def _pdf(data: bytes) -> tuple[str | None, str]:
         pages = [page.extract_text() or "" for page in reader.pages]
         meta = reader.metadata
         title = meta.title if meta is not None else None
-    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
-        # pypdf raises its own errors for most damage, and plain ones for some.
+    except damage as exc:
         raise Skip("unreadable_pdf", type(exc).__name__) from None
-    return (str(title) if title else None), "\n\n".join(p.strip() for p in pages if p.strip())
+    text = "\n\n".join(p.strip() for p in pages if p.strip())
+    return (_storable(str(title)) if title else None), _storable(text)
+
+
+def _storable(text: str) -> str:
+    """Text PostgreSQL takes: no NUL, no lone surrogate (a PDF's fonts can map to either)."""
+    return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")

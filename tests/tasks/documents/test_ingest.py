@@ -171,3 +171,11 @@ def test_bad_names_and_chunking_are_refused_before_reading(store: Store, tmp_pat
         ingest(store, str(tmp_path), chunking=Chunking(200, 150))
     with pytest.raises(InputError, match="bad tag"):
         ingest(store, str(tmp_path), tag="x" * 101)
+
+
+def test_text_postgresql_cannot_hold_is_cleaned_not_fatal(store: Store, tmp_path: Path):
+    (tmp_path / "nul.pdf").write_bytes(pdf(("Nul a\x00b here", "next line")))
+    (tmp_path / "page.html").write_text("https://example.invalid/just-a-url")
+    report = ingest(store, str(tmp_path))
+    assert (report.added, report.skipped) == (2, {})
+    assert "\x00" not in " ".join(r.text for r in chunks_of(store))
