@@ -75,6 +75,8 @@ def start(session: Session, model: str, dim: int) -> bool:
     for table in TABLES:
         session.execute(text(f"ALTER TABLE {table} DROP COLUMN IF EXISTS embedding_next"))
         session.execute(text(f"ALTER TABLE {table} ADD COLUMN embedding_next vector({int(dim)})"))
+    # Chunks keep their vectors in the row (migration 0017), the next ones too.
+    session.execute(text("ALTER TABLE document_chunks ALTER embedding_next SET STORAGE MAIN"))
     set_fact(session, REEMBED_MODEL, model)
     set_fact(session, REEMBED_DIM, str(dim))
     return True

@@ -187,6 +187,14 @@ def test_reembed_moves_document_chunks_with_the_memories(store: Store, tmp_path:
             text("SELECT DISTINCT vector_dims(embedding), embedding_model FROM document_chunks")
         ).all()
     assert [tuple(d) for d in dims] == [(128, NEW.name)]
+    with store.engine.connect() as conn:  # vectors stay in the row (migration 0017)
+        storage = conn.execute(
+            text(
+                "SELECT attstorage FROM pg_attribute "
+                "WHERE attrelid = 'document_chunks'::regclass AND attname = 'embedding'"
+            )
+        ).scalar_one()
+    assert storage == "m"
     hits = Retriever(store.engine, NEW).search("alice", "oil the bicycle chain", as_of=AS_OF)
     assert hits[0].doc is not None and "Oil the chain" in hits[0].content
 
