@@ -159,17 +159,11 @@ def _one(
     batch: int,
 ) -> None:
     try:
-        size = int(source.fs.size(source.path))
-        if size > max_bytes:
-            raise Skip("too_large", f"{size} bytes; the cap is {max_bytes}")
-        data = source.fs.cat_file(source.path)
+        data = _read(source, max_bytes)
         digest = hashlib.sha256(data).hexdigest()
-        same = existing is not None and (
-            existing.content_hash,
-            existing.chunk_size,
-            existing.overlap,
-        ) == (digest, chunking.size, chunking.overlap)
-        if same and existing is not None:
+        stored = None if existing is None else (existing.content_hash, existing.chunk_size,
+                                                existing.overlap)  # fmt: skip
+        if existing is not None and stored == (digest, chunking.size, chunking.overlap):
             _keep(engine, existing, tag, at, report)
             return
         parsed = parse(source.path, data)
@@ -179,21 +173,12 @@ def _one(
     except OSError as exc:  # permissions, a file gone meanwhile, a bucket's refusal
         report.skip(source.uri, "unreadable", type(exc).__name__)
         return
-    spans = chunk(parsed.text, chunking.size, chunking.overlap)
+    kept_tag = existing.tag if existing is not None else None
     new = store.NewDocument(
-        namespace,
-        source.uri,
-        parsed.title,
-        tag if tag is not None else (existing.tag if existing else None),
-        parsed.format,
-        digest,
-        len(data),
-        parsed.text,
-        chunking.size,
-        chunking.overlap,
-        at,
-    )
-    chunks = embedded(embedder, spans, batch)
+        namespace, source.uri, parsed.title, kept_tag if tag is None else tag, parsed.format,
+        digest, len(data), parsed.text, chunking.size, chunking.overlap, at,
+    )  # fmt: skip
+    chunks = embedded(embedder, chunk(parsed.text, chunking.size, chunking.overlap), batch)
     with Session(engine) as session, session.begin():
         doc_id = store.save_document(session, new, existing.id if existing else None)
         written = store.replace_chunks(session, doc_id, namespace, chunks, embedder.name, at)
@@ -202,6 +187,14 @@ def _one(
         report.added += 1
     else:
         report.updated += 1
+
+
+def _read(source: Source, max_bytes: int) -> bytes:
+    """The file's bytes, unless it is over the cap (checked before reading)."""
+    size = int(source.fs.size(source.path))
+    if size > max_bytes:
+        raise Skip("too_large", f"{size} bytes; the cap is {max_bytes}")
+    return bytes(source.fs.cat_file(source.path))
 
 
 def _keep(
