@@ -143,3 +143,14 @@ def test_under_the_serving_role_a_query_without_namespace_sees_one(
 def test_an_unknown_kind_is_still_refused(store: Store):
     with pytest.raises(RetrievalError, match="unknown kind"):
         retriever(store).search("acme", "x", kinds=["docs"])
+
+
+def test_archived_search_keeps_the_chunks(store: Store, tmp_path: Path):
+    write_samples(tmp_path)
+    ingest(store, str(tmp_path))
+    put(store, "acme", ["the bicycle chain snapped on Tuesday"], AT)
+    r = retriever(store)
+    hot = r.search("acme", "bicycle chain", as_of=NOW, record_access=False)
+    cold = r.search("acme", "bicycle chain", as_of=NOW, include_archived=True)
+    assert [(h.kind, h.memory_id) for h in cold] == [(h.kind, h.memory_id) for h in hot]
+    assert any(h.doc is not None for h in cold)
