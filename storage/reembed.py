@@ -60,6 +60,11 @@ _WRITE = {
     ).bindparams(bindparam("ids"), bindparam("vectors"))
     for table in TABLES
 }
+_CHUNKS_HNSW = (
+    "CREATE INDEX ix_document_chunks_hnsw ON document_chunks "
+    "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
+    "WHERE ann_indexed"
+)
 _HNSW = (
     "CREATE INDEX ix_memories_hnsw ON memories USING hnsw (embedding vector_cosine_ops) "
     "WITH (m = 16, ef_construction = 64) WHERE ann_indexed"
@@ -117,6 +122,7 @@ def swap(session: Session, model: str, dim: int) -> bool:
     if pending(session):
         return False
     session.execute(text("DROP INDEX IF EXISTS ix_memories_hnsw"))
+    session.execute(text("DROP INDEX IF EXISTS ix_document_chunks_hnsw"))
     for table in TABLES:
         for statement in (
             f"ALTER TABLE {table} DROP COLUMN embedding",
@@ -126,6 +132,7 @@ def swap(session: Session, model: str, dim: int) -> bool:
             session.execute(text(statement))
         session.execute(text(f"UPDATE {table} SET embedding_model = :model"), {"model": model})
     session.execute(text(_HNSW))
+    session.execute(text(_CHUNKS_HNSW))
     set_fact(session, EMBEDDING_MODEL, model)
     set_fact(session, EMBEDDING_DIM, str(dim))
     drop_facts(session, REEMBED_MODEL, REEMBED_DIM)

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection
+from sqlalchemy import Connection, TextClause
 
 from storage.config import RetrievalSettings
 from storage.retrieval._inputs import DF_CAP, lexical_params, vector_literal
@@ -120,15 +120,20 @@ def plan(conn: Connection, settings: RetrievalSettings, *, force_index: bool, ex
 
 
 def neighbours(
-    conn: Connection, settings: RetrievalSettings, params: dict[str, Any], n_indexed: int
+    conn: Connection,
+    settings: RetrievalSettings,
+    params: dict[str, Any],
+    n_indexed: int,
+    statement: TextClause = ANN_NEIGHBOURS,
 ) -> dict[str, list[Any]]:
-    """HNSW neighbours among indexed rows; exact when filters starved the index. Either way
-    the exact planner settings hold afterwards (the candidates statement needs them)."""
+    """HNSW neighbours among indexed rows (memories', or ``statement``'s: document chunks');
+    exact when filters starved the index. Either way the exact planner settings hold
+    afterwards (the candidates statement needs them)."""
     if n_indexed == 0:  # a walk of the index would look for rows it cannot hold
         return {"ann_ids": [], "ann_dists": []}
     plan(conn, settings, force_index=True, exact=False)
-    rows = conn.execute(ANN_NEIGHBOURS, params).all()
+    rows = conn.execute(statement, params).all()
     plan(conn, settings, force_index=False, exact=True)
     if len(rows) < min(params["n"], n_indexed):
-        rows = conn.execute(ANN_NEIGHBOURS, params).all()
+        rows = conn.execute(statement, params).all()
     return {"ann_ids": [r.id for r in rows], "ann_dists": [float(r.dist) for r in rows]}

@@ -1,7 +1,8 @@
 """Document chunks as search candidates, on the same scale as memories.
 
 The chunks of the namespace's documents are found as memories are: the dense top ``n`` by
-pgvector cosine (an exact scan of the namespace's chunks) united with the lexical top over
+pgvector cosine (HNSW over the chunks ``archivist index`` flagged in large namespaces, an
+exact scan of the rest) united with the lexical top over
 the query's useful lexemes, BM25 computed over PostgreSQL's lexemes with the chunks' own
 statistics (kept in a ``StatsCache`` of their own). Each candidate row has the columns of a
 memory candidate (``kind`` ``"doc"``, the chunk's importance, the time its text was
@@ -16,15 +17,32 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from storage.retrieval._candidates import Request, pool_target
+from storage.config import RetrievalSettings
+from storage.retrieval._candidates import Request, neighbours, pool_target
 from storage.retrieval._inputs import DF_CAP, lexical_params, vector_literal
 from storage.retrieval._stats import StatsCache
 from storage.retrieval._types import DOC_KIND, DocSource
 
 _BM25_K1, _BM25_B = 1.2, 0.75
 
+# The query's lexemes, and whether the namespace has chunks in the HNSW index (never
+# cached: a stale "no" would hide those rows from the dense candidates).
 QUERY_LEXEMES = text(
-    "SELECT tsvector_to_array(to_tsvector(CAST(:cfg AS regconfig), :query)) AS lexemes"
+    """
+    SELECT tsvector_to_array(to_tsvector(CAST(:cfg AS regconfig), :query)) AS lexemes,
+           EXISTS (SELECT 1 FROM document_chunks WHERE namespace = :namespace AND ann_indexed)
+               AS has_ann
+    """
+)
+# Dense neighbours among the HNSW-indexed chunks of the namespace.
+ANN_NEIGHBOURS = text(
+    """
+    SELECT id, embedding <=> CAST(:qvec AS vector) AS dist FROM document_chunks
+    WHERE namespace = :namespace AND ann_indexed
+      AND (CAST(:start AS timestamptz) IS NULL OR created_at >= :start)
+      AND (CAST(:end AS timestamptz) IS NULL OR created_at < :end)
+    ORDER BY embedding <=> CAST(:qvec AS vector) LIMIT :n
+    """
 )
 # The namespace's chunk count and mean lexical length (when asked), and the capped document
 # frequency of the given lexemes among its chunks.
@@ -47,12 +65,18 @@ TERM_STATS = text(
 )
 CANDIDATES = text(
     """
-    WITH dense AS (
-        SELECT id FROM document_chunks
-        WHERE namespace = :namespace
+    WITH dense_ann AS (
+        SELECT * FROM unnest(CAST(:ann_ids AS bigint[]), CAST(:ann_dists AS float8[]))
+            AS a(id, dist)
+    ), dense_exact AS (
+        SELECT id, embedding <=> CAST(:qvec AS vector) AS dist FROM document_chunks
+        WHERE namespace = :namespace AND NOT ann_indexed
           AND (CAST(:start AS timestamptz) IS NULL OR created_at >= :start)
           AND (CAST(:end AS timestamptz) IS NULL OR created_at < :end)
-        ORDER BY embedding <=> CAST(:qvec AS vector) LIMIT :n
+        ORDER BY 2 LIMIT :n
+    ), dense AS (
+        SELECT id FROM (SELECT * FROM dense_ann UNION ALL SELECT * FROM dense_exact) d
+        ORDER BY dist LIMIT :n
     ), lexical AS (
         SELECT id FROM document_chunks
         WHERE namespace = :namespace AND CAST(:tsquery AS text) IS NOT NULL
@@ -91,13 +115,15 @@ def memory_kinds(kinds: Sequence[str] | None) -> list[str] | None:
 
 
 def document_rows(
-    conn: Connection, request: Request, stats: StatsCache, overfetch: int, cfg: str
+    conn: Connection, request: Request, stats: StatsCache, settings: RetrievalSettings, cfg: str
 ) -> Sequence[Any]:
     """Candidate rows of the namespace's document chunks for this search."""
-    n_docs, avg_len, terms = _term_stats(conn, stats, cfg, request.namespace, request.query)
+    n_docs, avg_len, has_ann, terms = _term_stats(
+        conn, stats, cfg, request.namespace, request.query
+    )
     if n_docs == 0:
         return []
-    n = pool_target(request.limit) * overfetch
+    n = pool_target(request.limit) * settings.overfetch
     params = {
         "namespace": request.namespace,
         "qvec": vector_literal(request.vector),
@@ -110,14 +136,17 @@ def document_rows(
         "avg_len": avg_len,
         **lexical_params(terms, n_docs),
     }
+    params |= neighbours(conn, settings, params, int(has_ann), ANN_NEIGHBOURS)
     return conn.execute(CANDIDATES, params).all()
 
 
 def _term_stats(
     conn: Connection, stats: StatsCache, cfg: str, namespace: str, query: str
-) -> tuple[int, float, list[tuple[str, int]]]:
-    found = conn.execute(QUERY_LEXEMES, {"cfg": cfg, "query": query}).scalar_one()
-    lexemes = list(dict.fromkeys(found))
+) -> tuple[int, float, bool, list[tuple[str, int]]]:
+    """Chunk count, mean lexical length, has-index flag and (lexeme, df) pairs."""
+    asked = {"cfg": cfg, "query": query, "namespace": namespace}
+    found = conn.execute(QUERY_LEXEMES, asked).one()
+    lexemes = list(dict.fromkeys(found.lexemes))
     size = stats.size(namespace)
     known = stats.df(namespace, lexemes)
     missing = [lexeme for lexeme in lexemes if lexeme not in known]
@@ -133,11 +162,11 @@ def _term_stats(
             size = (int(rows[0].n_docs), float(rows[0].avg_len))
             stats.put_size(namespace, *size)
             if size[0] == 0:
-                return 0, 0.0, []
+                return 0, 0.0, False, []
         fetched = {r.lexeme: int(r.df) for r in rows if r.lexeme is not None}
         stats.put_df(namespace, fetched)
         known |= fetched
-    return size[0], size[1], [(t, known.get(t, 0)) for t in lexemes]
+    return size[0], size[1], bool(found.has_ann), [(t, known.get(t, 0)) for t in lexemes]
 
 
 def doc_source(row: Any) -> DocSource | None:

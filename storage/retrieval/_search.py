@@ -180,8 +180,8 @@ class Retriever:
         if kinds is None or kinds:
             rows, params, has_docs = self._memory_rows(conn, replace(request, kinds=kinds))
         if wants_documents(request.kinds) and has_docs:
-            cfg, overfetch = self.text_search_config, self.settings.overfetch
-            rows = [*rows, *document_rows(conn, request, self.doc_stats, overfetch, cfg)]
+            cfg = self.text_search_config
+            rows = [*rows, *document_rows(conn, request, self.doc_stats, self.settings, cfg)]
         if request.include_archived:
             return self._with_archived(conn, request, rows, params, now, weights)
         hits = ranked(rows, now, weights, self.settings, self.min_cosine)

@@ -14,11 +14,12 @@ and an importance that feedback moves.
 Both tables hold namespace data: row-level security as migration 0015 gives the others
 (the serving role reads one namespace per transaction, nothing else), and ``forget``
 finds them through ``archivist_namespace_rows`` like every table with a ``namespace``.
-Chunks get no HNSW index: a namespace's chunks are scanned exactly, as small namespaces'
-memories are (``bench/docs.py`` measures it). Their vectors are kept in the row (storage
-MAIN), text and lexemes go to TOAST first: a chunk's text, lexemes and 384-d vector pass
-the 2 KB TOAST threshold, and an exact scan that read every vector out of line touched 14
-times the pages (19,541 buffers against 1,371 heap pages for 9,475 chunks).
+Chunks are indexed as memories are (migration 0002): a partial HNSW index holds the rows
+flagged ``ann_indexed``, which ``archivist index`` sets for namespaces with many chunks;
+the rest are scanned exactly, so ingest pays no HNSW upkeep. Their vectors are kept in the
+row (storage MAIN), text and lexemes go to TOAST first: a chunk's text, lexemes and 384-d
+vector pass the 2 KB TOAST threshold, and an exact scan that read every vector out of line
+touched 14 times the pages (19,541 buffers against 1,371 heap pages for 9,475 chunks).
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ def upgrade() -> None:
             feedback_up integer NOT NULL DEFAULT 0,
             feedback_down integer NOT NULL DEFAULT 0,
             created_at timestamptz NOT NULL,
+            ann_indexed boolean NOT NULL DEFAULT false,
             tsv tsvector GENERATED ALWAYS AS
                 (to_tsvector('{ts_config}', heading || ' ' || text)) STORED,
             lex_len integer GENERATED ALWAYS AS
@@ -95,6 +97,11 @@ def upgrade() -> None:
         ALTER TABLE document_chunks ALTER COLUMN embedding SET STORAGE MAIN;
         CREATE INDEX ix_document_chunks_namespace ON document_chunks (namespace, lex_len);
         CREATE INDEX ix_document_chunks_tsv ON document_chunks USING gin (tsv);
+        CREATE INDEX ix_document_chunks_exact ON document_chunks (namespace)
+            WHERE NOT ann_indexed;
+        CREATE INDEX ix_document_chunks_hnsw ON document_chunks
+            USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)
+            WHERE ann_indexed;
         """
     )
     for table in TABLES:

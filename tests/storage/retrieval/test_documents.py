@@ -154,3 +154,33 @@ def test_archived_search_keeps_the_chunks(store: Store, tmp_path: Path):
     cold = r.search("acme", "bicycle chain", as_of=NOW, include_archived=True)
     assert [(h.kind, h.memory_id) for h in cold] == [(h.kind, h.memory_id) for h in hot]
     assert any(h.doc is not None for h in cold)
+
+
+def test_the_hnsw_index_finds_what_the_exact_scan_finds(store: Store, tmp_path: Path):
+    from tasks.ann_index import refresh_ann_index
+
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(120):
+        topic = ["boiler pressure", "garden hose", "passport office", "bicycle chain"][i % 4]
+        body = f"# Note {i}\n\nThe {topic} note number {i} says item {i % 7} matters.\n"
+        (folder / f"n{i:03}.md").write_text(body)
+    ingest(store, str(folder))
+    put(store, "acme", ["a small memory about the boiler"], AT)
+    r = retriever(store)
+    query = "boiler pressure item 3"
+    exact = r.search("acme", query, kinds=["doc"], limit=20, as_of=NOW, record_access=False)
+    flagged = refresh_ann_index(store.engine, min_rows=100)
+    assert flagged == {"acme": 120}
+    with store.engine.connect() as conn:
+        indexed = conn.execute(
+            text("SELECT count(*) FROM document_chunks WHERE ann_indexed")
+        ).scalar_one()
+    assert indexed == 120
+    r = retriever(store)
+    walked = r.search("acme", query, kinds=["doc"], limit=20, as_of=NOW, record_access=False)
+    assert [h.memory_id for h in walked[:10]] == [h.memory_id for h in exact[:10]]
+    mixed = r.search("acme", query, as_of=NOW, record_access=False)
+    assert any(h.doc is not None for h in mixed)
+    ingest(store, str(folder / "n000.md"), ns="acme", tag="x")  # flags survive a retag
+    assert refresh_ann_index(store.engine, min_rows=100) == {"acme": 0}
