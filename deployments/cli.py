@@ -7,6 +7,7 @@ from datetime import datetime
 
 import click
 
+from deployments.commands.docs import docs_group
 from deployments.commands.embedding import reembed_command
 from deployments.commands.eval import eval_command
 from deployments.commands.ops import serve_command, watchdog_command
@@ -300,6 +301,7 @@ def worker(once: bool) -> None:
 
 
 for _command in (
+    docs_group,
     eval_command,
     reembed_command,
     status_command,

@@ -45,7 +45,7 @@ Kinds = Annotated[
     list[str] | None,
     Field(
         description="Only these kinds: turn, fact, preference, decision, note, goal, episode, "
-        "task_card, long_term.",
+        "task_card, long_term, and doc (chunks of the user's documents).",
         max_length=20,
     ),
 ]

@@ -81,9 +81,11 @@ class MemoryTools:
         end: End = None,
         kinds: Kinds = None,
     ) -> Answer:
-        """Search this user's long-term memory. Each hit carries a label such as [Memory 1], its
-        memory_id, the session and message ids it came from and when it happened; cite hits by
-        label and close the answer with the "Sources:" line."""
+        """Search this user's long-term memory and documents. Each hit carries a label such as
+        [Memory 1] or [Doc 1]; a memory hit its memory_id, the session and message ids it came
+        from and when it happened, a document hit (kind "doc") its "doc": document, title,
+        source, heading and span. Cite hits by label and close the answer with the "Sources:"
+        line."""
         request = _search_request(query, limit, time_range, start, end, kinds)
         with refusals_as(ToolError):
             grant = current_grant()

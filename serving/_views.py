@@ -12,9 +12,12 @@ from storage.retrieval import Citation, Hit, Priming, cite, sources_line
 
 def hit_view(hit: Hit, explain: bool = False) -> dict[str, Any]:
     """One search result: the memory, its score and where it came from; with ``explain``,
-    the score's factors, their weights and the breakdown as text (``Hit.explain``)."""
-    view = {
-        "memory_id": hit.memory_id,
+    the score's factors, their weights and the breakdown as text (``Hit.explain``).
+
+    A document chunk (kind ``"doc"``) has no ``memory_id`` (null: no memory call takes it)
+    and a ``doc`` object: document and chunk ids, source URI, title, tag, heading, span."""
+    view: dict[str, Any] = {
+        "memory_id": None if hit.doc is not None else hit.memory_id,
         "kind": hit.kind,
         "content": hit.content,
         "score": round(hit.score, 4),
@@ -26,6 +29,8 @@ def hit_view(hit: Hit, explain: bool = False) -> dict[str, Any]:
         "created_at": hit.created_at.isoformat(),
         "sources": list(hit.sources),
     }
+    if hit.doc is not None:
+        view["doc"] = dict(hit.doc.__dict__)
     if explain:
         view |= {"factors": hit.factors, "weights": hit.weights, "explain": hit.explain()}
     return view

@@ -1,5 +1,5 @@
-"""Upkeep for large namespaces: which memories the partial HNSW index covers, and the
-common words' counts that BM25 needs.
+"""Upkeep for large namespaces: which memories and document chunks the partial HNSW
+indexes cover, and the common words' counts that BM25 needs.
 
 Inserting into HNSW costs about 2 ms a row here, too much for the sync's write path. Rows
 are written unflagged and found by an exact scan; this step flags the rows of namespaces
@@ -11,21 +11,29 @@ from __future__ import annotations
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-LARGE_NAMESPACES = text(
-    "SELECT namespace, count(*) FILTER (WHERE NOT ann_indexed) AS pending FROM memories "
-    "GROUP BY namespace HAVING count(*) >= :min_rows ORDER BY namespace"
-)
-FLAG_BATCH = text(
-    """
-    WITH batch AS (
-        SELECT id FROM memories
-        WHERE namespace = :namespace AND NOT ann_indexed
-        ORDER BY id LIMIT :batch
-        FOR UPDATE SKIP LOCKED
+# The tables whose rows the partial HNSW indexes cover: memories and document chunks.
+TABLES = ("memories", "document_chunks")
+LARGE_NAMESPACES = {
+    table: text(
+        f"SELECT namespace, count(*) FILTER (WHERE NOT ann_indexed) AS pending FROM {table} "
+        "GROUP BY namespace HAVING count(*) >= :min_rows ORDER BY namespace"
     )
-    UPDATE memories m SET ann_indexed = true FROM batch WHERE m.id = batch.id
-    """
-)
+    for table in TABLES
+}
+FLAG_BATCH = {
+    table: text(
+        f"""
+        WITH batch AS (
+            SELECT id FROM {table}
+            WHERE namespace = :namespace AND NOT ann_indexed
+            ORDER BY id LIMIT :batch
+            FOR UPDATE SKIP LOCKED
+        )
+        UPDATE {table} m SET ann_indexed = true FROM batch WHERE m.id = batch.id
+        """
+    )
+    for table in TABLES
+}
 
 
 CLEAR_TERMS = text("DELETE FROM namespace_terms WHERE namespace = :namespace")
@@ -50,13 +58,14 @@ def refresh_terms(session: Session, namespace: str, min_df: int) -> int:
     return int(getattr(result, "rowcount", 0))
 
 
-def large_namespaces(session: Session, min_rows: int) -> dict[str, int]:
-    """Namespaces with at least ``min_rows`` memories, and how many are not yet indexed."""
-    rows = session.execute(LARGE_NAMESPACES, {"min_rows": min_rows})
+def large_namespaces(session: Session, min_rows: int, table: str = "memories") -> dict[str, int]:
+    """Namespaces with at least ``min_rows`` rows in ``table`` (memories or document
+    chunks), and how many are not yet indexed."""
+    rows = session.execute(LARGE_NAMESPACES[table], {"min_rows": min_rows})
     return {r.namespace: int(r.pending) for r in rows}
 
 
-def flag_batch(session: Session, namespace: str, batch: int) -> int:
+def flag_batch(session: Session, namespace: str, batch: int, table: str = "memories") -> int:
     """Put up to ``batch`` more rows of the namespace into the HNSW index; returns how many."""
-    result = session.execute(FLAG_BATCH, {"namespace": namespace, "batch": batch})
+    result = session.execute(FLAG_BATCH[table], {"namespace": namespace, "batch": batch})
     return int(getattr(result, "rowcount", 0))

@@ -19,6 +19,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from storage.config_sections import DocumentSettings as DocumentSettings
 from storage.config_sections import RedactionSettings as RedactionSettings
 from storage.config_sections import ServingSettings as ServingSettings
 from storage.config_sections import SyncSettings as SyncSettings
@@ -255,6 +256,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     serving: ServingSettings = Field(default_factory=ServingSettings)
     redaction: RedactionSettings = Field(default_factory=RedactionSettings)
+    documents: DocumentSettings = Field(default_factory=DocumentSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -1,4 +1,5 @@
-"""Sections of ``Settings`` (``storage.config``): the watchdog, the sync, serving, redaction.
+"""Sections of ``Settings`` (``storage.config``): the watchdog, the sync, serving, redaction,
+documents.
 
 ``storage.config`` re-exports them; import them from there.
 """
@@ -121,3 +122,21 @@ class RedactionSettings(BaseModel):
         """The custom categories as (NAME, compiled pattern), in the order given."""
         pairs = [_CUSTOM_RULE.match(rule) for rule in self.custom]
         return [(m.group(1), re.compile(m.group(2))) for m in pairs if m is not None]
+
+
+class DocumentSettings(BaseModel):
+    """Knowledge documents (``archivist docs``): chunking, and what ingest refuses."""
+
+    chunk_size: int = Field(
+        1200, ge=100, le=20_000, description="characters per chunk, at most (--chunk-size)"
+    )
+    overlap: int = Field(
+        150, ge=0, le=5_000, description="characters a long section's chunks share (--overlap)"
+    )
+    max_file_bytes: int = Field(
+        50 * 1024 * 1024, ge=1, description="larger files are skipped (reason: too_large)"
+    )
+    feedback_step: float = Field(
+        0.1, gt=0, le=0.5, description="importance a chunk gains or loses per +1 / -1"
+    )
+    embed_batch: int = Field(256, ge=1, le=10_000, description="chunks embedded together")

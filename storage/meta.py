@@ -7,6 +7,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from storage.base import Base
+from storage.documents import DocumentChunk
 from storage.embedding import Embedder
 from storage.errors import ConfigurationError
 from storage.memories import Memory
@@ -49,7 +50,8 @@ def check_compatible(session: Session, embedder: Embedder) -> None:
     """Refuse an embedder whose vectors would not be comparable with the stored ones.
 
     Model and dimension must be those of the store's vectors. A store holding no memories
-    yet adopts the embedder's model when the dimension fits (there is nothing to mix).
+    and no document chunks yet adopts the embedder's model when the dimension fits (there
+    is nothing to mix).
     """
     facts = read_facts(session)
     stored_dim = int(facts.get(EMBEDDING_DIM, "0"))
@@ -73,15 +75,18 @@ def check_compatible(session: Session, embedder: Embedder) -> None:
 
 
 def _model_of_rows(session: Session) -> str | None:
-    """The model most stored vectors name (for a store whose fact was never recorded)."""
-    stmt = (
-        select(Memory.embedding_model)
-        .group_by(Memory.embedding_model)
-        .order_by(func.count().desc(), Memory.embedding_model)
-        .limit(1)
-    )
-    return session.scalar(stmt)
+    """The model most stored vectors name (for a store whose fact was never recorded):
+    the memories' or, with none, the document chunks'."""
+    for column in (Memory.embedding_model, DocumentChunk.embedding_model):
+        stmt = select(column).group_by(column).order_by(func.count().desc(), column).limit(1)
+        found = session.scalar(stmt)
+        if found is not None:
+            return str(found)
+    return None
 
 
 def _empty(session: Session) -> bool:
-    return not session.scalar(select(exists().where(Memory.id.is_not(None))))
+    """No memory and no document chunk holds a vector yet."""
+    memory = exists().where(Memory.id.is_not(None))
+    chunk = exists().where(DocumentChunk.id.is_not(None))
+    return not session.scalar(select(memory | chunk))

@@ -23,12 +23,19 @@ from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
 FORGET = {
-    # Vectors computed from the namespace's texts (first: it reads the memories).
+    # Vectors computed from the namespace's texts (first: it reads the memories and the
+    # document chunks, whose vectors are made from heading and text, ``embed_text``).
     "embedding_cache": text(
         "DELETE FROM embedding_cache WHERE text_hash IN ("
         " SELECT encode(sha256(convert_to(content, 'UTF8')), 'hex')"
-        " FROM memories WHERE namespace = :namespace)"
+        " FROM memories WHERE namespace = :namespace"
+        " UNION ALL"
+        " SELECT encode(sha256(convert_to(CASE WHEN heading = '' THEN text"
+        "     ELSE heading || E'\\n' || text END, 'UTF8')), 'hex')"
+        " FROM document_chunks WHERE namespace = :namespace)"
     ),
+    "document_chunks": text("DELETE FROM document_chunks WHERE namespace = :namespace"),
+    "documents": text("DELETE FROM documents WHERE namespace = :namespace"),
     "memory_access_log": text("DELETE FROM memory_access_log WHERE namespace = :namespace"),
     "memory_access_pending": text("DELETE FROM memory_access_pending WHERE namespace = :namespace"),
     "episodes": text("DELETE FROM episodes WHERE namespace = :namespace"),

@@ -1,6 +1,7 @@
 """Re-embedding the store: next vectors filled beside the current ones, then swapped in.
 
-``memories.embedding_next`` (sized for the new model) is filled batch by batch, each batch
+``memories.embedding_next`` and ``document_chunks.embedding_next`` (sized for the new
+model) are filled batch by batch, each batch
 committed on its own, so a killed run loses at most the batch in flight and the next run
 goes on with the rows still NULL. Searches keep using the old vectors until ``swap``
 replaces them all in one transaction, and the store's model facts change with them.
@@ -30,20 +31,40 @@ _HAS_NEXT = text(
     "SELECT EXISTS (SELECT 1 FROM information_schema.columns "
     "WHERE table_name = 'memories' AND column_name = 'embedding_next')"
 )
-_PENDING = text(
-    "SELECT count(*) FROM memories WHERE embedding_next IS NULL "
-    "AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace)"
+# The tables with vectors, and the text each row's vector is made from (a document
+# chunk's is its heading path and text, as ``tasks.documents.embed_text`` writes it).
+TABLES = {
+    "memories": "content",
+    "document_chunks": "CASE WHEN heading = '' THEN text ELSE heading || E'\\n' || text END",
+}
+_PENDING = {
+    table: text(
+        f"SELECT count(*) FROM {table} WHERE embedding_next IS NULL "
+        "AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace)"
+    )
+    for table in TABLES
+}
+_BATCH = {
+    table: text(
+        f"SELECT id, {source} AS content FROM {table} WHERE embedding_next IS NULL "
+        "AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace) "
+        "ORDER BY id LIMIT :size"
+    )
+    for table, source in TABLES.items()
+}
+_WRITE = {
+    table: text(
+        f"UPDATE {table} m SET embedding_next = CAST(v.vector AS vector) "
+        "FROM unnest(CAST(:ids AS bigint[]), CAST(:vectors AS text[])) AS v(id, vector) "
+        "WHERE m.id = v.id"
+    ).bindparams(bindparam("ids"), bindparam("vectors"))
+    for table in TABLES
+}
+_CHUNKS_HNSW = (
+    "CREATE INDEX ix_document_chunks_hnsw ON document_chunks "
+    "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
+    "WHERE ann_indexed"
 )
-_BATCH = text(
-    "SELECT id, content FROM memories WHERE embedding_next IS NULL "
-    "AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace) "
-    "ORDER BY id LIMIT :size"
-)
-_WRITE = text(
-    "UPDATE memories m SET embedding_next = CAST(v.vector AS vector) "
-    "FROM unnest(CAST(:ids AS bigint[]), CAST(:vectors AS text[])) AS v(id, vector) "
-    "WHERE m.id = v.id"
-).bindparams(bindparam("ids"), bindparam("vectors"))
 _HNSW = (
     "CREATE INDEX ix_memories_hnsw ON memories USING hnsw (embedding vector_cosine_ops) "
     "WITH (m = 16, ef_construction = 64) WHERE ann_indexed"
@@ -56,28 +77,39 @@ def start(session: Session, model: str, dim: int) -> bool:
     has_next = bool(session.scalar(_HAS_NEXT))
     if has_next and facts.get(REEMBED_MODEL) == model and facts.get(REEMBED_DIM) == str(dim):
         return False
-    session.execute(text("ALTER TABLE memories DROP COLUMN IF EXISTS embedding_next"))
-    session.execute(text(f"ALTER TABLE memories ADD COLUMN embedding_next vector({int(dim)})"))
+    for table in TABLES:
+        session.execute(text(f"ALTER TABLE {table} DROP COLUMN IF EXISTS embedding_next"))
+        session.execute(text(f"ALTER TABLE {table} ADD COLUMN embedding_next vector({int(dim)})"))
+    # Chunks keep their vectors in the row (migration 0017), the next ones too.
+    session.execute(text("ALTER TABLE document_chunks ALTER embedding_next SET STORAGE MAIN"))
     set_fact(session, REEMBED_MODEL, model)
     set_fact(session, REEMBED_DIM, str(dim))
     return True
 
 
 def pending(session: Session, namespace: str | None = None) -> int:
-    """Rows still waiting for their next vector (in one namespace, or in all)."""
-    return int(session.scalar(_PENDING, {"namespace": namespace}) or 0)
+    """Rows (memories and document chunks) still waiting for their next vector."""
+    params = {"namespace": namespace}
+    return sum(int(session.scalar(statement, params) or 0) for statement in _PENDING.values())
 
 
-def next_batch(session: Session, namespace: str | None, size: int) -> list[tuple[int, str]]:
-    """The next ``size`` rows to re-embed, by id: (id, content)."""
-    rows = session.execute(_BATCH, {"namespace": namespace, "size": size})
-    return [(int(r.id), str(r.content)) for r in rows]
+def next_batch(
+    session: Session, namespace: str | None, size: int
+) -> tuple[str, list[tuple[int, str]]]:
+    """The next ``size`` rows to re-embed, memories first: (table, [(id, text)])."""
+    for table, statement in _BATCH.items():
+        rows = session.execute(statement, {"namespace": namespace, "size": size}).all()
+        if rows:
+            return table, [(int(r.id), str(r.content)) for r in rows]
+    return "memories", []
 
 
-def write_batch(session: Session, ids: Sequence[int], vectors: np.ndarray) -> None:
-    """Store the next vectors of ``ids``."""
+def write_batch(
+    session: Session, ids: Sequence[int], vectors: np.ndarray, table: str = "memories"
+) -> None:
+    """Store the next vectors of ``ids`` (rows of ``table``)."""
     literals = ["[" + ",".join(f"{x:.8g}" for x in row) + "]" for row in vectors.tolist()]
-    session.execute(_WRITE, {"ids": list(ids), "vectors": literals})
+    session.execute(_WRITE[table], {"ids": list(ids), "vectors": literals})
 
 
 def swap(session: Session, model: str, dim: int) -> bool:
@@ -86,18 +118,21 @@ def swap(session: Session, model: str, dim: int) -> bool:
     Takes the table's exclusive lock, so no writer adds a row without a next vector
     between the check and the swap, and no search sees half of it.
     """
-    session.execute(text("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE"))
+    session.execute(text("LOCK TABLE memories, document_chunks IN ACCESS EXCLUSIVE MODE"))
     if pending(session):
         return False
-    for statement in (
-        "DROP INDEX IF EXISTS ix_memories_hnsw",
-        "ALTER TABLE memories DROP COLUMN embedding",
-        "ALTER TABLE memories RENAME COLUMN embedding_next TO embedding",
-        "ALTER TABLE memories ALTER COLUMN embedding SET NOT NULL",
-        _HNSW,
-    ):
-        session.execute(text(statement))
-    session.execute(text("UPDATE memories SET embedding_model = :model"), {"model": model})
+    session.execute(text("DROP INDEX IF EXISTS ix_memories_hnsw"))
+    session.execute(text("DROP INDEX IF EXISTS ix_document_chunks_hnsw"))
+    for table in TABLES:
+        for statement in (
+            f"ALTER TABLE {table} DROP COLUMN embedding",
+            f"ALTER TABLE {table} RENAME COLUMN embedding_next TO embedding",
+            f"ALTER TABLE {table} ALTER COLUMN embedding SET NOT NULL",
+        ):
+            session.execute(text(statement))
+        session.execute(text(f"UPDATE {table} SET embedding_model = :model"), {"model": model})
+    session.execute(text(_HNSW))
+    session.execute(text(_CHUNKS_HNSW))
     set_fact(session, EMBEDDING_MODEL, model)
     set_fact(session, EMBEDDING_DIM, str(dim))
     drop_facts(session, REEMBED_MODEL, REEMBED_DIM)

@@ -1,4 +1,5 @@
-"""Move large namespaces' memories into the HNSW index, in small committed batches."""
+"""Move large namespaces' memories and document chunks into their HNSW indexes, in small
+committed batches."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from storage.ann import flag_batch, large_namespaces, refresh_terms
+from storage.ann import TABLES, flag_batch, large_namespaces, refresh_terms
 
 # Words in fewer memories than this are counted live by search (cheaply: few matches).
 TERM_MIN_DF = 20
@@ -20,29 +21,46 @@ def refresh_ann_index(
     batch: int = 1000,
     on_progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, int]:
-    """Flag every unindexed row of namespaces with ``min_rows`` or more; rows flagged per one.
+    """Flag every unindexed row of namespaces with ``min_rows`` or more memories (or
+    document chunks); rows flagged per namespace.
 
     Each batch commits on its own, so an interruption keeps the work done, and searches
     stay correct throughout (unflagged rows are scanned exactly).
     """
+    flagged: dict[str, int] = {}
+    for table in TABLES:
+        done = _flag_table(engine, table, min_rows, batch, on_progress)
+        for namespace, count in done.items():
+            flagged[namespace] = flagged.get(namespace, 0) + count
+        if any(done.values()):
+            # Every flagged row left a dead version behind; clear them and refresh statistics.
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.execute(text(f"VACUUM (ANALYZE) {table}"))
+    return flagged
+
+
+def _flag_table(
+    engine: Engine,
+    table: str,
+    min_rows: int,
+    batch: int,
+    on_progress: Callable[[str, int, int], None] | None,
+) -> dict[str, int]:
     with Session(engine) as session:
-        targets = large_namespaces(session, min_rows)
+        targets = large_namespaces(session, min_rows, table)
     flagged: dict[str, int] = {}
     for namespace, pending in targets.items():
         done = 0
         while True:
             with Session(engine) as session, session.begin():
-                moved = flag_batch(session, namespace, batch)
+                moved = flag_batch(session, namespace, batch, table)
             if moved == 0:
                 break
             done += moved
             if on_progress is not None:
                 on_progress(namespace, done, pending)
         flagged[namespace] = done
-        with Session(engine) as session, session.begin():
-            refresh_terms(session, namespace, TERM_MIN_DF)
-    if any(flagged.values()):
-        # Every flagged row left a dead version behind; clear them and refresh statistics.
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text("VACUUM (ANALYZE) memories"))
+        if table == "memories":  # chunks' term counts are counted live (and cached)
+            with Session(engine) as session, session.begin():
+                refresh_terms(session, namespace, TERM_MIN_DF)
     return flagged

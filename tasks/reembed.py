@@ -1,6 +1,7 @@
 """Re-embed the store with the configured model, in committed batches that survive a kill.
 
-Hot and compressed memories and long-term entries all live in ``memories``; each batch of
+Hot and compressed memories and long-term entries all live in ``memories``, and document
+chunks in ``document_chunks``; each batch of
 rows gets its next vector and commits, and once no row waits the next vectors replace the
 old ones in one transaction (``storage.reembed``). Archived rows keep their Parquet
 vectors: a restore re-embeds a row of another model, and archived search ranks such rows
@@ -57,10 +58,13 @@ def reembed(
         out.resumed = not store.start(session, embedder.name, embedder.dim)
         total = store.pending(session, namespace)
     while True:
-        while rows := _next(engine, namespace, batch):
+        while True:
+            table, rows = _next(engine, namespace, batch)
+            if not rows:
+                break
             vectors = embedder.embed([content for _, content in rows])
             with Session(engine) as session, session.begin():
-                store.write_batch(session, [mid for mid, _ in rows], vectors)
+                store.write_batch(session, [mid for mid, _ in rows], vectors, table)
             out.embedded += len(rows)
             if on_progress is not None:
                 on_progress(out.embedded, max(total, out.embedded))
@@ -73,9 +77,10 @@ def reembed(
         # The swap rewrote every row; clear the dead versions and refresh statistics.
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.execute(text("VACUUM (ANALYZE) memories"))
+            conn.execute(text("VACUUM (ANALYZE) document_chunks"))
     return out
 
 
-def _next(engine: Engine, namespace: str | None, size: int) -> list[tuple[int, str]]:
+def _next(engine: Engine, namespace: str | None, size: int) -> tuple[str, list[tuple[int, str]]]:
     with Session(engine) as session:
         return store.next_batch(session, namespace, size)

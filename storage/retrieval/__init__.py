@@ -15,11 +15,13 @@ from storage.retrieval._citations import (
     sources_line,
 )
 from storage.retrieval._search import Retriever
-from storage.retrieval._types import Hit, Priming, TimeRange
+from storage.retrieval._types import DOC_KIND, DocSource, Hit, Priming, TimeRange
 
 __all__ = [
     "Citation",
     "CitationBook",
+    "DOC_KIND",
+    "DocSource",
     "Hit",
     "Priming",
     "RetrievalError",

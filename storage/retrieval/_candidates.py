@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection
+from sqlalchemy import Connection, TextClause
 
 from storage.config import RetrievalSettings
 from storage.retrieval._inputs import DF_CAP, lexical_params, vector_literal
@@ -39,9 +39,10 @@ class Request:
 
 def search_params(
     conn: Connection, request: Request, settings: RetrievalSettings, stats: StatsCache, cfg: str
-) -> tuple[dict[str, Any], int] | None:
-    """The candidate statement's parameters and the count of indexed rows; None if empty."""
-    n_docs, avg_len, n_indexed, terms = lexical_stats(
+) -> tuple[dict[str, Any], int, bool] | None:
+    """The candidate statement's parameters, the count of indexed rows and whether the
+    namespace has document chunks; None if it has no memory."""
+    n_docs, avg_len, n_indexed, has_docs, terms = lexical_stats(
         conn, stats, cfg, request.namespace, request.query, settings.ef_search
     )
     if n_docs == 0:
@@ -62,7 +63,7 @@ def search_params(
         "avg_len": avg_len,
         **lexical_params(terms, n_docs),
     }
-    return params, n_indexed
+    return params, n_indexed, has_docs
 
 
 # Every search of up to this many hits ranks the same candidates, so the first k hits of
@@ -77,8 +78,9 @@ def pool_target(limit: int) -> int:
 
 def lexical_stats(
     conn: Connection, stats: StatsCache, cfg: str, namespace: str, query: str, ef_search: int
-) -> tuple[int, float, int, list[tuple[str, int]]]:
-    """Size, mean length, has-index flag and (lexeme, df) pairs; cached where harmless.
+) -> tuple[int, float, int, bool, list[tuple[str, int]]]:
+    """Size, mean length, has-index and has-chunks flags, and (lexeme, df) pairs; cached
+    where harmless.
 
     Leaves the planner settings of ``plan(exact=True)`` for the rest of the transaction."""
     asked = {"cfg": cfg, "query": query, "namespace": namespace, "ef_search": str(ef_search)}
@@ -101,7 +103,8 @@ def lexical_stats(
         fetched = {r.lexeme: int(r.df) for r in rows if r.lexeme is not None}
         stats.put_df(namespace, fetched)
         known |= fetched
-    return size[0], size[1], int(row.has_ann), [(t, known.get(t, 0)) for t in lexemes]
+    terms = [(t, known.get(t, 0)) for t in lexemes]
+    return size[0], size[1], int(row.has_ann), bool(row.has_docs), terms
 
 
 def plan(conn: Connection, settings: RetrievalSettings, *, force_index: bool, exact: bool) -> None:
@@ -117,15 +120,20 @@ def plan(conn: Connection, settings: RetrievalSettings, *, force_index: bool, ex
 
 
 def neighbours(
-    conn: Connection, settings: RetrievalSettings, params: dict[str, Any], n_indexed: int
+    conn: Connection,
+    settings: RetrievalSettings,
+    params: dict[str, Any],
+    n_indexed: int,
+    statement: TextClause = ANN_NEIGHBOURS,
 ) -> dict[str, list[Any]]:
-    """HNSW neighbours among indexed rows; exact when filters starved the index. Either way
-    the exact planner settings hold afterwards (the candidates statement needs them)."""
+    """HNSW neighbours among indexed rows (memories', or ``statement``'s: document chunks');
+    exact when filters starved the index. Either way the exact planner settings hold
+    afterwards (the candidates statement needs them)."""
     if n_indexed == 0:  # a walk of the index would look for rows it cannot hold
         return {"ann_ids": [], "ann_dists": []}
     plan(conn, settings, force_index=True, exact=False)
-    rows = conn.execute(ANN_NEIGHBOURS, params).all()
+    rows = conn.execute(statement, params).all()
     plan(conn, settings, force_index=False, exact=True)
     if len(rows) < min(params["n"], n_indexed):
-        rows = conn.execute(ANN_NEIGHBOURS, params).all()
+        rows = conn.execute(statement, params).all()
     return {"ann_ids": [r.id for r in rows], "ann_dists": [float(r.dist) for r in rows]}

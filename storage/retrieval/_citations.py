@@ -20,9 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 
-from storage.retrieval._types import Hit
+from storage.retrieval._types import DOC_KIND, Hit
 
-DOC_KIND = "doc"
 MAX_MESSAGES = 3  # message ids shown per source; the rest are counted
 
 
@@ -92,9 +91,17 @@ def memory_provenance(hit: Hit) -> str:
 
 
 def doc_provenance(hit: Hit) -> str:
-    """A document chunk's provenance. Documents come with their own provenance (document,
-    path, title, span); until ``Hit`` carries it, a chunk is named by its id alone."""
-    return f"chunk {hit.memory_id}"
+    """``doc 7 "Handbook" § Travel, handbook.md chars 120-480 (chunk 31, tag hr)``: the
+    document, its title, the heading the chunk sits under, the source and the span."""
+    doc = hit.doc
+    if doc is None:  # a hit of kind doc built without its source (not from search)
+        return f"chunk {hit.memory_id}"
+    under = f" § {doc.heading}" if doc.heading and doc.heading != doc.title else ""
+    tag = f", tag {doc.tag}" if doc.tag else ""
+    return (
+        f'doc {doc.document_id} "{doc.title}"{under}, {doc.uri} '
+        f"chars {doc.char_start}-{doc.char_end} (chunk {doc.chunk_id}{tag})"
+    )
 
 
 def sources_line(citations: Sequence[Citation]) -> str:

@@ -24,6 +24,7 @@ KINDS = (
     "note",
     "goal",
     "long_term",
+    "doc",  # chunks of knowledge documents (``_documents``)
 )
 MAX_QUERY_CHARS = 10_000
 DF_CAP = 1000

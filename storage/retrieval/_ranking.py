@@ -4,7 +4,8 @@ score, and one place per source.
 Pure: no database and no clock. ``storage.scoring`` holds the factor formulas. A long
 message is stored as several ``turn`` chunks that cite it, and a fact cites the turn it
 came from; ``one_per_source`` keeps the best-ranked of such hits, so a message fills one
-place in the results.
+place in the results. Document chunks (kind ``"doc"``) are ranked by the same formula and
+each keeps its own place.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 from storage import scoring
 from storage.config import RetrievalSettings
 from storage.long_term import LONG_TERM_KIND
-from storage.retrieval._types import Hit
+from storage.retrieval._documents import doc_source
+from storage.retrieval._types import DOC_KIND, Hit
 
 
 def relevance_parts(
@@ -124,7 +126,9 @@ def one_per_source(hits: Iterable[Hit], limit: int | None = None) -> list[Hit]:
     merged: set[int] = set()
     cited: dict[str, list[frozenset[str]]] = {}
     for hit in hits:
-        if hit.kind == LONG_TERM_KIND:
+        if hit.kind == DOC_KIND:
+            pass  # a document chunk: its own place (its id is no memory's)
+        elif hit.kind == LONG_TERM_KIND:
             if shown.intersection(hit.sources):
                 continue
             merged.update(hit.sources)
@@ -137,7 +141,8 @@ def one_per_source(hits: Iterable[Hit], limit: int | None = None) -> list[Hit]:
                 continue
             seen.append(messages)
         kept.append(hit)
-        shown.add(hit.memory_id)
+        if hit.kind != DOC_KIND:
+            shown.add(hit.memory_id)
         if limit is not None and len(kept) >= limit:
             break
     return kept
@@ -210,4 +215,5 @@ def hit_of(
         tier=row.tier,
         sources=tuple(getattr(row, "sources", None) or ()),
         low_confidence=low_confidence,
+        doc=doc_source(row),
     )

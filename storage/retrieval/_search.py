@@ -16,6 +16,7 @@ Bad input raises ``RetrievalError``; an unknown namespace gives ``[]``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
@@ -35,6 +36,7 @@ from storage.retrieval._candidates import (
     pool_target,
     search_params,
 )
+from storage.retrieval._documents import document_rows, memory_kinds, wants_documents
 from storage.retrieval._inputs import (
     aware,
     check_request,
@@ -50,7 +52,7 @@ from storage.retrieval._sql import (
     RECORD_ACCESS,
 )
 from storage.retrieval._stats import StatsCache
-from storage.retrieval._types import Hit, Priming, TimeRange
+from storage.retrieval._types import DOC_KIND, Hit, Priming, TimeRange
 from storage.scoped import scope
 
 
@@ -74,6 +76,7 @@ class Retriever:
         floor = self.settings.min_cosine
         self.min_cosine = float(getattr(embedder, "min_cosine", 0.0)) if floor is None else floor
         self.stats = StatsCache(self.settings.stats_ttl_seconds)
+        self.doc_stats = StatsCache(self.settings.stats_ttl_seconds)  # of document chunks
         self.archive = ArchiveReader()  # how include_archived opens the cold tier's files
 
     @classmethod
@@ -170,10 +173,29 @@ class Retriever:
     def _search(
         self, conn: Connection, request: Request, now: datetime, weights: Mapping[str, float]
     ) -> list[Hit]:
+        rows: Sequence[Any] = []
+        params: dict[str, Any] | None = None
+        has_docs = True  # unless the memories' statement said otherwise
+        kinds = memory_kinds(request.kinds)
+        if kinds is None or kinds:
+            rows, params, has_docs = self._memory_rows(conn, replace(request, kinds=kinds))
+        if wants_documents(request.kinds) and has_docs:
+            cfg = self.text_search_config
+            rows = [*rows, *document_rows(conn, request, self.doc_stats, self.settings, cfg)]
+        if request.include_archived:
+            return self._with_archived(conn, request, rows, params, now, weights)
+        hits = ranked(rows, now, weights, self.settings, self.min_cosine)
+        return one_per_source(hits, request.limit)
+
+    def _memory_rows(
+        self, conn: Connection, request: Request
+    ) -> tuple[Sequence[Any], dict[str, Any] | None, bool]:
+        """The memories' candidate rows, their statement's parameters (None: no memory), and
+        whether the namespace may have document chunks."""
         prepared = self._params(conn, request)
         if prepared is None:
-            return self._with_archived(conn, request, [], None, now, weights)
-        params, n_indexed = prepared
+            return [], None, True
+        params, n_indexed, has_docs = prepared
         rows = self._candidates(conn, params, n_indexed)
         # A long message's chunks can fill the pool and then count once: widen it, twice at
         # most, while that leaves fewer distinct messages than asked for.
@@ -182,10 +204,7 @@ class Retriever:
                 break
             params |= {"n": params["n"] * 4, "n_lexical": max(params["n"] * 4, 50)}
             rows = self._candidates(conn, params, n_indexed)
-        if request.include_archived:
-            return self._with_archived(conn, request, rows, params, now, weights)
-        hits = ranked(rows, now, weights, self.settings, self.min_cosine)
-        return one_per_source(hits, request.limit)
+        return rows, params, has_docs
 
     def _candidates(
         self, conn: Connection, params: dict[str, Any], n_indexed: int
@@ -225,7 +244,7 @@ class Retriever:
             prepared = self._params(conn, request)
             if prepared is None:
                 return "empty namespace: no plan"
-            params, n_indexed = prepared
+            params, n_indexed, _ = prepared
             lines: list[str] = []
             if n_indexed:
                 plan(conn, self.settings, force_index=True, exact=False)
@@ -236,9 +255,12 @@ class Retriever:
             conn.rollback()
         return "\n".join(lines)
 
-    def _params(self, conn: Connection, request: Request) -> tuple[dict[str, Any], int] | None:
+    def _params(
+        self, conn: Connection, request: Request
+    ) -> tuple[dict[str, Any], int, bool] | None:
         return search_params(conn, request, self.settings, self.stats, self.text_search_config)
 
     def _record(self, conn: Connection, hits: Sequence[Hit], query: str, at: datetime) -> None:
-        ids = [h.memory_id for h in hits]
-        conn.execute(RECORD_ACCESS, {"ids": ids, "context": f"search: {query[:500]}", "at": at})
+        ids = [h.memory_id for h in hits if h.kind != DOC_KIND]  # chunks are not memories
+        if ids:
+            conn.execute(RECORD_ACCESS, {"ids": ids, "context": f"search: {query[:500]}", "at": at})

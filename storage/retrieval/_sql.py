@@ -31,15 +31,17 @@ ANN_NEIGHBOURS = text(
     """
 )
 
-# The query's lexemes, and whether the namespace has rows in the HNSW index (never cached:
-# a stale "no" would hide those rows from the dense candidates). It also sets PLANNER's
-# exact settings (the statements after it are planned with them), which the candidates
-# statement needs: a search of a namespace without HNSW rows saves a round trip.
+# The query's lexemes, whether the namespace has rows in the HNSW index, and whether it
+# has document chunks (never cached: a stale "no" would hide those rows from search). It
+# also sets PLANNER's exact settings (the statements after it are planned with them),
+# which the candidates statement needs: a search of a namespace without HNSW rows saves a
+# round trip.
 QUERY_TERMS = text(
     """
     SELECT tsvector_to_array(to_tsvector(CAST(:cfg AS regconfig), :query)) AS lexemes,
            EXISTS (SELECT 1 FROM memories WHERE namespace = :namespace AND ann_indexed)
                AS has_ann,
+           EXISTS (SELECT 1 FROM document_chunks WHERE namespace = :namespace) AS has_docs,
            set_config('hnsw.iterative_scan', 'relaxed_order', true),
            set_config('hnsw.ef_search', :ef_search, true),
            set_config('enable_seqscan', 'on', true),

@@ -8,11 +8,33 @@ from typing import Any, Literal
 
 TimeRangeName = Literal["today", "week", "month", "recent", "all"]
 TimeRange = TimeRangeName | tuple[datetime, datetime]
+# The kind of a hit that is a chunk of a knowledge document, not a memory.
+DOC_KIND = "doc"
+
+
+@dataclass(frozen=True)
+class DocSource:
+    """Where a document chunk comes from: the document, the chunk, and its span of the
+    document's stored text (``text[char_start:char_end]`` is the hit's content)."""
+
+    document_id: int
+    chunk_id: int
+    uri: str
+    title: str
+    tag: str | None
+    heading: str
+    char_start: int
+    char_end: int
 
 
 @dataclass(frozen=True)
 class Hit:
-    """One retrieved memory, its score, why it scored so, and where it came from."""
+    """One retrieved memory, its score, why it scored so, and where it came from.
+
+    A chunk of a knowledge document is a hit of kind ``"doc"``: its ``memory_id`` is the
+    chunk's id (not a memory's), ``tier`` is ``"document"``, ``occurred_at`` the time its
+    text was ingested, and ``doc`` says which document and span it is.
+    """
 
     memory_id: int
     namespace: str
@@ -31,6 +53,7 @@ class Hit:
     # Shares no word with the query and is not close in meaning either (cosine under the
     # embedder's ``min_cosine``): ranked, but likely not what was asked for.
     low_confidence: bool = False
+    doc: DocSource | None = None
 
     def explain(self) -> str:
         """The score from its factors (``scoring.composite``), then the unweighted parts."""

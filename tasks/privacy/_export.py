@@ -6,6 +6,7 @@
 <url>/<namespace>/transcripts/<file>.parquet raw messages of compressed sessions
 <url>/<namespace>/sessions/<session>.jsonl   live sessions, in the transcript format
 <url>/<namespace>/episodes.jsonl            episode summaries and their structure
+<url>/<namespace>/documents.jsonl           documents: source, title, tag, text, chunk spans
 <url>/<namespace>/bundle.json               counts of everything above
 ```
 """
@@ -26,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from storage import archive
 from storage.archive import EARLIEST, MEMORY_SCHEMA, MemoryReader, fetch_memories
+from storage.documents import DocumentChunk, documents_of
 from storage.episodes import Episode
 from storage.sessions import ChatMessage, ChatSession
 from tasks.aging import ColdStore
@@ -77,6 +79,24 @@ def _episodes(session: Session, namespace: str) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
+def _documents(session: Session, namespace: str) -> str:
+    """One line per document: where it came from, its text, and its chunks' spans."""
+    spans: dict[int, list[dict[str, Any]]] = {}
+    for c in session.execute(
+        select(DocumentChunk)
+        .where(DocumentChunk.namespace == namespace)
+        .order_by(DocumentChunk.document_id, DocumentChunk.ordinal)
+    ).scalars():
+        span = ("ordinal", "heading", "char_start", "char_end", "importance")
+        spans.setdefault(c.document_id, []).append({k: getattr(c, k) for k in span})
+    lines = []
+    for d in documents_of(session, namespace):
+        keep = ("id", "uri", "title", "tag", "format", "content_hash", "text")
+        line = {k: getattr(d, k) for k in keep} | {"ingested_at": d.ingested_at.isoformat()}
+        lines.append(json.dumps(line | {"chunks": spans.get(d.id, [])}, ensure_ascii=False))
+    return "".join(f"{line}\n" for line in lines)
+
+
 def _put(fs: AbstractFileSystem, path: str, data: bytes | memoryview) -> None:
     durable.put(fs, path, data)  # the namespace is erased after the export
 
@@ -94,10 +114,12 @@ def export_namespace(
     with Session(engine) as session:
         sessions = _sessions(session, namespace)
         episodes = _episodes(session, namespace)
+        documents = _documents(session, namespace)
         files = archive.manifests(session, namespace=namespace, statuses=["committed"])
     for sid, body in sessions.items():
         _put(fs, f"{base}/sessions/{quote(sid, safe='')}.jsonl", body.encode("utf-8"))
     _put(fs, f"{base}/episodes.jsonl", episodes.encode("utf-8"))
+    _put(fs, f"{base}/documents.jsonl", documents.encode("utf-8"))
     for entry in files:
         folder = "archived" if entry.kind == archive.MEMORIES else "transcripts"
         name = entry.uri.rsplit("/", 1)[-1]
@@ -110,6 +132,7 @@ def export_namespace(
         "transcript_messages": sum(e.row_count for e in files if e.kind == archive.TRANSCRIPT),
         "sessions": len(sessions),
         "episodes": episodes.count("\n"),
+        "documents": documents.count("\n"),
     }
     _put(fs, f"{base}/bundle.json", json.dumps({"namespace": namespace, **counts}).encode())
     return counts

@@ -71,6 +71,20 @@ WHERE m.run_id = (
     ORDER BY r.started_at DESC LIMIT 1
 )
 """
+# Document chunks: vector, text, importance, time; each span inside its document's text
+# and equal to the chunk's text; the namespace of its document.
+CHUNK_ROWS = """
+SELECT c.id, vector_dims(c.embedding) AS embedding_dims,
+       char_length(btrim(c.text, E' \\t\\r\\n')) AS text_chars, c.importance, c.created_at
+FROM document_chunks c
+"""
+CHUNK_BAD_SPANS = """
+SELECT c.id, c.document_id, c.char_start, c.char_end FROM document_chunks c
+JOIN documents d ON d.id = c.document_id
+WHERE c.char_start < 0 OR c.char_end <= c.char_start OR c.char_end > char_length(d.text)
+   OR substr(d.text, c.char_start + 1, c.char_end - c.char_start) <> c.text
+   OR c.namespace <> d.namespace
+"""
 
 
 @dataclass(frozen=True)
@@ -213,6 +227,23 @@ def sync_batch_assets() -> tuple[AssetSpec, ...]:
     return (AssetSpec("sync_batch", "latest", LATEST_SYNC_BATCH, rows),)
 
 
+def document_assets(settings: Settings, as_of: datetime) -> tuple[AssetSpec, ...]:
+    """Every document chunk: embedded at the store's size, with text, importance in [0, 1],
+    not from the future; its span inside its document and equal to its text."""
+    rows = (
+        _not_null("embedding_present", "embedding_dims"),
+        _in_set("embedding_dimension", "embedding_dims", (settings.embedding.dim,)),
+        _between("text_not_empty", "text_chars", 1, None),
+        _between("importance_in_0_1", "importance", 0, 1),
+        _between("created_at_not_future", "created_at", None, as_of),
+    )
+    spans = (_no_rows("span_within_document_and_equal_to_text"),)
+    return (
+        AssetSpec("documents", "chunks", CHUNK_ROWS, rows, requires_table="document_chunks"),
+        AssetSpec("documents", "spans", CHUNK_BAD_SPANS, spans, requires_table="document_chunks"),
+    )
+
+
 def all_assets(settings: Settings, as_of: datetime) -> tuple[AssetSpec, ...]:
     """Every query asset of every database suite, in report order."""
     return (
@@ -220,4 +251,5 @@ def all_assets(settings: Settings, as_of: datetime) -> tuple[AssetSpec, ...]:
         *episode_assets(),
         *queue_assets(settings, as_of),
         *sync_batch_assets(),
+        *document_assets(settings, as_of),
     )

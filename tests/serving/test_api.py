@@ -309,3 +309,30 @@ def _key_id(served: Served, key: str) -> int:
             text("SELECT id FROM api_keys WHERE key_hash = :h"), {"h": key_hash(key)}
         ).scalar_one()
     return int(found)
+
+
+def test_search_mixes_document_chunks_in_with_their_provenance(served: Served, tmp_path) -> None:
+    from tests.tasks.documents.test_ingest import ingest, write_samples
+
+    write_samples(tmp_path / "kb")
+    ingest(served.store, str(tmp_path / "kb"), ns="docs", tag="home")
+    ingest(served.store, str(tmp_path / "kb"), ns="docs2")
+    put(served.store, "docs", ["the bicycle chain snapped on Tuesday"], AT)
+    with served.client(served.key("docs")) as client:
+        mixed = client.post("/v1/namespaces/docs/search", json={"query": "bicycle chain"})
+        alone = client.post(
+            "/v1/namespaces/docs/search", json={"query": "bicycle chain", "kinds": ["doc"]}
+        )
+    assert mixed.status_code == alone.status_code == 200, mixed.text
+    kinds = {h["kind"] for h in mixed.json()["hits"]}
+    assert {"doc", "fact"} <= kinds
+    docs = alone.json()["hits"]
+    assert docs and all(h["kind"] == "doc" and h["memory_id"] is None for h in docs)
+    first = docs[0]["doc"]
+    assert first["title"] == "Bicycle care" and first["tag"] == "home"
+    assert first["uri"].endswith("bike.html") and first["char_end"] > first["char_start"]
+    with served.store.engine.connect() as conn:
+        owner = conn.execute(
+            text("SELECT namespace FROM documents WHERE id = :id"), {"id": first["document_id"]}
+        ).scalar_one()
+    assert owner == "docs"  # never the look-alike's copy of the same files

@@ -3,6 +3,7 @@ that stay put across calls and, in a CitationBook, across a conversation."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
 from storage.config import RetrievalSettings
@@ -10,6 +11,7 @@ from storage.embedding import HashingEmbedder
 from storage.engine import Store
 from storage.retrieval import (
     CitationBook,
+    DocSource,
     Hit,
     Retriever,
     cite,
@@ -139,3 +141,24 @@ def test_labels_are_stable_across_two_real_searches_and_a_book_carries_them_on(
     again = {c.hit.memory_id: c.label for c in more}
     assert {c.hit.memory_id: c.label for c in top}.items() <= again.items()
     assert again[ids[3]] == "[Memory 3]"  # new to the conversation: after the last
+
+
+def test_a_chunk_is_cited_by_its_document_heading_source_and_span() -> None:
+    source = DocSource(
+        document_id=7,
+        chunk_id=31,
+        uri="/kb/bike.md",
+        title="Bicycle care",
+        tag="home",
+        heading="Chain",
+        char_start=120,
+        char_end=480,
+    )
+    under_title = replace(source, chunk_id=32, heading="Bicycle care", tag=None)
+    hits = [replace(hit(31, "doc"), doc=source), replace(hit(32, "doc"), doc=under_title)]
+
+    assert sources_line(cite(hits)) == (
+        'Sources: [Doc 1] doc 7 "Bicycle care" § Chain, /kb/bike.md chars 120-480 '
+        '(chunk 31, tag home); [Doc 2] doc 7 "Bicycle care", /kb/bike.md chars 120-480 '
+        "(chunk 32)"
+    )

@@ -37,6 +37,8 @@ def test_public_api_is_pinned_and_imports_no_prefect() -> None:
     assert retrieval.__all__ == [
         "Citation",
         "CitationBook",
+        "DOC_KIND",
+        "DocSource",
         "Hit",
         "Priming",
         "RetrievalError",

@@ -70,7 +70,14 @@ def test_a_clean_store_passes_every_suite_and_writes_data_docs(store: Store) -> 
 
     assert report.success and report.failed == ()
     results = report.suite_results()
-    assert set(results) == {"memories", "episodes", "queue", "sync_batch", "memory_files"}
+    assert set(results) == {
+        "memories",
+        "episodes",
+        "queue",
+        "sync_batch",
+        "memory_files",
+        "documents",
+    }
     assert results["memories"] == {"evaluated": 11, "failed": 0, "critical": 0}
     assert all(c.unexpected_count == 0 for c in report.checks if c.unexpected_count is not None)
     index = store.settings.reports_dir / "data_docs" / "index.html"
@@ -228,3 +235,35 @@ def test_quality_settings_refuse_the_builtin_site_name() -> None:
     with pytest.raises(ValueError, match="local_site"):
         QualitySettings(site_name="local_site")
     assert json.loads(QualitySettings().model_dump_json())["site_name"] == "archivist_site"
+
+
+def test_document_chunks_are_checked(store: Store, tmp_path: Path) -> None:
+    from tests.tasks.documents.test_ingest import ingest, write_samples
+
+    seed(store)
+    write_samples(tmp_path / "kb")
+    ingest(store, str(tmp_path / "kb"), at=MORNING)
+    assert by_check(check(store))["documents.text_not_empty"].success
+    with store.engine.connect() as conn:
+        first, second, third = conn.execute(
+            text("SELECT id FROM document_chunks ORDER BY id LIMIT 3")
+        ).scalars()
+    execute(
+        store,
+        "ALTER TABLE document_chunks DROP CONSTRAINT IF EXISTS document_chunks_importance_check",
+        "UPDATE document_chunks SET char_end = char_end + 100000 WHERE id = :first",
+        "UPDATE document_chunks SET text = ' ' WHERE id = :second",
+        "UPDATE document_chunks SET importance = 1.5 WHERE id = :third",
+        first=first,
+        second=second,
+        third=third,
+    )
+    got = by_check(check(store))
+    failed = {name for name, c in got.items() if not c.success}
+    assert failed == {
+        "documents.span_within_document_and_equal_to_text",
+        "documents.text_not_empty",
+        "documents.importance_in_0_1",
+    }
+    assert got["documents.span_within_document_and_equal_to_text"].unexpected_count == 2
+    assert f"id {second}" in got["documents.text_not_empty"].examples

@@ -168,3 +168,41 @@ def test_a_restored_memory_of_the_old_model_comes_back_re_embedded(
     assert restore(store.engine, cold, old, NEW, actor="test") == 1
     content, model, vector = vectors(store)[old]
     assert model == NEW.name and np.allclose(vector, NEW.embed([content])[0], atol=1e-6)
+
+
+def test_reembed_moves_document_chunks_with_the_memories(store: Store, tmp_path: Path) -> None:
+    from tests.tasks.documents.test_ingest import ingest, write_samples
+
+    put(store, "alice", texts(5, "garden"), AS_OF - timedelta(days=3))
+    write_samples(tmp_path / "kb")
+    ingest(store, str(tmp_path / "kb"), ns="alice")
+    with store.engine.connect() as conn:
+        chunks = conn.execute(text("SELECT count(*) FROM document_chunks")).scalar_one()
+
+    out = reembed(store.engine, NEW, batch=3)
+
+    assert (out.embedded, out.swapped) == (5 + chunks, True)
+    with store.engine.connect() as conn:
+        dims = conn.execute(
+            text("SELECT DISTINCT vector_dims(embedding), embedding_model FROM document_chunks")
+        ).all()
+    assert [tuple(d) for d in dims] == [(128, NEW.name)]
+    with store.engine.connect() as conn:  # vectors stay in the row (migration 0017)
+        storage = conn.execute(
+            text(
+                "SELECT attstorage FROM pg_attribute "
+                "WHERE attrelid = 'document_chunks'::regclass AND attname = 'embedding'"
+            )
+        ).scalar_one()
+    assert storage == "m"
+    hits = Retriever(store.engine, NEW).search("alice", "oil the bicycle chain", as_of=AS_OF)
+    assert hits[0].doc is not None and "Oil the chain" in hits[0].content
+
+
+def test_a_store_with_document_chunks_only_is_not_empty(store: Store, tmp_path: Path) -> None:
+    from tests.tasks.documents.test_ingest import ingest, write_samples
+
+    write_samples(tmp_path / "kb")
+    ingest(store, str(tmp_path / "kb"))
+    with Session(store.engine) as session, pytest.raises(ConfigurationError, match="reembed"):
+        check_compatible(session, Renamed())

@@ -1,0 +1,280 @@
+"""``documents`` and ``document_chunks``: ingested files of a namespace and their spans.
+
+A document keeps the text extracted from its file; each chunk is a span of that text
+(``char_start``..``char_end``, ``text`` equal to the span), the heading path above it, its
+vector and an importance that feedback moves. Replacing a document's chunks keeps the
+importance and feedback of chunks whose text did not change. Functions take a session and
+never commit; the caller's transaction makes a replacement all or nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    Computed,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    delete,
+    func,
+    insert,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects.postgresql import TSVECTOR
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from storage.base import Base
+
+
+class Document(Base):
+    __tablename__ = "documents"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    namespace: Mapped[str] = mapped_column(String(100))
+    uri: Mapped[str] = mapped_column(Text)
+    title: Mapped[str] = mapped_column(Text)
+    tag: Mapped[str | None] = mapped_column(String(100))
+    format: Mapped[str] = mapped_column(String(20))
+    content_hash: Mapped[str] = mapped_column(String(64))
+    size: Mapped[int] = mapped_column(BigInteger)
+    text: Mapped[str] = mapped_column(Text)
+    chunk_size: Mapped[int] = mapped_column(Integer)
+    overlap: Mapped[int] = mapped_column(Integer)
+    ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class DocumentChunk(Base):
+    __tablename__ = "document_chunks"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    document_id: Mapped[int] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
+    namespace: Mapped[str] = mapped_column(String(100))
+    ordinal: Mapped[int] = mapped_column(Integer)
+    heading: Mapped[str] = mapped_column(Text, server_default="")
+    text: Mapped[str] = mapped_column(Text)
+    char_start: Mapped[int] = mapped_column(Integer)
+    char_end: Mapped[int] = mapped_column(Integer)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    embedding: Mapped[Any] = mapped_column(Vector())
+    embedding_model: Mapped[str] = mapped_column(String(200))
+    importance: Mapped[float] = mapped_column(Float, server_default="0.5")
+    feedback_up: Mapped[int] = mapped_column(Integer, server_default="0")
+    feedback_down: Mapped[int] = mapped_column(Integer, server_default="0")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    tsv: Mapped[Any] = mapped_column(
+        TSVECTOR, Computed("to_tsvector('english', heading || ' ' || text)")
+    )
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """What ingest compares a file with: its id, bytes' hash, chunking and tag."""
+
+    id: int
+    content_hash: str
+    chunk_size: int
+    overlap: int
+    tag: str | None
+
+
+@dataclass(frozen=True)
+class NewDocument:
+    """A document to insert or update (by namespace and URI)."""
+
+    namespace: str
+    uri: str
+    title: str
+    tag: str | None
+    format: str
+    content_hash: str
+    size: int
+    text: str
+    chunk_size: int
+    overlap: int
+    at: datetime
+
+
+@dataclass(frozen=True)
+class NewChunk:
+    """One span of a document's text, embedded."""
+
+    ordinal: int
+    heading: str
+    text: str
+    char_start: int
+    char_end: int
+    content_hash: str
+    embedding: np.ndarray
+
+
+def stored_documents(session: Session, namespace: str) -> dict[str, StoredDocument]:
+    """The namespace's documents by URI."""
+    stmt = select(
+        Document.uri,
+        Document.id,
+        Document.content_hash,
+        Document.chunk_size,
+        Document.overlap,
+        Document.tag,
+    ).where(Document.namespace == namespace)
+    return {
+        r.uri: StoredDocument(r.id, r.content_hash, r.chunk_size, r.overlap, r.tag)
+        for r in session.execute(stmt)
+    }
+
+
+def save_document(session: Session, doc: NewDocument, existing: int | None) -> int:
+    """Insert the document, or update the row ``existing``; its id."""
+    values = {
+        "title": doc.title,
+        "tag": doc.tag,
+        "format": doc.format,
+        "content_hash": doc.content_hash,
+        "size": doc.size,
+        "text": doc.text,
+        "chunk_size": doc.chunk_size,
+        "overlap": doc.overlap,
+        "updated_at": doc.at,
+    }
+    if existing is not None:
+        session.execute(update(Document).where(Document.id == existing).values(**values))
+        return existing
+    row = {"namespace": doc.namespace, "uri": doc.uri, "ingested_at": doc.at, **values}
+    return int(session.execute(insert(Document).values(**row).returning(Document.id)).scalar_one())
+
+
+def set_tag(session: Session, document_id: int, tag: str | None, at: datetime) -> None:
+    """Change only a document's tag."""
+    stmt = update(Document).where(Document.id == document_id).values(tag=tag, updated_at=at)
+    session.execute(stmt)
+
+
+def set_chunking(session: Session, document_id: int, size: int, overlap: int, at: datetime) -> None:
+    """Record the chunking a document's chunks were cut with."""
+    values = {"chunk_size": size, "overlap": overlap, "updated_at": at}
+    session.execute(update(Document).where(Document.id == document_id).values(**values))
+
+
+def replace_chunks(
+    session: Session,
+    document_id: int,
+    namespace: str,
+    chunks: Sequence[NewChunk],
+    model: str,
+    at: datetime,
+) -> int:
+    """Delete the document's chunks and insert ``chunks``; importance and feedback carry
+    over to a new chunk whose text an old one had. Returns how many were written."""
+    kept = {
+        r.content_hash: (r.importance, r.feedback_up, r.feedback_down)
+        for r in session.execute(
+            select(
+                DocumentChunk.content_hash,
+                DocumentChunk.importance,
+                DocumentChunk.feedback_up,
+                DocumentChunk.feedback_down,
+            ).where(DocumentChunk.document_id == document_id)
+        )
+    }
+    session.execute(delete(DocumentChunk).where(DocumentChunk.document_id == document_id))
+    if not chunks:
+        return 0
+    rows = []
+    for c in chunks:
+        importance, up, down = kept.get(c.content_hash, (0.5, 0, 0))
+        rows.append(
+            {
+                "document_id": document_id,
+                "namespace": namespace,
+                "ordinal": c.ordinal,
+                "heading": c.heading,
+                "text": c.text,
+                "char_start": c.char_start,
+                "char_end": c.char_end,
+                "content_hash": c.content_hash,
+                "embedding": c.embedding,
+                "embedding_model": model,
+                "importance": importance,
+                "feedback_up": up,
+                "feedback_down": down,
+                "created_at": at,
+            }
+        )
+    session.execute(insert(DocumentChunk), rows)
+    return len(rows)
+
+
+LIST = text(
+    """
+    SELECT d.id, d.uri, d.title, d.tag, d.format, d.size, d.content_hash, d.ingested_at,
+           d.updated_at, count(c.id) AS chunks
+    FROM documents d LEFT JOIN document_chunks c ON c.document_id = d.id
+    WHERE d.namespace = :namespace
+    GROUP BY d.id ORDER BY d.uri
+    """
+)
+
+
+def list_documents(session: Session, namespace: str) -> list[dict[str, Any]]:
+    """The namespace's documents with their chunk counts, by URI."""
+    return [dict(r._mapping) for r in session.execute(LIST, {"namespace": namespace})]
+
+
+def purge_documents(
+    session: Session, namespace: str, *, document_id: int | None = None, tag: str | None = None
+) -> tuple[list[int], int]:
+    """Delete one document (by id) or every document with ``tag``, and their chunks:
+    (the deleted documents' ids, chunks deleted)."""
+    where = [Document.namespace == namespace]
+    where.append(Document.id == document_id if document_id is not None else Document.tag == tag)
+    ids = list(session.scalars(select(Document.id).where(*where).order_by(Document.id)))
+    if not ids:
+        return [], 0
+    chunks = session.execute(delete(DocumentChunk).where(DocumentChunk.document_id.in_(ids)))
+    session.execute(delete(Document).where(Document.id.in_(ids)))
+    return ids, int(getattr(chunks, "rowcount", 0))
+
+
+def documents_of(session: Session, namespace: str) -> list[Document]:
+    """Every document of the namespace (with its text), by id."""
+    stmt = select(Document).where(Document.namespace == namespace).order_by(Document.id)
+    return list(session.scalars(stmt))
+
+
+FEEDBACK = text(
+    """
+    UPDATE document_chunks
+    SET importance = least(1.0, greatest(0.0, importance + :delta)),
+        feedback_up = feedback_up + CASE WHEN :delta > 0 THEN 1 ELSE 0 END,
+        feedback_down = feedback_down + CASE WHEN :delta < 0 THEN 1 ELSE 0 END
+    WHERE id = :id
+    RETURNING namespace, importance, feedback_up, feedback_down
+    """
+)
+
+
+def give_feedback(session: Session, chunk_id: int, delta: float) -> dict[str, Any] | None:
+    """Move a chunk's importance by ``delta`` within [0, 1]; its new state, None if absent."""
+    row = session.execute(FEEDBACK, {"id": chunk_id, "delta": delta}).one_or_none()
+    return None if row is None else dict(row._mapping)
+
+
+def chunk_count(session: Session, namespace: str | None = None) -> int:
+    """Chunks stored (in one namespace, or in all)."""
+    stmt = select(func.count(DocumentChunk.id))
+    if namespace is not None:
+        stmt = stmt.where(DocumentChunk.namespace == namespace)
+    return int(session.scalar(stmt) or 0)

@@ -1,0 +1,42 @@
+"""Knowledge documents: read Markdown, text, HTML and PDF, chunk on structure, embed, store.
+
+``ingest_documents`` is what ``archivist docs ingest`` runs; ``rebuild``, ``purge_documents``,
+``list_documents`` and ``feedback`` the other ``docs`` commands. Readers live in ``_read``,
+the chunker in ``_chunk``.
+"""
+
+from tasks.documents._chunk import Span, chunk
+from tasks.documents._ingest import (
+    Chunking,
+    DocsReport,
+    check_names,
+    embed_text,
+    ingest_documents,
+)
+from tasks.documents._manage import (
+    RebuildOutcome,
+    feedback,
+    list_documents,
+    purge_documents,
+    rebuild,
+)
+from tasks.documents._read import SKIP_REASONS, Parsed, Skip, parse
+
+__all__ = [
+    "SKIP_REASONS",
+    "Chunking",
+    "DocsReport",
+    "Parsed",
+    "RebuildOutcome",
+    "Skip",
+    "Span",
+    "check_names",
+    "chunk",
+    "embed_text",
+    "feedback",
+    "ingest_documents",
+    "list_documents",
+    "parse",
+    "purge_documents",
+    "rebuild",
+]

@@ -1,0 +1,234 @@
+"""Ingest: files from folders, single files or fsspec URLs into documents and their chunks.
+
+Each file is read (unless it is over the size cap), hashed and compared with the stored
+document of the same URI: the same bytes with the same chunking write nothing (a new
+``--tag`` changes the tag alone); otherwise it is parsed, chunked and embedded, and one
+transaction writes the document and replaces its chunks, so a changed file replaces only
+its own. A file that gives no text is skipped and counted by reason; it never stops the
+run. Each document commits on its own: a run cut short keeps what it finished, and a
+re-run skips those files as unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import fsspec
+from fsspec import AbstractFileSystem
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from storage import documents as store
+from storage.embedding import Embedder
+from storage.errors import InputError
+from storage.records import NAMESPACE
+from tasks.documents._chunk import Span, chunk
+from tasks.documents._read import Skip, format_of, parse
+
+OnProgress = Callable[[int, int], None]
+MAX_TAG = 100
+
+
+@dataclass(frozen=True)
+class Chunking:
+    """How documents are cut: at most ``size`` characters, ``overlap`` shared when cut."""
+
+    size: int
+    overlap: int
+
+    def check(self) -> Chunking:
+        if not 100 <= self.size <= 20_000:
+            raise InputError(f"chunk size {self.size} out of range 100..20000 characters")
+        if not 0 <= self.overlap < self.size // 2:
+            raise InputError(
+                f"overlap {self.overlap} must be at least 0 and under half the chunk size"
+            )
+        return self
+
+
+@dataclass
+class DocsReport:
+    """What one ingest did: documents added, updated, unchanged, chunks written, skips."""
+
+    files: int = 0
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    retagged: int = 0
+    chunks: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    problems: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def skip(self, uri: str, reason: str, detail: str = "") -> None:
+        self.skipped[reason] += 1
+        self.problems.append((uri, reason, detail))
+
+
+@dataclass(frozen=True)
+class Source:
+    """One file to ingest: its filesystem, path there, and the URI it is stored under."""
+
+    fs: AbstractFileSystem
+    path: str
+    uri: str
+
+
+def check_names(namespace: str, tag: str | None) -> None:
+    """Refuse a bad namespace or tag before anything is read."""
+    if not NAMESPACE.fullmatch(namespace):
+        raise InputError(f"bad namespace {namespace!r}: letters, digits, '.', '_', '-'")
+    if tag is not None and not (0 < len(tag) <= MAX_TAG and tag.isprintable()):
+        raise InputError(f"bad tag {tag[:120]!r}: 1 to {MAX_TAG} printable characters")
+
+
+def sources(urls: Sequence[str], options: dict[str, Any], report: DocsReport) -> list[Source]:
+    """Every file under the URLs (folders: the files of known formats, recursively)."""
+    found: list[Source] = []
+    for url in urls:
+        fs, root = fsspec.core.url_to_fs(url, **options)
+        local = "file" in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,))
+        if fs.isdir(root):
+            paths = [p for p in sorted(fs.find(root)) if format_of(p) is not None]
+        elif fs.isfile(root):
+            paths = [root]
+        else:
+            report.skip(url, "not_found")
+            continue
+        found += [Source(fs, p, p if local else fs.unstrip_protocol(p)) for p in paths]
+    return found
+
+
+def ingest_documents(
+    engine: Engine,
+    embedder: Embedder,
+    namespace: str,
+    urls: Sequence[str],
+    *,
+    chunking: Chunking,
+    tag: str | None = None,
+    max_bytes: int,
+    at: datetime,
+    options: dict[str, Any] | None = None,
+    on_progress: OnProgress | None = None,
+    embed_batch: int = 256,
+) -> DocsReport:
+    """Ingest the files under ``urls`` into ``namespace``; bad files are skipped, counted."""
+    check_names(namespace, tag)
+    chunking.check()
+    report = DocsReport()
+    files = sources(urls, options or {}, report)
+    with Session(engine) as session:
+        stored = store.stored_documents(session, namespace)
+    for done, source in enumerate(files, start=1):
+        report.files += 1
+        _one(
+            engine,
+            embedder,
+            namespace,
+            source,
+            stored.get(source.uri),
+            report,
+            chunking=chunking,
+            tag=tag,
+            max_bytes=max_bytes,
+            at=at,
+            batch=embed_batch,
+        )
+        if on_progress is not None:
+            on_progress(done, len(files))
+    return report
+
+
+def _one(
+    engine: Engine,
+    embedder: Embedder,
+    namespace: str,
+    source: Source,
+    existing: store.StoredDocument | None,
+    report: DocsReport,
+    *,
+    chunking: Chunking,
+    tag: str | None,
+    max_bytes: int,
+    at: datetime,
+    batch: int,
+) -> None:
+    try:
+        data = _read(source, max_bytes)
+        digest = hashlib.sha256(data).hexdigest()
+        stored = None if existing is None else (existing.content_hash, existing.chunk_size,
+                                                existing.overlap)  # fmt: skip
+        if existing is not None and stored == (digest, chunking.size, chunking.overlap):
+            _keep(engine, existing, tag, at, report)
+            return
+        parsed = parse(source.path, data)
+    except Skip as skip:
+        report.skip(source.uri, skip.reason, skip.detail)
+        return
+    except OSError as exc:  # permissions, a file gone meanwhile, a bucket's refusal
+        report.skip(source.uri, "unreadable", type(exc).__name__)
+        return
+    kept_tag = existing.tag if existing is not None else None
+    new = store.NewDocument(
+        namespace, source.uri, parsed.title, kept_tag if tag is None else tag, parsed.format,
+        digest, len(data), parsed.text, chunking.size, chunking.overlap, at,
+    )  # fmt: skip
+    chunks = embedded(embedder, chunk(parsed.text, chunking.size, chunking.overlap), batch)
+    with Session(engine) as session, session.begin():
+        doc_id = store.save_document(session, new, existing.id if existing else None)
+        written = store.replace_chunks(session, doc_id, namespace, chunks, embedder.name, at)
+    report.chunks += written
+    if existing is None:
+        report.added += 1
+    else:
+        report.updated += 1
+
+
+def _read(source: Source, max_bytes: int) -> bytes:
+    """The file's bytes, unless it is over the cap (checked before reading)."""
+    size = int(source.fs.size(source.path))
+    if size > max_bytes:
+        raise Skip("too_large", f"{size} bytes; the cap is {max_bytes}")
+    return bytes(source.fs.cat_file(source.path))
+
+
+def _keep(
+    engine: Engine, existing: store.StoredDocument, tag: str | None, at: datetime, r: DocsReport
+) -> None:
+    if tag is None or tag == existing.tag:
+        r.unchanged += 1
+        return
+    with Session(engine) as session, session.begin():
+        store.set_tag(session, existing.id, tag, at)
+    r.retagged += 1
+
+
+def embedded(embedder: Embedder, spans: Sequence[Span], batch: int = 256) -> list[store.NewChunk]:
+    """The spans as chunks with their vectors (heading path and text embedded together)."""
+    out: list[store.NewChunk] = []
+    for part in _batches(spans, batch):
+        vectors = embedder.embed([embed_text(s.heading, s.text) for s in part])
+        for span, vector in zip(part, vectors, strict=True):
+            digest = hashlib.sha256(span.text.encode("utf-8")).hexdigest()
+            ordinal = len(out)
+            out.append(
+                store.NewChunk(
+                    ordinal, span.heading, span.text, span.start, span.end, digest, vector
+                )
+            )
+    return out
+
+
+def embed_text(heading: str, text: str) -> str:
+    """What a chunk's vector is made from: its heading path, then its text."""
+    return f"{heading}\n{text}" if heading else text
+
+
+def _batches(spans: Sequence[Span], size: int) -> Iterator[Sequence[Span]]:
+    for start in range(0, len(spans), size):
+        yield spans[start : start + size]
