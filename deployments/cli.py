@@ -29,6 +29,8 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except ArchivistError as exc:
             raise click.ClickException(str(exc)) from exc
+        except BrokenPipeError:
+            raise  # the reader left (`archivist search ... | head`): click exits quietly
         except Exception as exc:
             problem = storage_problem(exc)
             if problem is None:

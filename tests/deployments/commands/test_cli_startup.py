@@ -150,3 +150,23 @@ def test_a_command_that_ends_before_the_local_model_loads_exits_cleanly(
     else:
         assert done.returncode == 1, done.stderr
         assert "bad namespace 'Not A Namespace'" in done.stderr
+
+
+def test_a_reader_that_leaves_early_gets_no_error_message(env: Settings, tmp_path: Path) -> None:
+    put(open_store(env), "alice", ["Dentist appointment moved to Tuesday 9am"], NOW)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # as `| head` after its lines: every write now fails with EPIPE
+    try:
+        done = subprocess.run(
+            [str(Path(sys.executable).with_name("archivist")), "search", "alice", "dentist"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+
+    assert done.stderr == ""  # was "Error: cannot access: Broken pipe"
+    assert done.returncode != 0
