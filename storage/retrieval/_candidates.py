@@ -18,7 +18,7 @@ from sqlalchemy import Connection, TextClause
 from storage.config import RetrievalSettings
 from storage.retrieval._inputs import DF_CAP, lexical_params, vector_literal
 from storage.retrieval._sql import ANN_NEIGHBOURS, PLANNER, QUERY_TERMS, TERM_STATS
-from storage.retrieval._stats import StatsCache
+from storage.retrieval._stats import StatsCache, cached_term_stats
 
 _BM25_K1, _BM25_B = 1.2, 0.75
 
@@ -86,23 +86,7 @@ def lexical_stats(
     asked = {"cfg": cfg, "query": query, "namespace": namespace, "ef_search": str(ef_search)}
     row = conn.execute(QUERY_TERMS, asked).one()
     lexemes = list(dict.fromkeys(row.lexemes))
-    size = stats.size(namespace)
-    known = stats.df(namespace, lexemes)
-    missing = [lexeme for lexeme in lexemes if lexeme not in known]
-    if size is None or missing:
-        params = {
-            "namespace": namespace,
-            "with_size": size is None,
-            "lexemes": missing,
-            "df_cap": DF_CAP,
-        }
-        rows = conn.execute(TERM_STATS, params).all()
-        if size is None:
-            size = (int(rows[0].n_docs), float(rows[0].avg_len))
-            stats.put_size(namespace, *size)
-        fetched = {r.lexeme: int(r.df) for r in rows if r.lexeme is not None}
-        stats.put_df(namespace, fetched)
-        known |= fetched
+    size, known = cached_term_stats(conn, stats, TERM_STATS, namespace, lexemes, DF_CAP)
     terms = [(t, known.get(t, 0)) for t in lexemes]
     return size[0], size[1], int(row.has_ann), bool(row.has_docs), terms
 

@@ -20,7 +20,7 @@ from sqlalchemy import Connection, text
 from storage.config import RetrievalSettings
 from storage.retrieval._candidates import Request, neighbours, pool_target
 from storage.retrieval._inputs import DF_CAP, lexical_params, vector_literal
-from storage.retrieval._stats import StatsCache
+from storage.retrieval._stats import StatsCache, cached_term_stats
 from storage.retrieval._types import DOC_KIND, DocSource
 
 _BM25_K1, _BM25_B = 1.2, 0.75
@@ -147,25 +147,9 @@ def _term_stats(
     asked = {"cfg": cfg, "query": query, "namespace": namespace}
     found = conn.execute(QUERY_LEXEMES, asked).one()
     lexemes = list(dict.fromkeys(found.lexemes))
-    size = stats.size(namespace)
-    known = stats.df(namespace, lexemes)
-    missing = [lexeme for lexeme in lexemes if lexeme not in known]
-    if size is None or missing:
-        params = {
-            "namespace": namespace,
-            "with_size": size is None,
-            "lexemes": missing,
-            "df_cap": DF_CAP,
-        }
-        rows = conn.execute(TERM_STATS, params).all()
-        if size is None:
-            size = (int(rows[0].n_docs), float(rows[0].avg_len))
-            stats.put_size(namespace, *size)
-            if size[0] == 0:
-                return 0, 0.0, False, []
-        fetched = {r.lexeme: int(r.df) for r in rows if r.lexeme is not None}
-        stats.put_df(namespace, fetched)
-        known |= fetched
+    size, known = cached_term_stats(conn, stats, TERM_STATS, namespace, lexemes, DF_CAP)
+    if size[0] == 0:
+        return 0, 0.0, False, []
     return size[0], size[1], bool(found.has_ann), [(t, known.get(t, 0)) for t in lexemes]
 
 

@@ -12,6 +12,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
+from sqlalchemy import Connection, TextClause
+
 
 class StatsCache:
     """Namespace sizes and term document frequencies, each valid for ``ttl`` seconds."""
@@ -59,3 +61,33 @@ class StatsCache:
                     self._df.move_to_end((namespace, lexeme))
             while len(self._df) > self.max_entries:
                 self._df.popitem(last=False)
+
+
+def cached_term_stats(
+    conn: Connection,
+    stats: StatsCache,
+    term_stats: TextClause,
+    namespace: str,
+    lexemes: list[str],
+    df_cap: int,
+) -> tuple[tuple[int, float], dict[str, int]]:
+    """(rows, mean lexical length) of the namespace and each lexeme's document count: from
+    the cache, and what it lacks from ``term_stats`` (memories' or chunks') in one query."""
+    size = stats.size(namespace)
+    known = stats.df(namespace, lexemes)
+    missing = [lexeme for lexeme in lexemes if lexeme not in known]
+    if size is None or missing:
+        params = {
+            "namespace": namespace,
+            "with_size": size is None,
+            "lexemes": missing,
+            "df_cap": df_cap,
+        }
+        rows = conn.execute(term_stats, params).all()
+        if size is None:
+            size = (int(rows[0].n_docs), float(rows[0].avg_len))
+            stats.put_size(namespace, *size)
+        fetched = {r.lexeme: int(r.df) for r in rows if r.lexeme is not None}
+        stats.put_df(namespace, fetched)
+        known |= fetched
+    return size, known
