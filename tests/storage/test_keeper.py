@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psycopg
 
 from storage.keeper import keep, keeper_pid, server_running
+from storage.processes import pid_running
 from tests.storage.test_engine import stop_if_running, wait_stopped
 
 ARCHIVIST = str(Path(sys.executable).with_name("archivist"))
@@ -104,3 +107,20 @@ def test_the_keeper_stays_while_a_client_is_connected_and_leaves_when_idle(
     finally:
         archivist(tmp_path, "0", "db", "stop")
         stop_if_running(pgdata)
+
+
+def test_a_keeper_whose_data_directory_was_deleted_leaves_and_takes_the_server(
+    tmp_path: Path,
+) -> None:
+    pgdata = tmp_path / "pgdata"
+    archivist(tmp_path, "300", "db", "upgrade")  # a throw-away store, as a benchmark's
+    keeper, postmaster = keeper_pid(pgdata), postmaster_pid(pgdata)
+    assert keeper is not None and pid_running(postmaster)
+
+    shutil.rmtree(pgdata)
+
+    deadline = time.monotonic() + 30
+    while (pid_running(keeper) or pid_running(postmaster)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not pid_running(keeper), "the keeper outlived its data directory"
+    assert not pid_running(postmaster), "the server outlived its deleted data directory"
