@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO
 
@@ -87,7 +87,8 @@ def stop_keeper(pgdata: Path) -> int | None:
     """Ask the running keeper to leave now (SIGTERM); its pid, or None if none runs."""
     pid = keeper_pid(pgdata)
     if pid is not None:
-        os.kill(pid, signal.SIGTERM)
+        with suppress(ProcessLookupError):  # it left on its own meanwhile
+            os.kill(pid, signal.SIGTERM)
     return pid
 
 
