@@ -12,8 +12,9 @@ from deployments.commands.embedding import reembed_command
 from deployments.commands.eval import eval_command
 from deployments.commands.ops import serve_command, watchdog_command
 from deployments.commands.privacy import COMMANDS as PRIVACY_COMMANDS
+from deployments.commands.quality import quality_command
 from deployments.commands.serving import COMMANDS as SERVING_COMMANDS
-from deployments.commands.status import quality_command, status_command
+from deployments.commands.status import status_command
 from deployments.commands.tidy import tidy_command
 from deployments.settings_loader import load_settings
 from deployments.storage_errors import storage_problem

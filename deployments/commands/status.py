@@ -27,7 +27,6 @@ from storage.errors import ConfigurationError, StorageError
 Echo = Callable[[str], None]
 FLOW_PREFIX = "memory-"
 TOP_NAMESPACES = 20
-_AS_OF_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
 
 
 def _when(moment: datetime | None, now: datetime) -> str:
@@ -191,11 +190,31 @@ def store_sections(settings: Settings, now: datetime) -> list[tuple[str, list[st
         ]
 
 
+def server_data(settings: Settings) -> dict[str, Any]:
+    """Which server holds the store and, for the embedded one, how long it stays up."""
+    from storage.keeper import keeper_pid
+
+    if settings.database_url is not None:
+        return {"embedded": False}
+    pgdata, seconds = settings.pgdata_dir, settings.embedded_keep_alive_seconds
+    pid = keeper_pid(pgdata) if pgdata.is_dir() else None
+    return {"embedded": True, "pgdata": str(pgdata), "keep_alive_s": seconds, "keeper_pid": pid}
+
+
+def server_line(data: dict[str, Any]) -> str:
+    if not data["embedded"]:
+        return "PostgreSQL at ARCHIVIST_DATABASE_URL"
+    seconds = data["keep_alive_s"]
+    kept = f"up {seconds:g} s after its last client (`archivist db stop`: now)"
+    return f"embedded PostgreSQL in {data['pgdata']}; {kept if seconds else 'stops with it'}"
+
+
 def show_status(settings: Settings, echo: Echo, now: datetime | None = None) -> None:
     """Print the status screen."""
     now = now or datetime.now(UTC)
     sections = [("Prefect flow runs", prefect_lines(check_api(configured_api_url()), now))]
-    sections += store_sections(settings, now)
+    stored = store_sections(settings, now)  # opens the store: its keeper starts first
+    sections += [("Store", [server_line(server_data(settings))]), *stored]
     echo(f"Archivist status at {now:%Y-%m-%d %H:%M} UTC")
     for title, lines in sections:
         echo("")
@@ -212,6 +231,7 @@ def status_document(settings: Settings, now: datetime) -> dict[str, Any]:
         "prefect_api": api.as_dict(),
         "prefect": _prefect_data(api),
         **_store_data(settings),
+        "server": server_data(settings),
     }
 
 
@@ -273,15 +293,6 @@ def _quality(run: Any) -> dict[str, Any]:
     return {k: getattr(run, k) for k in keep}
 
 
-def run_quality_report(settings: Settings, as_of: datetime | None, echo: Echo) -> None:
-    """One run of memory-quality-report; a critical failure raises DataQualityError."""
-    from flows.quality_report import memory_quality_report
-
-    if as_of is not None and as_of.tzinfo is None:
-        as_of = as_of.replace(tzinfo=settings.tz)
-    echo(memory_quality_report(as_of=as_of).markdown())
-
-
 @click.command("status")
 @click.option("--json", "as_json", is_flag=True, help="Print the sections as one JSON document.")
 def status_command(as_json: bool) -> None:
@@ -293,15 +304,3 @@ def status_command(as_json: bool) -> None:
 
     document = json_row(status_document(load_settings(), datetime.now(UTC)))
     click.echo(json.dumps(document, indent=2, ensure_ascii=False))
-
-
-@click.command("quality")
-@click.option(
-    "--as-of",
-    type=click.DateTime(_AS_OF_FORMATS),
-    default=None,
-    help="Reference time (default now); without an offset, in ARCHIVIST_TIMEZONE.",
-)
-def quality_command(as_of: datetime | None) -> None:
-    """Run memory-quality-report once; exits 1 when a critical expectation fails."""
-    run_quality_report(load_settings(), as_of, click.echo)

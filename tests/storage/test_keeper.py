@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -69,6 +70,13 @@ def test_the_next_command_attaches_to_the_server_the_last_one_left_up(tmp_path: 
         assert "schema already at revision" in archivist(tmp_path, "300", "db", "upgrade")
         assert postmaster_pid(pgdata) == first  # attached, not restarted
         assert keeper_pid(pgdata) == keeper  # one keeper per data directory
+        status = json.loads(archivist(tmp_path, "300", "status", "--json"))["server"]
+        assert status == {
+            "embedded": True,
+            "pgdata": str(pgdata),
+            "keep_alive_s": 300.0,
+            "keeper_pid": keeper,
+        }
 
         out = archivist(tmp_path, "300", "db", "stop")
 

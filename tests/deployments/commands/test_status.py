@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
@@ -12,7 +13,13 @@ from click.testing import CliRunner
 from prefect.settings import PREFECT_API_URL, temporary_settings
 from sqlalchemy import text
 
-from deployments.commands.status import show_status, status_command, status_document
+from deployments.commands.status import (
+    server_data,
+    server_line,
+    show_status,
+    status_command,
+    status_document,
+)
 from flows.daily_sync import memory_sync_daily
 from storage.config import Settings
 from storage.engine import Store
@@ -175,3 +182,21 @@ def test_without_a_url_the_line_says_whether_a_local_server_runs(
     assert "n/a (PREFECT_API_URL is not set" in found  # its runs need the URL set
     assert f"Prefect API: none (nothing answers at http://127.0.0.1:{port}/api)" in none
     assert "); flow commands start a temporary server, see README" in none
+
+
+def test_the_store_line_says_which_server_and_how_long_the_embedded_one_stays_up(
+    store: Store, tmp_path: Path
+) -> None:
+    external = server_data(store.settings)
+    kept = server_data(Settings(data_dir=tmp_path, embedded_keep_alive_seconds=600))
+    alone = server_data(Settings(data_dir=tmp_path, embedded_keep_alive_seconds=0))
+
+    assert external == {"embedded": False}
+    assert server_line(external) == "PostgreSQL at ARCHIVIST_DATABASE_URL"
+    assert kept["keeper_pid"] is None  # nothing started in this folder
+    assert server_line(kept) == (
+        f"embedded PostgreSQL in {tmp_path / 'pgdata'}; "
+        "up 600 s after its last client (`archivist db stop`: now)"
+    )
+    assert server_line(alone) == f"embedded PostgreSQL in {tmp_path / 'pgdata'}; stops with it"
+    assert "== Store\n  PostgreSQL at ARCHIVIST_DATABASE_URL\n" in screen(store.settings)

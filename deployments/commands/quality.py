@@ -1,0 +1,36 @@
+"""``archivist quality``: one run of ``memory-quality-report``, its report printed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+import click
+
+from deployments.settings_loader import load_settings
+from storage.config import Settings
+
+_AS_OF_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
+
+
+def run_quality_report(
+    settings: Settings, as_of: datetime | None, echo: Callable[[str], None]
+) -> None:
+    """One run of memory-quality-report; a critical failure raises DataQualityError."""
+    from flows.quality_report import memory_quality_report
+
+    if as_of is not None and as_of.tzinfo is None:
+        as_of = as_of.replace(tzinfo=settings.tz)
+    echo(memory_quality_report(as_of=as_of).markdown())
+
+
+@click.command("quality")
+@click.option(
+    "--as-of",
+    type=click.DateTime(_AS_OF_FORMATS),
+    default=None,
+    help="Reference time (default now); without an offset, in ARCHIVIST_TIMEZONE.",
+)
+def quality_command(as_of: datetime | None) -> None:
+    """Run memory-quality-report once; exits 1 when a critical expectation fails."""
+    run_quality_report(load_settings(), as_of, click.echo)
