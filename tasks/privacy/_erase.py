@@ -67,7 +67,8 @@ def forget(
         raise InputError(f"bad namespace {namespace!r}: letters, digits, '.', '_', '-'")
     out = ForgetOutcome(namespace)
     if export_to is not None:
-        out.exported = export_namespace(engine, cold, namespace, export_to, export_options or {})
+        options = export_options or {}
+        out.exported = export_namespace(engine, cold, root, namespace, export_to, options)
     out.cold_files = sum(cold.remove_tree(folder) for folder in namespace_folders(namespace))
     out.memory_files = _remove_memory_folder(root, namespace)
     with Session(engine) as session, session.begin():

@@ -7,6 +7,8 @@
 <url>/<namespace>/sessions/<session>.jsonl   live sessions, in the transcript format
 <url>/<namespace>/episodes.jsonl            episode summaries and their structure
 <url>/<namespace>/documents.jsonl           documents: source, title, tag, text, chunk spans
+<url>/<namespace>/files/...                 the memory files as they are: MEMORY.md, the
+                                            daily logs, timeline.jsonl
 <url>/<namespace>/bundle.json               counts of everything above
 ```
 """
@@ -31,7 +33,7 @@ from storage.documents import DocumentChunk, documents_of
 from storage.episodes import Episode
 from storage.sessions import ChatMessage, ChatSession
 from tasks.aging import ColdStore
-from tasks.files import durable
+from tasks.files import MemoryRoot, durable
 
 _ALL_TIME = (EARLIEST, datetime(9999, 1, 1, tzinfo=UTC))
 
@@ -101,8 +103,23 @@ def _put(fs: AbstractFileSystem, path: str, data: bytes | memoryview) -> None:
     durable.put(fs, path, data)  # the namespace is erased after the export
 
 
+def _memory_files(fs: AbstractFileSystem, base: str, root: MemoryRoot, namespace: str) -> int:
+    """Copy the namespace's memory files under ``<base>/files/``; how many."""
+    folder = root.path(namespace).rstrip("/") + "/"  # never a look-alike's ("alice2/")
+    listed = root.fs.find(folder) if root.fs.exists(folder) else []
+    found = sorted(p for p in listed if p.startswith(folder))
+    for path in found:
+        _put(fs, f"{base}/files/{path[len(folder) :]}", root.fs.cat_file(path))
+    return len(found)
+
+
 def export_namespace(
-    engine: Engine, cold: ColdStore, namespace: str, url: str, options: dict[str, Any]
+    engine: Engine,
+    cold: ColdStore,
+    memory: MemoryRoot,
+    namespace: str,
+    url: str,
+    options: dict[str, Any],
 ) -> dict[str, int]:
     """Write the namespace's bundle under ``<url>/<namespace>/``; returns its counts."""
     fs, root = fsspec.core.url_to_fs(url, **options)
@@ -133,6 +150,7 @@ def export_namespace(
         "sessions": len(sessions),
         "episodes": episodes.count("\n"),
         "documents": documents.count("\n"),
+        "memory_files": _memory_files(fs, base, memory, namespace),
     }
     _put(fs, f"{base}/bundle.json", json.dumps({"namespace": namespace, **counts}).encode())
     return counts

@@ -161,15 +161,13 @@ def test_export_first_writes_a_readable_bundle(store: Store, tmp_path: Path) -> 
     hot = scalar(store, "SELECT count(*) FROM memories WHERE namespace = 'alice'")
     archived = scalar(store, "SELECT count(*) FROM archived_memories WHERE namespace = 'alice'")
     bundle = tmp_path / "export"
+    root = open_memory_root(store.settings)
+    folder = Path(root.path("alice"))
+    files = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    Path(root.path("alice2")).mkdir(parents=True)
+    Path(root.path("alice2/MEMORY.md")).write_text("- a look-alike's memory\n")
 
-    out = forget(
-        store.engine,
-        cold,
-        open_memory_root(store.settings),
-        "alice",
-        actor="test",
-        export_to=str(bundle),
-    )
+    out = forget(store.engine, cold, root, "alice", actor="test", export_to=str(bundle))
 
     assert out.exported is not None and out.exported["memories"] == hot
     assert pq.read_table(bundle / "alice/memories.parquet").num_rows == hot
@@ -178,6 +176,14 @@ def test_export_first_writes_a_readable_bundle(store: Store, tmp_path: Path) -> 
     lines = (bundle / "alice/sessions/a-new.jsonl").read_text().splitlines()
     assert json.loads(lines[0])["type"] == "session" and len(lines) == 5
     assert json.loads((bundle / "alice/bundle.json").read_text())["archived_memories"] == archived
+    # The memory files as they were, MEMORY.md, daily logs and timeline, and no look-alike's.
+    exported = bundle / "alice/files"
+    copied = {
+        str(p.relative_to(exported)): p.read_bytes() for p in exported.rglob("*") if p.is_file()
+    }
+    assert "timeline.jsonl" in files and copied == files
+    assert out.exported["memory_files"] == len(files)
+    assert not folder.exists() and Path(root.path("alice2/MEMORY.md")).exists()
     assert scalar(store, "SELECT count(*) FROM memories") == 0
 
 
