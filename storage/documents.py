@@ -33,6 +33,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import TSVECTOR
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from storage.base import Base
@@ -153,7 +154,11 @@ def save_document(session: Session, doc: NewDocument, existing: int | None) -> i
         session.execute(update(Document).where(Document.id == existing).values(**values))
         return existing
     row = {"namespace": doc.namespace, "uri": doc.uri, "ingested_at": doc.at, **values}
-    return int(session.execute(insert(Document).values(**row).returning(Document.id)).scalar_one())
+    # Another ingest of the same new file may have inserted it since this one looked: its row
+    # is taken over (the chunks are replaced next), where the insert would stop this run.
+    stmt = pg_insert(Document).values(**row)
+    stmt = stmt.on_conflict_do_update(constraint="uq_documents_namespace_uri", set_=values)
+    return int(session.execute(stmt.returning(Document.id)).scalar_one())
 
 
 def set_tag(session: Session, document_id: int, tag: str | None, at: datetime) -> None:

@@ -4,9 +4,13 @@ nothing, a changed file replaces only its chunks, bad files are skipped with a r
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
@@ -179,3 +183,44 @@ def test_text_postgresql_cannot_hold_is_cleaned_not_fatal(store: Store, tmp_path
     report = ingest(store, str(tmp_path))
     assert (report.added, report.skipped) == (2, {})
     assert "\x00" not in " ".join(r.text for r in chunks_of(store))
+
+
+class WaitingEmbedder(HashingEmbedder):
+    """Embeds once ``go`` is set: holds an ingest between its look at the store and its
+    write."""
+
+    def __init__(self, dim: int, go: threading.Event) -> None:
+        super().__init__(dim)
+        self.go = go
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        assert self.go.wait(timeout=60)
+        return super().embed(texts)
+
+
+def test_two_ingests_of_the_same_new_file_end_with_one_document(store: Store, tmp_path: Path):
+    (tmp_path / "garden.md").write_text(MARKDOWN)
+    go, outcome = threading.Event(), dict[str, Any]()
+    slow = WaitingEmbedder(store.settings.embedding.dim, go)
+
+    def first() -> None:
+        try:
+            outcome["report"] = ingest_documents(
+                store.engine, slow, "acme", [str(tmp_path)], chunking=CHUNKING,
+                max_bytes=1 << 20, at=AT,
+            )  # fmt: skip
+        except Exception as exc:  # the run the unique constraint used to stop
+            outcome["error"] = exc
+
+    waiting = threading.Thread(target=first)
+    waiting.start()  # it found no document and waits to embed
+    other = ingest(store, str(tmp_path))  # the same file, in meanwhile
+    go.set()
+    waiting.join(timeout=120)
+
+    assert "error" not in outcome, outcome.get("error")
+    assert other.added == 1 and outcome["report"].added == 1
+    with Session(store.engine) as session:
+        docs = session.execute(text("SELECT id FROM documents WHERE namespace = 'acme'")).all()
+        chunks = session.execute(text("SELECT count(*) FROM document_chunks")).scalar_one()
+    assert len(docs) == 1 and chunks == other.chunks  # one document, one set of chunks
