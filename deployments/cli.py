@@ -7,6 +7,7 @@ from datetime import datetime
 
 import click
 
+from deployments.commands import AS_OF_FORMATS
 from deployments.commands.docs import docs_group
 from deployments.commands.embedding import reembed_command
 from deployments.commands.eval import eval_command
@@ -110,13 +111,10 @@ def ingest(url: str) -> None:
         ingest_transcripts(settings, url, bars)
 
 
-_AS_OF_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
-
-
 @main.command()
 @click.option(
     "--as-of",
-    type=click.DateTime(_AS_OF_FORMATS),
+    type=click.DateTime(AS_OF_FORMATS),
     help="Run as if it were this time (default now); without an offset, in ARCHIVIST_TIMEZONE.",
 )
 @click.option("--namespace", help="Only this namespace.")
@@ -183,7 +181,7 @@ _TIME_RANGES = ["today", "week", "month", "recent", "all"]
 @click.option("--kind", "kinds", multiple=True, help="Only these kinds (repeatable).")
 @click.option("--preset", type=click.Choice(["archivist", "librarian"]), default=None)
 @click.option("--weights", help="Custom weights, e.g. semantic=0.7,recency=0.3.")
-@click.option("--as-of", type=click.DateTime(_AS_OF_FORMATS), default=None)
+@click.option("--as-of", type=click.DateTime(AS_OF_FORMATS), default=None)
 @click.option("--explain", is_flag=True, help="Show each factor of each score.")
 @click.option("--no-record", is_flag=True, help="Do not count this search as an access.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as one JSON document.")
@@ -285,7 +283,7 @@ def queue_stats() -> None:
 
 
 @queue_group.command("drain")
-@click.option("--as-of", type=click.DateTime(_AS_OF_FORMATS), default=None)
+@click.option("--as-of", type=click.DateTime(AS_OF_FORMATS), default=None)
 @click.option("--max-batches", type=click.IntRange(1, 100_000), default=50, show_default=True)
 def queue_drain(as_of: datetime | None, max_batches: int) -> None:
     """Run memory-queue-drain once and print its report."""

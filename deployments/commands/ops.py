@@ -9,9 +9,8 @@ from datetime import datetime
 
 import click
 
+from deployments.commands import AS_OF_FORMATS
 from deployments.settings_loader import load_settings
-
-_AS_OF_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
 
 
 @click.command("serve")
@@ -26,7 +25,7 @@ def serve_command(limit: int | None) -> None:
 @click.command("watchdog")
 @click.option(
     "--as-of",
-    type=click.DateTime(_AS_OF_FORMATS),
+    type=click.DateTime(AS_OF_FORMATS),
     help="Check as if it were this time (default now); without an offset, in ARCHIVIST_TIMEZONE.",
 )
 @click.option("--dry-run", is_flag=True, help="Check and report; send and remember nothing.")

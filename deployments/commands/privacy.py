@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from deployments.commands import AS_OF_FORMATS
 from deployments.settings_loader import load_settings
 from storage.config import Settings
 
@@ -17,8 +18,6 @@ if TYPE_CHECKING:
     from storage.engine import Store
     from tasks.aging import ColdStore
     from tasks.files import MemoryRoot
-
-_AS_OF_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
 
 
 def _actor() -> str:
@@ -52,7 +51,7 @@ def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> s
 
 
 @click.command("aging")
-@click.option("--as-of", type=click.DateTime(_AS_OF_FORMATS), default=None)
+@click.option("--as-of", type=click.DateTime(AS_OF_FORMATS), default=None)
 @click.option("--namespace", help="Only this namespace.")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
 @click.option(

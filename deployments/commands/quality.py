@@ -7,10 +7,9 @@ from datetime import datetime
 
 import click
 
+from deployments.commands import AS_OF_FORMATS
 from deployments.settings_loader import load_settings
 from storage.config import Settings
-
-_AS_OF_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
 
 
 def run_quality_report(
@@ -27,7 +26,7 @@ def run_quality_report(
 @click.command("quality")
 @click.option(
     "--as-of",
-    type=click.DateTime(_AS_OF_FORMATS),
+    type=click.DateTime(AS_OF_FORMATS),
     default=None,
     help="Reference time (default now); without an offset, in ARCHIVIST_TIMEZONE.",
 )

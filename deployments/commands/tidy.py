@@ -6,13 +6,13 @@ from datetime import datetime
 
 import click
 
-_AS_OF_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
+from deployments.commands import AS_OF_FORMATS
 
 
 @click.command("tidy")
 @click.option(
     "--as-of",
-    type=click.DateTime(_AS_OF_FORMATS),
+    type=click.DateTime(AS_OF_FORMATS),
     help="Run as if it were this time (default now); without an offset, in ARCHIVIST_TIMEZONE.",
 )
 @click.option("--namespace", help="Only this namespace.")
