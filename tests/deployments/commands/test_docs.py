@@ -15,14 +15,6 @@ from tests.tasks.documents.samples import pdf
 from tests.tasks.documents.test_ingest import write_samples
 
 
-@pytest.fixture
-def env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    assert settings.database_url is not None
-    monkeypatch.setenv("ARCHIVIST_DATABASE_URL", settings.database_url.get_secret_value())
-    monkeypatch.setenv("ARCHIVIST_DATA_DIR", str(settings.data_dir))
-    return settings
-
-
 def run(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(main, list(args))
     return result.exit_code, result.output
