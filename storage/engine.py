@@ -86,8 +86,9 @@ def install_signal_handlers() -> None:
         signal.signal(signal.SIGTERM, _exit_normally)
 
 
-def embedded_url(pgdata: Path) -> str:
-    """Start (or attach to) the embedded server in ``pgdata`` and return its psycopg URL."""
+def embedded_url(pgdata: Path, keep_alive: float = 0.0) -> str:
+    """Start (or attach to) the embedded server in ``pgdata`` and return its psycopg URL;
+    at this process's first attach, a keeper for ``keep_alive`` s (``storage.keeper``)."""
     with _lock:
         server = _servers.get(pgdata)
         if server is None:
@@ -98,6 +99,7 @@ def embedded_url(pgdata: Path) -> str:
                 server.cleanup()
                 server = _start(pgdata)
             _servers[pgdata] = server
+            ensure_keeper(pgdata, keep_alive)
     return str(server.get_uri(driver="psycopg"))
 
 
@@ -167,9 +169,7 @@ def resolve_url(settings: Settings) -> str:
                 "use postgresql:// or postgresql+psycopg://"
             )
         return parsed.render_as_string(hide_password=False)
-    url = embedded_url(settings.pgdata_dir)
-    ensure_keeper(settings.pgdata_dir, settings.embedded_keep_alive_seconds)
-    return url
+    return embedded_url(settings.pgdata_dir, settings.embedded_keep_alive_seconds)
 
 
 def libpq_uri(url: URL) -> str:
