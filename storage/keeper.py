@@ -92,13 +92,19 @@ def stop_keeper(pgdata: Path) -> int | None:
     return pid
 
 
+def postmaster_pid(pgdata: Path) -> int | None:
+    """The pid ``pgdata/postmaster.pid`` names (its first line), if there is one."""
+    try:
+        first = (pgdata / "postmaster.pid").read_text().splitlines()[0].strip()
+    except (FileNotFoundError, IndexError):
+        return None
+    return int(first) if first.isdigit() else None
+
+
 def server_running(pgdata: Path) -> bool:
     """Whether the embedded server of ``pgdata`` runs (its postmaster's pid is alive)."""
-    try:
-        first = (pgdata / "postmaster.pid").read_text().splitlines()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return first.strip().isdigit() and pid_running(int(first))
+    pid = postmaster_pid(pgdata)
+    return pid is not None and pid_running(pid)
 
 
 def wait_stopped(pgdata: Path, timeout: float, leaving: int | None = None) -> list[int]:

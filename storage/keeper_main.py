@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 
 from storage.engine import embedded_url, install_signal_handlers
-from storage.keeper import OTHER_CLIENTS, keep, try_lock
+from storage.keeper import OTHER_CLIENTS, keep, postmaster_pid, try_lock
 
 
 class _DataDirGone(Exception):
@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
         held.flush()
         install_signal_handlers()  # SIGTERM: a normal exit, which releases the server
         uri = embedded_url(pgdata).replace("postgresql+psycopg://", "postgresql://", 1)
-        postmaster = int((pgdata / "postmaster.pid").read_text().splitlines()[0])
+        postmaster = postmaster_pid(pgdata)
         with psycopg.connect(uri, autocommit=True) as conn:
 
             def clients() -> int:
@@ -45,8 +45,9 @@ def main(argv: list[str]) -> int:
             except _DataDirGone:
                 # The wheel's holder list went with the directory, so no holder would stop
                 # the server: a fast shutdown, as `pg_ctl stop` would ask.
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(postmaster, signal.SIGINT)
+                if postmaster is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(postmaster, signal.SIGINT)
     return 0
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psycopg
 
-from storage.keeper import keep, keeper_pid, server_running
+from storage.keeper import keep, keeper_pid, postmaster_pid, server_running
 from storage.processes import pid_running
 from tests.storage.test_engine import stop_if_running, wait_stopped
 
@@ -51,10 +51,6 @@ def archivist(data_dir: Path, keep_alive: str, *args: str) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
-
-
-def postmaster_pid(pgdata: Path) -> int:
-    return int((pgdata / "postmaster.pid").read_text().splitlines()[0])
 
 
 def test_the_next_command_attaches_to_the_server_the_last_one_left_up(tmp_path: Path) -> None:
@@ -123,7 +119,7 @@ def test_a_keeper_whose_data_directory_was_deleted_leaves_and_takes_the_server(
     pgdata = tmp_path / "pgdata"
     archivist(tmp_path, "300", "db", "upgrade")  # a throw-away store, as a benchmark's
     keeper, postmaster = keeper_pid(pgdata), postmaster_pid(pgdata)
-    assert keeper is not None and pid_running(postmaster)
+    assert keeper is not None and postmaster is not None and pid_running(postmaster)
 
     shutil.rmtree(pgdata)
 
