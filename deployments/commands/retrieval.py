@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from storage.config import Settings
 from storage.embedding import preload_model
-from storage.retrieval import Hit, Retriever, TimeRange, cite
+from storage.retrieval import Hit, Retriever, TimeRange, cite, source_entries
 from storage.scoring import PRESETS, parse_weights, resolve_weights
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def render_hits(hits: Sequence[Hit], explain: bool, echo: Echo) -> None:
                 echo(f"{'':>13}{line}")
     echo("")
     # The Sources: line, one source per terminal line (aligned under the first).
-    sources = list({c.label: f"{c.label} {c.provenance}" for c in cited}.values())
+    sources = source_entries(cited)
     for n, source in enumerate(sources):
         lead = "Sources: " if n == 0 else " " * len("Sources: ")
         echo(lead + source + (";" if n < len(sources) - 1 else ""))

@@ -12,6 +12,7 @@ from storage.retrieval._citations import (
     CitationBook,
     cite,
     render_citations,
+    source_entries,
     sources_line,
 )
 from storage.retrieval._search import Retriever
@@ -29,5 +30,6 @@ __all__ = [
     "TimeRange",
     "cite",
     "render_citations",
+    "source_entries",
     "sources_line",
 ]

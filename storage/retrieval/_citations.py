@@ -104,12 +104,15 @@ def doc_provenance(hit: Hit) -> str:
     )
 
 
+def source_entries(citations: Sequence[Citation]) -> list[str]:
+    """``[Memory 1] memory 42 (...)`` per label, each label once, in order."""
+    return list({c.label: f"{c.label} {c.provenance}" for c in citations}.values())
+
+
 def sources_line(citations: Sequence[Citation]) -> str:
     """``Sources: [Memory 1] ...; [Doc 1] ...``, each label once; empty with no citations."""
-    seen = {c.label: c.provenance for c in citations}
-    if not seen:
-        return ""
-    return "Sources: " + "; ".join(f"{label} {where}" for label, where in seen.items())
+    entries = source_entries(citations)
+    return "Sources: " + "; ".join(entries) if entries else ""
 
 
 def render_citations(citations: Sequence[Citation]) -> str:

@@ -46,6 +46,7 @@ def test_public_api_is_pinned_and_imports_no_prefect() -> None:
         "TimeRange",
         "cite",
         "render_citations",
+        "source_entries",
         "sources_line",
     ]
     code = "import sys, storage.retrieval; print(any(m.startswith('prefect') for m in sys.modules))"
