@@ -48,7 +48,7 @@ class Memory(Base):
         UniqueConstraint("session_id", "kind", "content_key"),
         Index("ix_memories_namespace_kind", "namespace", "kind"),
         Index("ix_memories_namespace_occurred_at", "namespace", "occurred_at"),
-        Index("ix_memories_tsv", "tsv", postgresql_using="gin"),
+        Index("ix_memories_scoped_tsv", "scoped_tsv", postgresql_using="gin"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
@@ -75,6 +75,13 @@ class Memory(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     tsv: Mapped[Any] = mapped_column(
         TSVECTOR, Computed("to_tsvector('english', content)", persisted=True)
+    )
+    # The lexemes without positions, each as "namespace:lexeme" (migration 0018).
+    scoped_tsv: Mapped[Any] = mapped_column(
+        TSVECTOR,
+        Computed(
+            "archivist_scoped_lexemes(namespace, to_tsvector('english', content))", persisted=True
+        ),
     )
 
 

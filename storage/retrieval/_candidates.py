@@ -61,7 +61,7 @@ def search_params(
         "k1": _BM25_K1,
         "b": _BM25_B,
         "avg_len": avg_len,
-        **lexical_params(terms, n_docs),
+        **lexical_params(terms, n_docs, request.namespace),
     }
     return params, n_indexed, has_docs
 

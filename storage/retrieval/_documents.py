@@ -45,7 +45,7 @@ ANN_NEIGHBOURS = text(
     """
 )
 # The namespace's chunk count and mean lexical length (when asked), and the capped document
-# frequency of the given lexemes among its chunks.
+# frequency of the given lexemes among its chunks (looked up as memories' TERM_STATS does).
 TERM_STATS = text(
     """
     SELECT CASE WHEN :with_size THEN (
@@ -56,11 +56,11 @@ TERM_STATS = text(
            t.lexeme,
            (SELECT count(*) FROM (
                 SELECT 1 FROM document_chunks c
-                WHERE c.namespace = :namespace
-                  AND c.tsv @@ CAST(quote_literal(t.lexeme) AS tsquery)
+                WHERE c.scoped_tsv @@ CAST(t.term AS tsquery)
+                  AND (c.namespace = :namespace) IS TRUE
                 LIMIT :df_cap) x) AS df
-    FROM (SELECT NULL::text AS lexeme UNION ALL
-          SELECT unnest(CAST(:lexemes AS text[]))) t
+    FROM (SELECT NULL::text AS lexeme, NULL::text AS term UNION ALL
+          SELECT * FROM unnest(CAST(:lexemes AS text[]), CAST(:terms AS text[]))) t
     """
 )
 CANDIDATES = text(
@@ -79,8 +79,9 @@ CANDIDATES = text(
         ORDER BY dist LIMIT :n
     ), lexical AS (
         SELECT id FROM document_chunks
-        WHERE namespace = :namespace AND CAST(:tsquery AS text) IS NOT NULL
-          AND tsv @@ CAST(:tsquery AS tsquery)
+        WHERE CAST(:scoped_tsquery AS text) IS NOT NULL
+          AND scoped_tsv @@ CAST(:scoped_tsquery AS tsquery)
+          AND (namespace = :namespace) IS TRUE
           AND (CAST(:start AS timestamptz) IS NULL OR created_at >= :start)
           AND (CAST(:end AS timestamptz) IS NULL OR created_at < :end)
         ORDER BY ts_rank(tsv, CAST(:tsquery AS tsquery), 1) DESC, id DESC LIMIT :n_lexical
@@ -134,7 +135,7 @@ def document_rows(
         "k1": _BM25_K1,
         "b": _BM25_B,
         "avg_len": avg_len,
-        **lexical_params(terms, n_docs),
+        **lexical_params(terms, n_docs, request.namespace),
     }
     params |= neighbours(conn, settings, params, int(has_ann), ANN_NEIGHBOURS)
     return conn.execute(CANDIDATES, params).all()

@@ -70,17 +70,40 @@ def vector_literal(vector: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
 
 
-def lexical_params(terms: Sequence[tuple[str, int]], n_docs: int) -> dict[str, Any]:
-    """BM25 idf per lexeme, and an OR query of the lexemes worth matching on."""
+def lexical_params(terms: Sequence[tuple[str, int]], n_docs: int, namespace: str) -> dict[str, Any]:
+    """BM25 idf per lexeme, and an OR query of the lexemes worth matching on: over ``tsv``
+    (``tsquery``, which ``ts_rank`` orders by) and over ``scoped_tsv`` (``scoped_tsquery``,
+    which finds the rows)."""
     idf = {t: math.log(1 + (n_docs - df + 0.5) / (df + 0.5)) for t, df in terms if df > 0}
     # Candidates come from the terms that narrow the search: a word in more than 5% of a
     # namespace would make the lexical side rank thousands of rows, and its low idf adds
     # little. Such words still count in the BM25 of every candidate found otherwise.
     common = max(50, n_docs // 20)
     found = sorted((df, t) for t, df in terms if df > 0)
-    useful = [t for df, t in found if df <= common] or [t for _, t in found[:1]]
-    tsquery = " | ".join("'" + t.replace("'", "''") + "'" for t in sorted(useful)) or None
-    return {"lexemes": list(idf), "idfs": list(idf.values()), "tsquery": tsquery}
+    useful = sorted([t for df, t in found if df <= common] or [t for _, t in found[:1]])
+    scoped = [q for t in useful if (q := scoped_term(namespace, t)) is not None]
+    return {
+        "lexemes": list(idf),
+        "idfs": list(idf.values()),
+        "tsquery": " | ".join(tsquery_term(t) for t in useful) or None,
+        "scoped_tsquery": " | ".join(scoped) or None,
+    }
+
+
+# The longest lexeme PostgreSQL keeps, in bytes; ``scoped_tsv`` leaves out the longer ones.
+MAX_LEXEME_BYTES = 2047
+
+
+def tsquery_term(lexeme: str) -> str:
+    """A lexeme as one quoted term of a tsquery."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def scoped_term(namespace: str, lexeme: str) -> str | None:
+    """The tsquery term of ``lexeme`` in ``scoped_tsv`` (migration 0018: ``namespace:lexeme``);
+    None if that is too long to be stored."""
+    scoped = f"{namespace}:{lexeme}"
+    return tsquery_term(scoped) if len(scoped.encode()) <= MAX_LEXEME_BYTES else None
 
 
 def resolve_time_range(

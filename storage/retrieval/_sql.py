@@ -54,7 +54,9 @@ QUERY_TERMS = text(
 # BM25 statistics of a namespace: its size and mean lexical length (when asked), and the
 # document frequency of the given lexemes: stored by the index step for large namespaces'
 # common words (namespace_terms), else counted live, capped: a term in more than :df_cap
-# memories is common whatever its exact count.
+# memories is common whatever its exact count. A lexeme is looked up as its namespace's
+# term of scoped_tsv (:terms, migration 0018); the namespace test is a filter (IS TRUE),
+# not an index condition, which would AND the namespace's whole btree into each lookup.
 TERM_STATS = text(
     """
     SELECT CASE WHEN :with_size THEN (
@@ -68,17 +70,18 @@ TERM_STATS = text(
                 WHERE nt.namespace = :namespace AND nt.lexeme = t.lexeme),
                (SELECT count(*) FROM (
                     SELECT 1 FROM memories m
-                    WHERE m.namespace = :namespace
-                      AND m.tsv @@ CAST(quote_literal(t.lexeme) AS tsquery)
+                    WHERE m.scoped_tsv @@ CAST(t.term AS tsquery)
+                      AND (m.namespace = :namespace) IS TRUE
                     LIMIT :df_cap) c)) AS df
-    FROM (SELECT NULL::text AS lexeme UNION ALL
-          SELECT unnest(CAST(:lexemes AS text[]))) t
+    FROM (SELECT NULL::text AS lexeme, NULL::text AS term UNION ALL
+          SELECT * FROM unnest(CAST(:lexemes AS text[]), CAST(:terms AS text[]))) t
     """
 )
 
 # The scopes repeat the same filters so that each keeps its own index.
 # Candidates (dense top-n: the HNSW neighbours passed in, and the other rows exactly; lexical
-# over an OR query of the useful lexemes), then every factor's raw input for each of them.
+# over an OR query of the useful lexemes, found through scoped_tsv as in TERM_STATS and
+# ordered by ts_rank over tsv), then every factor's raw input for each of them.
 # BM25 is computed over PostgreSQL's own lexemes: tf from the positions in the memory's
 # tsvector, idf passed in (TERM_STATS), length from lex_len.
 CANDIDATES = text(
@@ -99,8 +102,9 @@ CANDIDATES = text(
         ORDER BY dist LIMIT :n
     ), lexical AS (
         SELECT id FROM memories
-        WHERE namespace = :namespace AND CAST(:tsquery AS text) IS NOT NULL
-          AND tsv @@ CAST(:tsquery AS tsquery)
+        WHERE CAST(:scoped_tsquery AS text) IS NOT NULL
+          AND scoped_tsv @@ CAST(:scoped_tsquery AS tsquery)
+          AND (namespace = :namespace) IS TRUE
           AND tier = ANY(CAST(:tiers AS text[]))
           AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(CAST(:kinds AS text[])))
           AND (CAST(:start AS timestamptz) IS NULL OR occurred_at >= :start)

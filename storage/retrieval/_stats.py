@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable
 
 from sqlalchemy import Connection, TextClause
 
+from storage.retrieval._inputs import scoped_term
+
 
 class StatsCache:
     """Namespace sizes and term document frequencies, each valid for ``ttl`` seconds."""
@@ -72,7 +74,8 @@ def cached_term_stats(
     df_cap: int,
 ) -> tuple[tuple[int, float], dict[str, int]]:
     """(rows, mean lexical length) of the namespace and each lexeme's document count: from
-    the cache, and what it lacks from ``term_stats`` (memories' or chunks') in one query."""
+    the cache, and what it lacks from ``term_stats`` (memories' or chunks') in one query,
+    which looks each lexeme up as its ``scoped_tsv`` term (``terms``)."""
     size = stats.size(namespace)
     known = stats.df(namespace, lexemes)
     missing = [lexeme for lexeme in lexemes if lexeme not in known]
@@ -81,6 +84,7 @@ def cached_term_stats(
             "namespace": namespace,
             "with_size": size is None,
             "lexemes": missing,
+            "terms": [scoped_term(namespace, lexeme) for lexeme in missing],
             "df_cap": df_cap,
         }
         rows = conn.execute(term_stats, params).all()
