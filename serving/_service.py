@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -53,16 +53,18 @@ class MemoryService:
 
     # -- who may do what -------------------------------------------------------------------
 
-    def authenticate(self, key: str | None) -> Grant:
-        """The grant of a presented key; ``Unauthorized`` without a valid one."""
+    @staticmethod
+    def presented(key: str | None) -> str:
+        """The key, or ``Unauthorized`` when none was sent (no need to ask the store)."""
         if not key:
             raise Unauthorized("no key: send Authorization: Bearer <key> (archivist keys create)")
+        return key
+
+    def authenticate(self, key: str | None) -> Grant:
+        """The grant of a presented key; ``Unauthorized`` without a valid one."""
         # One statement in autocommit: no BEGIN and COMMIT round trips on every request.
         with self._database(), self.engine.connect() as conn:
-            grant = resolve_key(conn.execution_options(isolation_level="AUTOCOMMIT"), key)
-        if grant is None:
-            raise Unauthorized("unknown or revoked key")
-        return grant
+            return _resolved(conn.execution_options(isolation_level="AUTOCOMMIT"), key)
 
     def authorize(self, grant: Grant, namespace: str, *, write: bool = False) -> None:
         """Refuse (403) a namespace other than the grant's, or a write with a read-only key;
@@ -95,6 +97,33 @@ class MemoryService:
                 time_range=time_range,
                 kinds=kinds,
                 include_archived=include_archived,
+            )
+        return cite(hits)
+
+    def search_by_key(
+        self,
+        key: str | None,
+        namespace: str,
+        query: str,
+        *,
+        limit: int = 10,
+        time_range: TimeRange | None = None,
+        kinds: Sequence[str] | None = None,
+        include_archived: bool = False,
+    ) -> list[Citation]:
+        """``search`` for whoever presents ``key``, checked (401, 403) in the search's own
+        transaction: the API's most frequent request takes one connection, not two."""
+        with self._database(), self.engine.begin() as conn:
+            grant = _resolved(conn, key)
+            self.authorize(grant, namespace)
+            hits = self.retriever.search(
+                namespace,
+                query,
+                limit=limit,
+                time_range=time_range,
+                kinds=kinds,
+                include_archived=include_archived,
+                conn=conn,
             )
         return cite(hits)
 
@@ -225,3 +254,11 @@ class MemoryService:
                 namespace=grant.namespace,
                 details={"reason": reason},
             )
+
+
+def _resolved(conn: Connection, key: str | None) -> Grant:
+    """The grant of a presented key; ``Unauthorized`` without a valid one."""
+    grant = resolve_key(conn, MemoryService.presented(key))
+    if grant is None:
+        raise Unauthorized("unknown or revoked key")
+    return grant

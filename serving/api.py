@@ -33,16 +33,17 @@ MemoryId = Annotated[int, Path(ge=1, le=2**63 - 1)]
 bearer = HTTPBearer(auto_error=False, description="a namespace key: archivist keys create NS")
 
 
-def _grant(
+async def _key(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
-) -> Grant:
-    """The presented key's grant (401 without a valid key)."""
+) -> str:
+    """The presented key (401 without one); the endpoint checks it in its own worker
+    thread: a dependency that read the store would take a thread of its own per request."""
     service: MemoryService = request.app.state.service
-    return service.authenticate(None if credentials is None else credentials.credentials)
+    return service.presented(None if credentials is None else credentials.credentials)
 
 
-Key = Annotated[Grant, Depends(_grant)]
+Key = Annotated[str, Depends(_key)]
 
 
 def create_app(service: MemoryService) -> FastAPI:
@@ -61,13 +62,20 @@ def create_app(service: MemoryService) -> FastAPI:
         """Whether the store answers; needs no key."""
         return service.health()
 
+    def granted(key: str, namespace: str, *, write: bool = False) -> Grant:
+        """The key's grant for ``namespace`` (401 without a valid key, 403 for another
+        namespace or a read-only key's write)."""
+        grant = service.authenticate(key)
+        service.authorize(grant, namespace, write=write)
+        return grant
+
     @app.post("/v1/namespaces/{namespace}/search", tags=["read"])
     def search(namespace: Namespace, body: SearchRequest, key: Key) -> dict[str, Any]:
         """The best memories for a query, each labelled ``[Memory n]`` with its provenance, and
         the ``Sources:`` line to close an answer with."""
-        service.authorize(key, namespace)
-        cited = service.search(
+        cited = service.search_by_key(
             key,
+            namespace,
             body.query,
             limit=body.limit,
             time_range=body.resolved_time_range(),
@@ -79,15 +87,13 @@ def create_app(service: MemoryService) -> FastAPI:
     @app.post("/v1/namespaces/{namespace}/prime", tags=["read"])
     def prime(namespace: Namespace, body: PrimeRequest, key: Key) -> dict[str, Any]:
         """What to remember as a conversation starts: episodes, open threads, facts, text."""
-        service.authorize(key, namespace)
-        return service.prime(key, body.message)
+        return service.prime(granted(key, namespace), body.message)
 
     @app.post("/v1/namespaces/{namespace}/memories", tags=["write"], status_code=202)
     def remember(namespace: Namespace, body: RememberRequest, key: Key) -> dict[str, Any]:
         """Queue a memory; the worker stores it. A repeated idempotency key is a no-op."""
-        service.authorize(key, namespace, write=True)
         return service.remember(
-            key,
+            granted(key, namespace, write=True),
             body.content,
             kind=body.kind,
             importance=body.importance,
@@ -98,26 +104,22 @@ def create_app(service: MemoryService) -> FastAPI:
     @app.get("/v1/namespaces/{namespace}/memories/{memory_id}", tags=["read"])
     def get_memory(namespace: Namespace, memory_id: MemoryId, key: Key) -> dict[str, Any]:
         """One memory with its provenance."""
-        service.authorize(key, namespace)
-        return service.get(key, memory_id)
+        return service.get(granted(key, namespace), memory_id)
 
     @app.post("/v1/namespaces/{namespace}/memories/{memory_id}/pin", tags=["write"])
     def pin(namespace: Namespace, memory_id: MemoryId, key: Key) -> dict[str, Any]:
         """Pin a memory: it never decays, compresses, archives or is deleted."""
-        service.authorize(key, namespace, write=True)
-        return service.set_pinned(key, memory_id, True)
+        return service.set_pinned(granted(key, namespace, write=True), memory_id, True)
 
     @app.post("/v1/namespaces/{namespace}/memories/{memory_id}/unpin", tags=["write"])
     def unpin(namespace: Namespace, memory_id: MemoryId, key: Key) -> dict[str, Any]:
         """Let a pinned memory age again."""
-        service.authorize(key, namespace, write=True)
-        return service.set_pinned(key, memory_id, False)
+        return service.set_pinned(granted(key, namespace, write=True), memory_id, False)
 
     @app.delete("/v1/namespaces/{namespace}/memories/{memory_id}", tags=["write"])
     def forget(namespace: Namespace, memory_id: MemoryId, key: Key) -> dict[str, Any]:
         """Delete one memory now."""
-        service.authorize(key, namespace, write=True)
-        return service.forget(key, memory_id)
+        return service.forget(granted(key, namespace, write=True), memory_id)
 
     @app.get("/v1/namespaces/{namespace}/episodes", tags=["read"])
     def episodes(
@@ -126,14 +128,13 @@ def create_app(service: MemoryService) -> FastAPI:
         limit: Annotated[int, Query(ge=1, le=MAX_EPISODES)] = 5,
     ) -> dict[str, Any]:
         """The latest session summaries, newest first."""
-        service.authorize(key, namespace)
-        return {"namespace": namespace, "episodes": service.recent_episodes(key, limit)}
+        episodes = service.recent_episodes(granted(key, namespace), limit)
+        return {"namespace": namespace, "episodes": episodes}
 
     @app.get("/v1/namespaces/{namespace}/queue", tags=["read"])
     def queue_stats(namespace: Namespace, key: Key) -> dict[str, Any]:
         """The write queue's counts for this namespace."""
-        service.authorize(key, namespace)
-        return service.queue_stats(key)
+        return service.queue_stats(granted(key, namespace))
 
     return app
 

@@ -15,7 +15,8 @@ Bad input raises ``RetrievalError``; an unknown namespace gives ``[]``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
 from typing import Any
@@ -113,8 +114,12 @@ class Retriever:
         weights: Mapping[str, float] | None = None,
         record_access: bool = True,
         include_archived: bool = False,
+        conn: Connection | None = None,
     ) -> list[Hit]:
-        """The ``limit`` best memories of ``namespace`` for ``query``, best first."""
+        """The ``limit`` best memories of ``namespace`` for ``query``, best first.
+
+        ``conn``: search inside the caller's transaction (scoped to ``namespace`` here, and
+        committed by the caller) instead of one of its own."""
         check_request(namespace, query, limit, kinds, self.settings.max_limit)
         now = aware(as_of) if as_of is not None else datetime.now(UTC)
         start, end = resolve_time_range(time_range, now, self.tz)
@@ -130,11 +135,11 @@ class Retriever:
             include_archived,
         )
         try:
-            with self.engine.begin() as conn:
-                scope(conn, namespace, relaxed=True)
-                hits = self._search(conn, request, now, used)
+            with self._transaction(conn) as tx:
+                scope(tx, namespace, relaxed=True)
+                hits = self._search(tx, request, now, used)
                 if record_access and hits:
-                    self._record(conn, hits, query, now)
+                    self._record(tx, hits, query, now)
         except DBAPIError as exc:
             raise RetrievalError(f"search in namespace {namespace!r} failed: {exc.orig}") from exc
         return hits
@@ -254,6 +259,15 @@ class Retriever:
             lines += conn.execute(EXPLAIN_CANDIDATES, params).scalars().all()
             conn.rollback()
         return "\n".join(lines)
+
+    @contextmanager
+    def _transaction(self, conn: Connection | None) -> Iterator[Connection]:
+        """The caller's connection, or a transaction of this retriever's own."""
+        if conn is not None:
+            yield conn
+            return
+        with self.engine.begin() as own:
+            yield own
 
     def _params(
         self, conn: Connection, request: Request
