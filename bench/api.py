@@ -1,7 +1,8 @@
 """Load benchmark of the HTTP API: concurrent clients searching over loopback.
 
     .venv/bin/python bench/api.py [--memories 100000] [--clients 16] [--seconds 30]
-        [--warmup 5] [--embedder local|hashing] [--workers N] [--rls on,off] [--reuse DIR]
+        [--warmup 5] [--rate 200] [--embedder local|hashing] [--workers N] [--rls on,off]
+        [--reuse DIR]
 
 Builds the store of bench/retrieval.py (memories over synthetic chat text in 1,000
 Zipf-sized namespaces, the large ones in the HNSW index) in a temp dir deleted at the end,
@@ -10,13 +11,22 @@ size and embedder (embedding 100,000 texts with the local model takes 5 to 15 mi
 here). One key per namespace the queries touch. Then, once per row-level security setting,
 ``archivist api`` runs as a subprocess on a free loopback port (``ARCHIVIST_*`` variables
 of this environment pass through to it), and ``--clients`` threads, each with its own
-``httpx.Client``, search in a loop, one request at a time, over the queries of
-``bench.retrieval.workload`` (each thread from its own offset). Untimed: until every
-client has had its first answer (the first searches load the embedder), then ``--warmup``
-seconds. Timed: ``--seconds``. Printed per run: searches/s answered in the timed window,
-p50/p95/p99 of those sent and answered in it, errors (non-200, failed requests) apart; the
-CPU seconds meanwhile of the server, PostgreSQL (exited backends included), this client
-and the rest of the machine, and the connections PostgreSQL opened; finally RLS on vs off.
+kept-alive ``http.client`` connection, search one request at a time over the queries of
+``bench.retrieval.workload`` (each thread from its own offset), in two phases:
+
+- saturation: each client sends its next search as soon as the last is answered, which
+  measures the most searches/s the machine serves. Its latency is mostly queueing: with
+  the 16 clients always waiting, the mean latency is 16 / throughput (Little's law);
+- ``--rate`` searches/s offered (0: skip), each client one search every
+  ``clients / rate`` s, latency counted from when the search was due: the latency at
+  that load.
+
+Each phase: untimed until every client has had its first answer (the first searches load
+the embedder), then ``--warmup`` seconds; timed: ``--seconds``. Printed per phase:
+searches/s answered in the timed window, p50/p95/p99 of those sent and answered in it,
+errors (non-200, failed requests) apart; the CPU seconds meanwhile of the server,
+PostgreSQL (exited backends included), this client and the rest of the machine, and the
+connections PostgreSQL opened; finally RLS on vs off.
 """
 
 from __future__ import annotations
@@ -44,6 +54,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from http.client import HTTPConnection, HTTPException
+from urllib.parse import urlsplit
 
 import httpx
 import psutil
@@ -169,29 +181,49 @@ class Samples:
 
 
 def client(
-    url: str, keys: dict[str, str], work: Work, offset: int, stop: threading.Event, samples: Samples
+    url: str,
+    keys: dict[str, str],
+    work: Work,
+    offset: int,
+    stop: threading.Event,
+    samples: Samples,
+    interval: float | None,
 ) -> None:
-    """Search in a loop until ``stop``, one request at a time, from ``work[offset]`` on."""
-    with httpx.Client(base_url=url, timeout=60) as http:
-        i = offset
-        while not stop.is_set():
-            ns, query = work[i % len(work)]
-            i += 1
+    """Search in a loop until ``stop``, one request at a time, from ``work[offset]`` on.
+
+    ``interval`` None: the next request as soon as the answer is in (closed loop). Else one
+    request every ``interval`` s, each one's latency counted from when it was due: a slow
+    answer delays the requests after it, and their wait counts (no coordinated omission).
+    A plain ``http.client`` connection, kept alive: the client shares the server's cores.
+    """
+    where = urlsplit(url)
+    http = HTTPConnection(where.hostname or "127.0.0.1", where.port, timeout=60)
+    i = offset
+    due = time.perf_counter() + (0.0 if interval is None else interval * offset / len(work))
+    while not stop.is_set():
+        ns, query = work[i % len(work)]
+        i += 1
+        if interval is None:
             started = time.perf_counter()
-            try:
-                answer = http.post(
-                    f"/v1/namespaces/{ns}/search",
-                    json={"query": query, "limit": 10},
-                    headers={"Authorization": f"Bearer {keys[ns]}"},
-                )
-                status = answer.status_code
-                if status != 200 and not samples.first_error:
-                    samples.first_error = f"{status} {answer.text[:200]}"
-            except httpx.HTTPError as exc:
-                status = 0
-                samples.first_error = samples.first_error or f"{type(exc).__name__}: {exc}"
-            samples.done.append((started, time.perf_counter(), status))
-            samples.answered.set()
+        else:
+            started, due = due, due + interval
+            time.sleep(max(0.0, started - time.perf_counter()))
+        body = json.dumps({"query": query, "limit": 10})
+        headers = {"Authorization": f"Bearer {keys[ns]}", "Content-Type": "application/json"}
+        try:
+            http.request("POST", f"/v1/namespaces/{ns}/search", body=body, headers=headers)
+            answer = http.getresponse()
+            text = answer.read()
+            status = answer.status
+            if status != 200 and not samples.first_error:
+                samples.first_error = f"{status} {text[:200]!r}"
+        except (OSError, HTTPException) as exc:
+            status = 0
+            http.close()  # the next request connects again
+            samples.first_error = samples.first_error or f"{type(exc).__name__}: {exc}"
+        samples.done.append((started, time.perf_counter(), status))
+        samples.answered.set()
+    http.close()
 
 
 def cpu_seconds(processes: list[psutil.Process]) -> dict[int, float]:
@@ -257,15 +289,22 @@ class Result:
 
 
 def drive(
-    url: str, keys: dict[str, str], work: Work, meter: Meter, args: argparse.Namespace
+    url: str,
+    keys: dict[str, str],
+    work: Work,
+    meter: Meter,
+    args: argparse.Namespace,
+    rate: float | None,
 ) -> Result:
-    """Untimed until every client has had an answer, then ``args.warmup`` s; then timed."""
+    """Untimed until every client has had an answer, then ``args.warmup`` s; then timed.
+    ``rate``: searches/s offered by all clients together (None: as fast as answered)."""
     begin = time.perf_counter()
     results = [Samples() for _ in range(args.clients)]
     stop = threading.Event()
     offsets = [n * len(work) // args.clients for n in range(args.clients)]
+    interval = None if rate is None else args.clients / rate
     threads = [
-        threading.Thread(target=client, args=(url, keys, work, offset, stop, samples))
+        threading.Thread(target=client, args=(url, keys, work, offset, stop, samples, interval))
         for offset, samples in zip(offsets, results, strict=True)
     ]
     for thread in threads:
@@ -332,7 +371,8 @@ def one_run(
     keys: dict[str, str],
     work: Work,
     args: argparse.Namespace,
-) -> Result:
+) -> tuple[Result, Result | None]:
+    """Saturation (closed loop), then ``args.rate`` searches/s offered, on one server."""
     with api_server(workdir, args.embedder, setting == "on", args.workers) as started:
         url, server, health = started
         print(
@@ -340,13 +380,27 @@ def one_run(
             f"{health['embedder']}, {args.clients} clients, {args.warmup:g} s warm-up, "
             f"{args.seconds:g} s timed; load average before {os.getloadavg()[0]:.2f}"
         )
-        result = drive(url, keys, work, Meter(server, postmaster(workdir), engine), args)
-    met = result.rps >= TARGET_RPS and result.p95 <= TARGET_P95_MS
-    print(result.text)
-    print(
-        f"target >= {TARGET_RPS:g} req/s, p95 <= {TARGET_P95_MS:g} ms: {'met' if met else 'missed'}"
+        meter = Meter(server, postmaster(workdir), engine)
+        print("-- saturation: each client sends its next search when the last is answered")
+        saturated = drive(url, keys, work, meter, args, None)
+        print(saturated.text)
+        paced = None
+        if args.rate > 0:
+            print(
+                f"-- {args.rate:g} searches/s offered, each client one every "
+                f"{1000 * args.clients / args.rate:.0f} ms; latency from when it was due"
+            )
+            paced = drive(url, keys, work, meter, args, args.rate)
+            print(paced.text)
+    kept_up = paced is not None and paced.rps >= 0.97 * args.rate
+    met = (
+        saturated.rps >= TARGET_RPS and kept_up and paced is not None and paced.p95 <= TARGET_P95_MS
     )
-    return result
+    print(
+        f"target >= {TARGET_RPS:g} req/s at saturation, p95 <= {TARGET_P95_MS:g} ms at "
+        f"{TARGET_RPS:g}/s offered: {'met' if met else 'missed'}"
+    )
+    return saturated, paced
 
 
 def main() -> None:
@@ -360,6 +414,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="archivist api --workers")
     parser.add_argument("--rls", choices=["on,off", "off,on", "on", "off"], default="on,off")
     parser.add_argument("--reuse", type=Path, help="build in DIR and keep it; reuse if built")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=TARGET_RPS,
+        help="searches/s offered after saturation (0: skip)",
+    )
     args = parser.parse_args()
     for own in ("ARCHIVIST_DATABASE_URL", "ARCHIVIST_SERVING__DATABASE_URL", *SET_HERE):
         os.environ.pop(own, None)  # the embedded server in the work dir, and this run's values
@@ -378,11 +438,16 @@ def main() -> None:
         print("passed to the server: " + ", ".join(f"{k}={os.environ[k]}" for k in passed))
     results = {s: one_run(s, workdir, engine, keys, work, args) for s in args.rls.split(",")}
     if {"on", "off"} <= results.keys():
-        on, off = results["on"], results["off"]
+        (on, on_paced), (off, off_paced) = results["on"], results["off"]
         print(
-            f"\nRLS on vs off: {on.rps:.1f} vs {off.rps:.1f} req/s "
+            f"\nRLS on vs off at saturation: {on.rps:.1f} vs {off.rps:.1f} req/s "
             f"({on.rps / off.rps - 1:+.0%}), p95 {on.p95:.2f} vs {off.p95:.2f} ms"
         )
+        if on_paced is not None and off_paced is not None:
+            print(
+                f"RLS on vs off at {args.rate:g}/s offered: p95 {on_paced.p95:.2f} vs "
+                f"{off_paced.p95:.2f} ms"
+            )
 
 
 if __name__ == "__main__":
