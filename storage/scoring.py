@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 
 from storage.errors import ConfigurationError
 
@@ -93,22 +93,31 @@ def parse_weights(text: str) -> dict[str, float]:
     return out
 
 
-def composer(weights: Mapping[str, float]) -> Callable[[Mapping[str, float]], float]:
+class Composer:
     """``composite`` with ``weights`` fixed, their sums computed once (ranking scores every
     candidate of a search with the same weights)."""
-    rel_weight = sum(weights.get(name, 0.0) for name in RELEVANCE)
-    other_weight = sum(weights.get(name, 0.0) for name in FACTORS if name not in RELEVANCE)
-    rel = [(n, w) for n in RELEVANCE if (w := weights.get(n, 0.0))]
-    other = [(n, w) for n in FACTORS if n not in RELEVANCE and (w := weights.get(n, 0.0))]
 
-    def score(factors: Mapping[str, float]) -> float:
-        boost = sum(w * factors.get(n, 0.0) for n, w in other)
-        if rel_weight == 0:
-            return boost / other_weight if other_weight else 0.0
-        relevance = sum(w * factors.get(n, 0.0) for n, w in rel) / rel_weight
-        return relevance * (rel_weight + boost) / (rel_weight + other_weight)
+    def __init__(self, weights: Mapping[str, float]) -> None:
+        self.rel_weight = sum(weights.get(name, 0.0) for name in RELEVANCE)
+        self.other_weight = sum(weights.get(n, 0.0) for n in FACTORS if n not in RELEVANCE)
+        # (name, weight) of each weighted factor, in FACTORS order: the order of the sums.
+        self.rel = [(n, w) for n in RELEVANCE if (w := weights.get(n, 0.0))]
+        self.other = [(n, w) for n in FACTORS if n not in RELEVANCE and (w := weights.get(n, 0.0))]
 
-    return score
+    def __call__(self, factors: Mapping[str, float]) -> float:
+        return self.combine(
+            [w * factors.get(n, 0.0) for n, w in self.rel],
+            [w * factors.get(n, 0.0) for n, w in self.other],
+        )
+
+    def combine(self, relevance_terms: Sequence[float], boost_terms: Sequence[float]) -> float:
+        """The score from each weighted factor times its weight, in ``rel`` and ``other``
+        order (a caller that has the factors without a mapping saves building one)."""
+        boost = sum(boost_terms)
+        if self.rel_weight == 0:
+            return boost / self.other_weight if self.other_weight else 0.0
+        relevance = sum(relevance_terms) / self.rel_weight
+        return relevance * (self.rel_weight + boost) / (self.rel_weight + self.other_weight)
 
 
 def composite(factors: Mapping[str, float], weights: Mapping[str, float]) -> float:
@@ -125,4 +134,4 @@ def composite(factors: Mapping[str, float], weights: Mapping[str, float]) -> flo
     factor (priming's ``importance`` and ``salience`` with no message) give the weighted
     mean of the others.
     """
-    return composer(weights)(factors)
+    return Composer(weights)(factors)

@@ -10,8 +10,9 @@ each keeps its own place.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 from storage import scoring
@@ -76,19 +77,29 @@ def ranked(
         return
     dense, lexical = relevance_parts(rows, min_cosine)
     share, half_life = settings.dense_share, settings.half_life_days
-    score = scoring.composer(weights)
-    weighted = frozenset(name for name, w in weights.items() if w)
+    composer = scoring.Composer(weights)
+    # The score needs only the weighted factors, each times its weight in the composer's
+    # order (no mapping built per candidate); a hit shows them all (the same values).
+    relevance = [(_PART[name], w) for name, w in composer.rel]
+    boosts = [(FACTOR[name], w) for name, w in composer.other]
     scored = []
     for r, d, lx in zip(rows, dense, lexical, strict=True):
         parts = (d, lx, share * d + (1 - share) * lx)
-        # The score needs only the weighted factors; a hit shows them all (same values).
-        scored.append((score(factors_of(r, *parts, now, half_life, weighted)), r, parts))
-    scored.sort(key=lambda t: (-t[0], -t[1].occurred_at.timestamp(), t[1].id))
+        value = composer.combine(
+            [w * parts[i] for i, w in relevance], [w * of(r, now, half_life) for of, w in boosts]
+        )
+        scored.append((-value, -r.occurred_at.timestamp(), r.id, r, parts))
+    scored.sort(key=_BEST_FIRST)  # ties: the newer, then the lower id
     used = dict(weights)
-    for value, row, parts in scored:
+    for negated, _, _, row, parts in scored:
         factors = factors_of(row, *parts, now, half_life)
         low = factors["bm25"] <= 0 and factors["cosine"] < min_cosine
-        yield hit_of(row, value, factors, used, low_confidence=low)
+        yield hit_of(row, -negated, factors, used, low_confidence=low)
+
+
+_BEST_FIRST = itemgetter(0, 1, 2)
+# Where each relevance factor is in a candidate's (dense, lexical, fused) parts.
+_PART = {"dense": 0, "lexical": 1, "semantic": 2}
 
 
 Place = tuple[str, tuple[str, ...]] | int
@@ -162,33 +173,30 @@ def make_hit(
     return hit_of(row, scoring.composite(factors, weights), factors, dict(weights))
 
 
+def _days(since: datetime, now: datetime) -> float:
+    return (now - since).total_seconds() / 86400
+
+
+# Each factor of a candidate row's score other than relevance, as of now, for a half-life.
+FACTOR: dict[str, Callable[[Any, datetime, float], float]] = {
+    "recency": lambda r, now, hl: scoring.recency(_days(r.occurred_at, now), hl),
+    "importance": lambda r, now, hl: scoring.importance(r.importance),
+    "frequency": lambda r, now, hl: scoring.frequency(r.access_count),
+    "vehemence": lambda r, now, hl: float(r.vehemence),
+    "salience": lambda r, now, hl: scoring.salience(
+        r.access_count, _days(r.last_accessed_at or r.occurred_at, now), hl
+    ),
+}
+
+
 def factors_of(
-    row: Any,
-    dense: float,
-    lexical: float,
-    relevance: float,
-    now: datetime,
-    half_life: float,
-    only: frozenset[str] | None = None,
+    row: Any, dense: float, lexical: float, relevance: float, now: datetime, half_life: float
 ) -> dict[str, float]:
-    """Every factor of a candidate row's score as of now, or ``only`` those (and the
-    relevance parts, which cost nothing)."""
+    """Every factor of a candidate row's score as of now."""
     out = {"semantic": relevance, "dense": dense, "lexical": lexical}
-    if only is None or "recency" in only:
-        age = (now - row.occurred_at).total_seconds() / 86400
-        out["recency"] = scoring.recency(age, half_life)
-    if only is None or "importance" in only:
-        out["importance"] = scoring.importance(row.importance)
-    if only is None or "frequency" in only:
-        out["frequency"] = scoring.frequency(row.access_count)
-    if only is None or "vehemence" in only:
-        out["vehemence"] = float(row.vehemence)
-    if only is None or "salience" in only:
-        touched = row.last_accessed_at or row.occurred_at
-        days = (now - touched).total_seconds() / 86400
-        out["salience"] = scoring.salience(row.access_count, days, half_life)
-    if only is None:
-        out["cosine"], out["bm25"] = float(row.cosine), float(row.bm25)
+    for name, of in FACTOR.items():
+        out[name] = of(row, now, half_life)
+    out["cosine"], out["bm25"] = float(row.cosine), float(row.bm25)
     return out
 
 
