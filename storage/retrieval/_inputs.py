@@ -71,7 +71,7 @@ def vector_literal(vector: np.ndarray) -> str:
 
 
 def lexical_params(terms: Sequence[tuple[str, int]], n_docs: int, namespace: str) -> dict[str, Any]:
-    """BM25 idf per lexeme, and an OR query of the lexemes worth matching on: over ``tsv``
+    """BM25 idf per lexeme, and the query of the lexemes worth matching on: over ``tsv``
     (``tsquery``, which ``ts_rank`` orders by) and over ``scoped_tsv`` (``scoped_tsquery``,
     which finds the rows)."""
     idf = {t: math.log(1 + (n_docs - df + 0.5) / (df + 0.5)) for t, df in terms if df > 0}
@@ -80,13 +80,19 @@ def lexical_params(terms: Sequence[tuple[str, int]], n_docs: int, namespace: str
     # little. Such words still count in the BM25 of every candidate found otherwise.
     common = max(50, n_docs // 20)
     found = sorted((df, t) for t, df in terms if df > 0)
-    useful = sorted([t for df, t in found if df <= common] or [t for _, t in found[:1]])
-    scoped = [q for t in useful if (q := scoped_term(namespace, t)) is not None]
+    chosen, join = sorted(t for df, t in found if df <= common), " | "
+    if not chosen:
+        # Only common words: the rows that have the two rarest together (fewer, and more
+        # on topic than a ranking of every row with the rarest); a lone word in DF_CAP
+        # memories or more selects nothing.
+        pair = found[:2] if len(found) > 1 else [(df, t) for df, t in found if df < DF_CAP]
+        chosen, join = sorted(t for _, t in pair), " & "
+    scoped = [scoped_term(namespace, t) for t in chosen]
     return {
         "lexemes": list(idf),
         "idfs": list(idf.values()),
-        "tsquery": " | ".join(tsquery_term(t) for t in useful) or None,
-        "scoped_tsquery": " | ".join(scoped) or None,
+        "tsquery": join.join(tsquery_term(t) for t in chosen) or None,
+        "scoped_tsquery": join.join(q for q in scoped if q is not None) or None,
     }
 
 

@@ -80,8 +80,8 @@ TERM_STATS = text(
 
 # The scopes repeat the same filters so that each keeps its own index.
 # Candidates (dense top-n: the HNSW neighbours passed in, and the other rows exactly; lexical
-# over an OR query of the useful lexemes, found through scoped_tsv as in TERM_STATS and
-# ordered by ts_rank over tsv), then every factor's raw input for each of them.
+# over the query of the lexemes that narrow the search (lexical_params), found through
+# scoped_tsv as in TERM_STATS and ordered by ts_rank over tsv), then every factor's raw input for each of them.
 # BM25 is computed over PostgreSQL's own lexemes: tf from the positions in the memory's
 # tsvector, idf passed in (TERM_STATS), length from lex_len.
 CANDIDATES = text(

@@ -1,4 +1,5 @@
-"""The BM25 statistics cache: reuse within the TTL, never a cached zero, bounded size."""
+"""The BM25 statistics cache: reuse within the TTL, never a cached zero, bounded size; and
+which words choose the lexical candidates."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import UTC, datetime
 from storage.config import RetrievalSettings
 from storage.embedding import HashingEmbedder
 from storage.engine import Store
+from storage.retrieval._inputs import DF_CAP, lexical_params
 from storage.retrieval._search import Retriever
 from storage.retrieval._stats import StatsCache
 from tests.storage.memory_factory import put
@@ -72,3 +74,27 @@ def test_the_index_step_stores_common_words_and_search_uses_them(store: Store) -
     assert stored["kettl"] == 151 and "samovar" not in stored  # rare words are counted live
     assert TERM_MIN_DF > 1
     assert hits[0].content == "samovar from Tbilisi"  # the rare word outweighs the common one
+
+
+def test_lexical_candidates_come_from_the_words_that_narrow_the_search() -> None:
+    # 1,000 memories: a word in more than 50 of them is common.
+    mixed = lexical_params([("budget", 200), ("samovar", 3), ("tbilisi", 7)], 1000, "ns")
+    assert mixed["tsquery"] == "'samovar' | 'tbilisi'"
+    assert mixed["scoped_tsquery"] == "'ns:samovar' | 'ns:tbilisi'"
+    assert mixed["lexemes"] == ["budget", "samovar", "tbilisi"]  # all count in BM25
+
+
+def test_only_common_words_select_the_rows_with_the_two_rarest_together() -> None:
+    common = lexical_params([("meeting", 300), ("budget", 200), ("risk", 150)], 1000, "ns")
+    assert common["tsquery"] == "'budget' & 'risk'"
+    assert common["scoped_tsquery"] == "'ns:budget' & 'ns:risk'"
+    assert len(common["idfs"]) == 3
+
+
+def test_a_lone_common_word_selects_rows_only_while_under_the_count_cap() -> None:
+    # 10,000 memories: over 500 is common.
+    assert lexical_params([("risk", DF_CAP - 1)], 10_000, "ns")["tsquery"] == "'risk'"
+    capped = lexical_params([("risk", DF_CAP)], 10_000, "ns")
+    assert capped["tsquery"] is None and capped["scoped_tsquery"] is None
+    assert capped["lexemes"] == ["risk"]  # it still counts in the BM25 of what is found
+    assert lexical_params([("zebra", 0)], 100, "ns")["tsquery"] is None  # not in memory
