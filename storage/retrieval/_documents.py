@@ -91,13 +91,13 @@ CANDIDATES = text(
            c.created_at AS occurred_at, c.created_at, NULL::text AS session_id,
            ARRAY[]::text[] AS message_ids, 'document' AS tier, NULL::bigint[] AS sources,
            1 - (c.embedding <=> CAST(:qvec AS vector)) AS cosine,
-           coalesce((
+           CASE WHEN c.tsv @@ CAST(:any_lexeme AS tsquery) THEN (
                SELECT sum(t.idf * (cardinality(u.positions) * (:k1 + 1))
                           / (cardinality(u.positions)
                              + :k1 * (1 - :b + :b * c.lex_len / greatest(:avg_len, 1))))
                FROM unnest(c.tsv) u
                JOIN unnest(CAST(:lexemes AS text[]), CAST(:idfs AS float8[])) AS t(lexeme, idf)
-                 ON t.lexeme = u.lexeme), 0) AS bm25,
+                 ON t.lexeme = u.lexeme) ELSE 0 END AS bm25,
            d.id AS document_id, d.uri, d.title, d.tag, c.heading, c.char_start, c.char_end
     FROM candidates k JOIN document_chunks c ON c.id = k.id
     JOIN documents d ON d.id = c.document_id

@@ -91,6 +91,8 @@ def lexical_params(terms: Sequence[tuple[str, int]], n_docs: int, namespace: str
     return {
         "lexemes": list(idf),
         "idfs": list(idf.values()),
+        # Whether a row has any of them: BM25 is 0 without unnesting the others' lexemes.
+        "any_lexeme": " | ".join(tsquery_term(t) for t in idf) or None,
         "tsquery": join.join(tsquery_term(t) for t in chosen) or None,
         "scoped_tsquery": join.join(q for q in scoped if q is not None) or None,
     }

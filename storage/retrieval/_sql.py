@@ -81,9 +81,11 @@ TERM_STATS = text(
 # The scopes repeat the same filters so that each keeps its own index.
 # Candidates (dense top-n: the HNSW neighbours passed in, and the other rows exactly; lexical
 # over the query of the lexemes that narrow the search (lexical_params), found through
-# scoped_tsv as in TERM_STATS and ordered by ts_rank over tsv), then every factor's raw input for each of them.
+# scoped_tsv as in TERM_STATS and ordered by ts_rank over tsv), then every factor's raw
+# input for each of them.
 # BM25 is computed over PostgreSQL's own lexemes: tf from the positions in the memory's
-# tsvector, idf passed in (TERM_STATS), length from lex_len.
+# tsvector, idf passed in (TERM_STATS), length from lex_len; a candidate without any of
+# the query's lexemes (:any_lexeme, a match test) scores 0 without unnesting its own.
 CANDIDATES = text(
     """
     WITH dense_ann AS (
@@ -119,13 +121,13 @@ CANDIDATES = text(
            CASE WHEN m.kind = 'long_term' THEN (
                SELECT l.memory_ids FROM long_term_entries l WHERE l.memory_id = m.id LIMIT 1
            ) END AS sources,
-           coalesce((
+           CASE WHEN m.tsv @@ CAST(:any_lexeme AS tsquery) THEN (
                SELECT sum(t.idf * (cardinality(u.positions) * (:k1 + 1))
                           / (cardinality(u.positions)
                              + :k1 * (1 - :b + :b * m.lex_len / greatest(:avg_len, 1))))
                FROM unnest(m.tsv) u
                JOIN unnest(CAST(:lexemes AS text[]), CAST(:idfs AS float8[])) AS t(lexeme, idf)
-                 ON t.lexeme = u.lexeme), 0) AS bm25
+                 ON t.lexeme = u.lexeme) ELSE 0 END AS bm25
     FROM candidates c JOIN memories m ON m.id = c.id
     LEFT JOIN memory_access_pending p ON p.memory_id = m.id AND p.namespace = m.namespace
     """
