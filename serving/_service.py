@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -31,6 +32,14 @@ from storage.retrieval import Citation, Retriever, TimeRange, cite
 from storage.scoped import scope
 
 MAX_EPISODES = 50
+
+
+@dataclass(frozen=True)
+class KeyFor:
+    """A key presented for a namespace, not checked yet (the API's search checks it)."""
+
+    key: str
+    namespace: str
 
 
 class MemoryService:
@@ -80,7 +89,7 @@ class MemoryService:
 
     def search(
         self,
-        grant: Grant,
+        grant: Grant | KeyFor,
         query: str,
         *,
         limit: int = 10,
@@ -88,36 +97,15 @@ class MemoryService:
         kinds: Sequence[str] | None = None,
         include_archived: bool = False,
     ) -> list[Citation]:
-        """The best memories for ``query``, labelled ``[Memory 1]`` on, with their provenance."""
-        with self._database():
+        """The best memories for ``query``, labelled ``[Memory 1]`` on, with their provenance.
+
+        A ``KeyFor`` is checked (401, 403) in the search's own transaction: the API's most
+        frequent request takes one connection, not two."""
+        with self._database(), self.engine.begin() as conn:
+            if isinstance(grant, KeyFor):
+                grant = self._checked(conn, grant)
             hits = self.retriever.search(
                 grant.namespace,
-                query,
-                limit=limit,
-                time_range=time_range,
-                kinds=kinds,
-                include_archived=include_archived,
-            )
-        return cite(hits)
-
-    def search_by_key(
-        self,
-        key: str | None,
-        namespace: str,
-        query: str,
-        *,
-        limit: int = 10,
-        time_range: TimeRange | None = None,
-        kinds: Sequence[str] | None = None,
-        include_archived: bool = False,
-    ) -> list[Citation]:
-        """``search`` for whoever presents ``key``, checked (401, 403) in the search's own
-        transaction: the API's most frequent request takes one connection, not two."""
-        with self._database(), self.engine.begin() as conn:
-            grant = _resolved(conn, key)
-            self.authorize(grant, namespace)
-            hits = self.retriever.search(
-                namespace,
                 query,
                 limit=limit,
                 time_range=time_range,
@@ -222,6 +210,11 @@ class MemoryService:
         return {"memory_id": memory_id, "deleted": True}
 
     # -- plumbing --------------------------------------------------------------------------
+
+    def _checked(self, conn: Connection, presented: KeyFor) -> Grant:
+        grant = _resolved(conn, presented.key)
+        self.authorize(grant, presented.namespace)
+        return grant
 
     @contextmanager
     def _session(self, grant: Grant) -> Iterator[Session]:

@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException
 from serving._api_models import PrimeRequest, RememberRequest, SearchRequest
 from serving._body_limit import BodyLimit
 from serving._errors import ServiceError
-from serving._service import MAX_EPISODES, MemoryService
+from serving._service import MAX_EPISODES, KeyFor, MemoryService
 from serving._views import search_view
 from storage.config import Settings
 from storage.errors import InputError, RetrievalError
@@ -73,9 +73,8 @@ def create_app(service: MemoryService) -> FastAPI:
     def search(namespace: Namespace, body: SearchRequest, key: Key) -> dict[str, Any]:
         """The best memories for a query, each labelled ``[Memory n]`` with its provenance, and
         the ``Sources:`` line to close an answer with."""
-        cited = service.search_by_key(
-            key,
-            namespace,
+        cited = service.search(
+            KeyFor(key, namespace),
             body.query,
             limit=body.limit,
             time_range=body.resolved_time_range(),
