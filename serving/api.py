@@ -55,7 +55,7 @@ def create_app(service: MemoryService) -> FastAPI:
     )
     app.state.service = service
     app.add_middleware(BodyLimit, max_bytes=service.settings.serving.max_body_bytes)
-    _errors(app)
+    _errors(app, service)
 
     @app.get("/v1/health", tags=["service"])
     def health() -> dict[str, Any]:
@@ -138,7 +138,7 @@ def create_app(service: MemoryService) -> FastAPI:
     return app
 
 
-def _errors(app: FastAPI) -> None:
+def _errors(app: FastAPI, service: MemoryService) -> None:
     """Every error as ``{"error": message}`` with its status."""
 
     def reply(status: int, message: str) -> JSONResponse:
@@ -155,7 +155,15 @@ def _errors(app: FastAPI) -> None:
         return reply(422, str(exc))
 
     @app.exception_handler(RequestValidationError)
-    def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+    def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI judges the body before the endpoint checks the key: a key that is not
+        # valid still answers 401 first (this handler runs in a worker thread).
+        scheme, _, key = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and key.strip():
+            try:
+                service.authenticate(key.strip())
+            except ServiceError as refused:
+                return reply(refused.status, str(refused))
         return reply(422, "; ".join(_problem(e) for e in exc.errors()))
 
     @app.exception_handler(HTTPException)

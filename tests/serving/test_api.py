@@ -106,6 +106,22 @@ def test_no_key_a_wrong_key_and_a_revoked_key_get_401(served: Served) -> None:
     assert revoked.json() == {"error": "unknown or revoked key"}
 
 
+def test_a_key_is_judged_before_the_body(served: Served) -> None:
+    key = served.key("judged")
+    wrong = key[:-1] + ("A" if key[-1] != "A" else "B")
+    bad = {"query": "x", "limit": "many"}
+    with served.client(wrong) as client:
+        unknown = client.post("/v1/namespaces/judged/search", json=bad)
+        memo = client.post("/v1/namespaces/judged/memories", json={"kind": "note"})
+        unknown_path = client.post("/v1/namespaces/bad name!/search", json=bad)
+    with served.client(key) as client:
+        invalid = client.post("/v1/namespaces/judged/search", json=bad)
+    for reply in (unknown, memo, unknown_path):
+        assert reply.status_code == 401
+        assert reply.json() == {"error": "unknown or revoked key"}
+    assert invalid.status_code == 422 and "limit" in invalid.json()["error"]
+
+
 def test_another_namespace_and_a_read_only_write_get_403_and_are_audited(served: Served) -> None:
     (bobs,) = put(served.store, "bob-403", ["bob's secret"], AT)
     with served.client(served.key("alice-403", read_only=True)) as client:
