@@ -37,7 +37,6 @@ down_revision = "0017"
 branch_labels = None
 depends_on = None
 
-ROLE = "archivist_serving"
 SCOPE = "current_setting('archivist.namespace', true)"
 STORED_CONFIG = text("SELECT value FROM archivist_meta WHERE key = 'text_search_config'")
 # The text each table's lexemes come from (as its ``tsv`` column).
