@@ -75,6 +75,16 @@ class MemoryService:
         with self._database(), self.engine.connect() as conn:
             return _resolved(conn.execution_options(isolation_level="AUTOCOMMIT"), key)
 
+    def check(
+        self, presented: KeyFor, *, write: bool = False, conn: Connection | None = None
+    ) -> Grant:
+        """The grant of a key presented for a namespace: 401 without a valid key, 403 for
+        another namespace or a read-only key's write. ``conn``: resolve the key there (the
+        caller's transaction) rather than on a connection of its own."""
+        grant = self.authenticate(presented.key) if conn is None else _resolved(conn, presented.key)
+        self.authorize(grant, presented.namespace, write=write)
+        return grant
+
     def authorize(self, grant: Grant, namespace: str, *, write: bool = False) -> None:
         """Refuse (403) a namespace other than the grant's, or a write with a read-only key;
         the refusal is audited under the key's own namespace."""
@@ -103,7 +113,7 @@ class MemoryService:
         frequent request takes one connection, not two."""
         with self._database(), self.engine.begin() as conn:
             if isinstance(grant, KeyFor):
-                grant = self._checked(conn, grant)
+                grant = self.check(grant, conn=conn)
             hits = self.retriever.search(
                 grant.namespace,
                 query,
@@ -210,11 +220,6 @@ class MemoryService:
         return {"memory_id": memory_id, "deleted": True}
 
     # -- plumbing --------------------------------------------------------------------------
-
-    def _checked(self, conn: Connection, presented: KeyFor) -> Grant:
-        grant = _resolved(conn, presented.key)
-        self.authorize(grant, presented.namespace)
-        return grant
 
     @contextmanager
     def _session(self, grant: Grant) -> Iterator[Session]:

@@ -63,11 +63,7 @@ def create_app(service: MemoryService) -> FastAPI:
         return service.health()
 
     def granted(key: str, namespace: str, *, write: bool = False) -> Grant:
-        """The key's grant for ``namespace`` (401 without a valid key, 403 for another
-        namespace or a read-only key's write)."""
-        grant = service.authenticate(key)
-        service.authorize(grant, namespace, write=write)
-        return grant
+        return service.check(KeyFor(key, namespace), write=write)
 
     @app.post("/v1/namespaces/{namespace}/search", tags=["read"])
     def search(namespace: Namespace, body: SearchRequest, key: Key) -> dict[str, Any]:
