@@ -392,9 +392,11 @@ def one_run(
             )
             paced = drive(url, keys, work, meter, args, args.rate)
             print(paced.text)
-    kept_up = paced is not None and paced.rps >= 0.97 * args.rate
     met = (
-        saturated.rps >= TARGET_RPS and kept_up and paced is not None and paced.p95 <= TARGET_P95_MS
+        saturated.rps >= TARGET_RPS
+        and paced is not None
+        and paced.rps >= 0.97 * args.rate  # it kept up with the offered rate
+        and paced.p95 <= TARGET_P95_MS
     )
     print(
         f"target >= {TARGET_RPS:g} req/s at saturation, p95 <= {TARGET_P95_MS:g} ms at "
