@@ -107,6 +107,11 @@ class RetrievalSettings(BaseModel):
         description="a query with no word match needs a candidate this close; default: embedder's",
     )
     max_limit: int = Field(100, ge=1, le=1000)
+    prepared_statements: bool = Field(
+        True,
+        description="search's statements planned once per connection (off behind a pooler "
+        "in transaction mode that cannot keep prepared statements)",
+    )
     prime_episodes: int = Field(3, ge=0, le=50)
     prime_min_salience: float = Field(0.3, ge=0, le=1)
     prime_threads: int = Field(5, ge=0, le=50)

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, TextClause
 
 from storage.config import RetrievalSettings
 from storage.retrieval._inputs import DF_CAP, lexical_params, vector_literal
+from storage.retrieval._prepared import plan_cache_mode, rows
 from storage.retrieval._sql import ANN_NEIGHBOURS, PLANNER, QUERY_TERMS, TERM_STATS
 from storage.retrieval._stats import StatsCache, cached_term_stats
 
@@ -43,7 +44,7 @@ def search_params(
     """The candidate statement's parameters, the count of indexed rows and whether the
     namespace has document chunks; None if it has no memory."""
     n_docs, avg_len, n_indexed, has_docs, terms = lexical_stats(
-        conn, stats, cfg, request.namespace, request.query, settings.ef_search
+        conn, stats, cfg, request.namespace, request.query, settings
     )
     if n_docs == 0:
         return None
@@ -77,30 +78,49 @@ def pool_target(limit: int) -> int:
 
 
 def lexical_stats(
-    conn: Connection, stats: StatsCache, cfg: str, namespace: str, query: str, ef_search: int
+    conn: Connection,
+    stats: StatsCache,
+    cfg: str,
+    namespace: str,
+    query: str,
+    settings: RetrievalSettings,
 ) -> tuple[int, float, int, bool, list[tuple[str, int]]]:
     """Size, mean length, has-index and has-chunks flags, and (lexeme, df) pairs; cached
     where harmless.
 
-    Leaves the planner settings of ``plan(exact=True)`` for the rest of the transaction."""
-    asked = {"cfg": cfg, "query": query, "namespace": namespace, "ef_search": str(ef_search)}
-    row = conn.execute(QUERY_TERMS, asked).one()
+    Leaves the search's settings (``SEARCH_SETTINGS``) for the rest of the transaction."""
+    prepare = settings.prepared_statements
+    asked = first_params(cfg, query, namespace, settings)
+    row = rows(conn, QUERY_TERMS, asked, prepare=prepare)[0]
     lexemes = list(dict.fromkeys(row.lexemes))
-    size, known = cached_term_stats(conn, stats, TERM_STATS, namespace, lexemes, DF_CAP)
+    size, known = cached_term_stats(
+        conn, stats, TERM_STATS, namespace, lexemes, DF_CAP, prepare=prepare
+    )
     terms = [(t, known.get(t, 0)) for t in lexemes]
     return size[0], size[1], int(row.has_ann), bool(row.has_docs), terms
 
 
+def first_params(
+    cfg: str, query: str, namespace: str, settings: RetrievalSettings
+) -> dict[str, Any]:
+    """The parameters of a search's first statement, which sets ``SEARCH_SETTINGS``."""
+    return {
+        "cfg": cfg,
+        "query": query,
+        "namespace": namespace,
+        "ef_search": str(settings.ef_search),
+        "plan_cache_mode": plan_cache_mode(settings.prepared_statements),
+    }
+
+
 def plan(conn: Connection, settings: RetrievalSettings, *, force_index: bool, exact: bool) -> None:
     """Planner settings for the next statement: the HNSW walk, or exact scans only."""
-    conn.execute(
-        PLANNER,
-        {
-            "ef_search": str(settings.ef_search),
-            "other": "off" if force_index else "on",
-            "indexscan": "off" if exact else "on",
-        },
-    )
+    params = {
+        "ef_search": str(settings.ef_search),
+        "other": "off" if force_index else "on",
+        "indexscan": "off" if exact else "on",
+    }
+    rows(conn, PLANNER, params, prepare=settings.prepared_statements)
 
 
 def neighbours(
@@ -116,8 +136,9 @@ def neighbours(
     if n_indexed == 0:  # a walk of the index would look for rows it cannot hold
         return {"ann_ids": [], "ann_dists": []}
     plan(conn, settings, force_index=True, exact=False)
-    rows = conn.execute(statement, params).all()
+    found = rows(conn, statement, params, prepare=settings.prepared_statements)
     plan(conn, settings, force_index=False, exact=True)
-    if len(rows) < min(params["n"], n_indexed):
-        rows = conn.execute(statement, params).all()
-    return {"ann_ids": [r.id for r in rows], "ann_dists": [float(r.dist) for r in rows]}
+    if len(found) < min(params["n"], n_indexed):
+        # Planned afresh, under the exact settings: its prepared plan is the walk's.
+        found = rows(conn, statement, params, prepare=False)
+    return {"ann_ids": [r.id for r in found], "ann_dists": [float(r.dist) for r in found]}

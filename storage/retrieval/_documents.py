@@ -18,21 +18,25 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from storage.config import RetrievalSettings
-from storage.retrieval._candidates import Request, neighbours, pool_target
+from storage.retrieval._candidates import Request, first_params, neighbours, pool_target
 from storage.retrieval._inputs import DF_CAP, lexical_params, vector_literal
+from storage.retrieval._prepared import rows
+from storage.retrieval._sql import SEARCH_SETTINGS
 from storage.retrieval._stats import StatsCache, cached_term_stats
 from storage.retrieval._types import DOC_KIND, DocSource
 
 _BM25_K1, _BM25_B = 1.2, 0.75
 
 # The query's lexemes, and whether the namespace has chunks in the HNSW index (never
-# cached: a stale "no" would hide those rows from the dense candidates).
+# cached: a stale "no" would hide those rows from the dense candidates); and the search's
+# settings (a search of chunks alone starts here).
 QUERY_LEXEMES = text(
     """
     SELECT tsvector_to_array(to_tsvector(CAST(:cfg AS regconfig), :query)) AS lexemes,
            EXISTS (SELECT 1 FROM document_chunks WHERE namespace = :namespace AND ann_indexed)
-               AS has_ann
+               AS has_ann,
     """
+    + SEARCH_SETTINGS
 )
 # Dense neighbours among the HNSW-indexed chunks of the namespace.
 ANN_NEIGHBOURS = text(
@@ -119,9 +123,7 @@ def document_rows(
     conn: Connection, request: Request, stats: StatsCache, settings: RetrievalSettings, cfg: str
 ) -> Sequence[Any]:
     """Candidate rows of the namespace's document chunks for this search."""
-    n_docs, avg_len, has_ann, terms = _term_stats(
-        conn, stats, cfg, request.namespace, request.query
-    )
+    n_docs, avg_len, has_ann, terms = _term_stats(conn, stats, cfg, request, settings)
     if n_docs == 0:
         return []
     n = pool_target(request.limit) * settings.overfetch
@@ -138,17 +140,20 @@ def document_rows(
         **lexical_params(terms, n_docs, request.namespace),
     }
     params |= neighbours(conn, settings, params, int(has_ann), ANN_NEIGHBOURS)
-    return conn.execute(CANDIDATES, params).all()
+    return rows(conn, CANDIDATES, params, prepare=settings.prepared_statements)
 
 
 def _term_stats(
-    conn: Connection, stats: StatsCache, cfg: str, namespace: str, query: str
+    conn: Connection, stats: StatsCache, cfg: str, request: Request, settings: RetrievalSettings
 ) -> tuple[int, float, bool, list[tuple[str, int]]]:
     """Chunk count, mean lexical length, has-index flag and (lexeme, df) pairs."""
-    asked = {"cfg": cfg, "query": query, "namespace": namespace}
-    found = conn.execute(QUERY_LEXEMES, asked).one()
+    namespace, prepare = request.namespace, settings.prepared_statements
+    asked = first_params(cfg, request.query, namespace, settings)
+    found = rows(conn, QUERY_LEXEMES, asked, prepare=prepare)[0]
     lexemes = list(dict.fromkeys(found.lexemes))
-    size, known = cached_term_stats(conn, stats, TERM_STATS, namespace, lexemes, DF_CAP)
+    size, known = cached_term_stats(
+        conn, stats, TERM_STATS, namespace, lexemes, DF_CAP, prepare=prepare
+    )
     if size[0] == 0:
         return 0, 0.0, False, []
     return size[0], size[1], bool(found.has_ann), [(t, known.get(t, 0)) for t in lexemes]

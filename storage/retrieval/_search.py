@@ -44,6 +44,7 @@ from storage.retrieval._inputs import (
     custom_weights,
     resolve_time_range,
 )
+from storage.retrieval._prepared import execute, rows
 from storage.retrieval._priming import build_priming
 from storage.retrieval._ranking import distinct_messages, one_per_source, rank, ranked
 from storage.retrieval._sql import (
@@ -218,7 +219,7 @@ class Retriever:
         # the planner otherwise walks a whole large namespace through a btree to test
         # the lexemes row by row (45 ms at 18k rows, against 5 via GIN).
         params |= neighbours(conn, self.settings, params, n_indexed)
-        return conn.execute(CANDIDATES, params).all()
+        return rows(conn, CANDIDATES, params, prepare=self.settings.prepared_statements)
 
     def _with_archived(
         self,
@@ -277,4 +278,5 @@ class Retriever:
     def _record(self, conn: Connection, hits: Sequence[Hit], query: str, at: datetime) -> None:
         ids = [h.memory_id for h in hits if h.kind != DOC_KIND]  # chunks are not memories
         if ids:
-            conn.execute(RECORD_ACCESS, {"ids": ids, "context": f"search: {query[:500]}", "at": at})
+            params = {"ids": ids, "context": f"search: {query[:500]}", "at": at}
+            execute(conn, RECORD_ACCESS, params, prepare=self.settings.prepared_statements)

@@ -31,24 +31,32 @@ ANN_NEIGHBOURS = text(
     """
 )
 
+# Select-list items of a search's first statement, for the statements after it: PLANNER's
+# exact settings, which the candidates statement needs (a search of a namespace without
+# HNSW rows saves a round trip), and the plan cache mode of its prepared statements
+# (``_prepared``; NULL: the server's).
+SEARCH_SETTINGS = """
+           set_config('hnsw.iterative_scan', 'relaxed_order', true),
+           set_config('hnsw.ef_search', :ef_search, true),
+           set_config('enable_seqscan', 'on', true),
+           set_config('enable_bitmapscan', 'on', true),
+           set_config('enable_sort', 'on', true),
+           set_config('enable_indexscan', 'off', true),
+           set_config('plan_cache_mode', coalesce(CAST(:plan_cache_mode AS text),
+                                                  current_setting('plan_cache_mode')), true)
+"""
+
 # The query's lexemes, whether the namespace has rows in the HNSW index, and whether it
-# has document chunks (never cached: a stale "no" would hide those rows from search). It
-# also sets PLANNER's exact settings (the statements after it are planned with them),
-# which the candidates statement needs: a search of a namespace without HNSW rows saves a
-# round trip.
+# has document chunks (never cached: a stale "no" would hide those rows from search); and
+# the search's settings.
 QUERY_TERMS = text(
     """
     SELECT tsvector_to_array(to_tsvector(CAST(:cfg AS regconfig), :query)) AS lexemes,
            EXISTS (SELECT 1 FROM memories WHERE namespace = :namespace AND ann_indexed)
                AS has_ann,
            EXISTS (SELECT 1 FROM document_chunks WHERE namespace = :namespace) AS has_docs,
-           set_config('hnsw.iterative_scan', 'relaxed_order', true),
-           set_config('hnsw.ef_search', :ef_search, true),
-           set_config('enable_seqscan', 'on', true),
-           set_config('enable_bitmapscan', 'on', true),
-           set_config('enable_sort', 'on', true),
-           set_config('enable_indexscan', 'off', true)
     """
+    + SEARCH_SETTINGS
 )
 
 # BM25 statistics of a namespace: its size and mean lexical length (when asked), and the

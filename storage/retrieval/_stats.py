@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from sqlalchemy import Connection, TextClause
 
 from storage.retrieval._inputs import scoped_term
+from storage.retrieval._prepared import rows
 
 
 class StatsCache:
@@ -72,10 +73,13 @@ def cached_term_stats(
     namespace: str,
     lexemes: list[str],
     df_cap: int,
+    *,
+    prepare: bool,
 ) -> tuple[tuple[int, float], dict[str, int]]:
     """(rows, mean lexical length) of the namespace and each lexeme's document count: from
     the cache, and what it lacks from ``term_stats`` (memories' or chunks') in one query,
-    which looks each lexeme up as its ``scoped_tsv`` term (``terms``)."""
+    which looks each lexeme up as its ``scoped_tsv`` term (``terms``); ``prepare``: as a
+    prepared statement (``_prepared``)."""
     size = stats.size(namespace)
     known = stats.df(namespace, lexemes)
     missing = [lexeme for lexeme in lexemes if lexeme not in known]
@@ -87,11 +91,11 @@ def cached_term_stats(
             "terms": [scoped_term(namespace, lexeme) for lexeme in missing],
             "df_cap": df_cap,
         }
-        rows = conn.execute(term_stats, params).all()
+        found = rows(conn, term_stats, params, prepare=prepare)
         if size is None:
-            size = (int(rows[0].n_docs), float(rows[0].avg_len))
+            size = (int(found[0].n_docs), float(found[0].avg_len))
             stats.put_size(namespace, *size)
-        fetched = {r.lexeme: int(r.df) for r in rows if r.lexeme is not None}
+        fetched = {r.lexeme: int(r.df) for r in found if r.lexeme is not None}
         stats.put_df(namespace, fetched)
         known |= fetched
     return size, known
