@@ -31,6 +31,7 @@ from sqlalchemy.exc import OperationalError
 from storage.config import Settings
 from storage.errors import ConfigurationError, StorageError
 from storage.keeper import ensure_keeper
+from storage.pool_ping import ping_when_idle
 from storage.processes import pid_running
 
 # The embedded server's settings where PostgreSQL's defaults (sized for a 1 GB machine) cost
@@ -186,15 +187,16 @@ def get_engine(url: str, pool_size: int = 5) -> Engine:
     with _lock:
         engine = _engines.get(f"{pool_size}:{url}")
         if engine is None:
-            # No server-side prepared statements: a cached generic plan would ignore the
-            # per-query planner settings and the namespace size that pick the search plan.
+            # No server-side prepared statements but a search's own, which it prepares
+            # itself (storage.retrieval._prepared): a cached plan keeps the planner
+            # settings it was made under, whatever a later statement sets.
             engine = create_engine(
                 url,
-                pool_pre_ping=True,
                 pool_size=pool_size,
                 max_overflow=5,
                 connect_args={"prepare_threshold": None},
             )
+            ping_when_idle(engine)
             _engines[f"{pool_size}:{url}"] = engine
         return engine
 
