@@ -4,12 +4,27 @@ indexes cover, and the common words' counts that BM25 needs.
 Inserting into HNSW costs about 2 ms a row here, too much for the sync's write path. Rows
 are written unflagged and found by an exact scan; this step flags the rows of namespaces
 large enough that an exact scan gets slow, moving index upkeep off the write path.
+
+Each large namespace's memories have an HNSW index of their own, partial on the namespace
+(migration 0019): a walk of one shared index, filtered to a namespace, visited the other
+namespaces' rows too (5 to 11 ms for 100 neighbours among 43,000 indexed memories, against
+1.8 ms in the namespace's own index). The index is made before any row of the namespace is
+flagged, so a flagged row is always in it. Document chunks share one partial index.
 """
 
 from __future__ import annotations
 
+import hashlib
+
 from sqlalchemy import text
 from sqlalchemy.orm import Session
+
+INDEX_PREFIX = "ix_memories_hnsw_"
+INDEXED_NAMESPACES = text("SELECT DISTINCT namespace FROM memories WHERE ann_indexed ORDER BY 1")
+NAMESPACE_INDEXES = text(
+    "SELECT indexname FROM pg_indexes WHERE tablename = 'memories' "
+    "AND starts_with(indexname, :prefix) ORDER BY 1"
+)
 
 # The tables whose rows the partial HNSW indexes cover: memories and document chunks.
 TABLES = ("memories", "document_chunks")
@@ -69,3 +84,35 @@ def flag_batch(session: Session, namespace: str, batch: int, table: str = "memor
     """Put up to ``batch`` more rows of the namespace into the HNSW index; returns how many."""
     result = session.execute(FLAG_BATCH[table], {"namespace": namespace, "batch": batch})
     return int(getattr(result, "rowcount", 0))
+
+
+def namespace_index(namespace: str) -> str:
+    """The name of the namespace's HNSW index: a hash (a name has at most 63 bytes)."""
+    return INDEX_PREFIX + hashlib.md5(namespace.encode(), usedforsecurity=False).hexdigest()[:16]
+
+
+def create_namespace_index(session: Session, namespace: str) -> None:
+    """The namespace's HNSW index over its flagged memories, unless it exists."""
+    literal = "'" + namespace.replace("'", "''") + "'"
+    session.execute(
+        text(
+            f"CREATE INDEX IF NOT EXISTS {namespace_index(namespace)} ON memories "
+            "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
+            f"WHERE ann_indexed AND namespace = {literal}"
+        )
+    )
+
+
+def drop_namespace_index(session: Session, namespace: str) -> None:
+    session.execute(text(f"DROP INDEX IF EXISTS {namespace_index(namespace)}"))
+
+
+def rebuild_namespace_indexes(session: Session) -> list[str]:
+    """Drop every namespace's HNSW index and make one for each namespace with flagged
+    memories (after their vectors changed); those namespaces."""
+    for name in session.execute(NAMESPACE_INDEXES, {"prefix": INDEX_PREFIX}).scalars():
+        session.execute(text(f"DROP INDEX {name}"))
+    namespaces = list(session.execute(INDEXED_NAMESPACES).scalars())
+    for namespace in namespaces:
+        create_namespace_index(session, namespace)
+    return namespaces

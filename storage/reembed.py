@@ -16,6 +16,7 @@ import pyarrow as pa
 from sqlalchemy import bindparam, text
 from sqlalchemy.orm import Session
 
+from storage.ann import rebuild_namespace_indexes
 from storage.embedding import Embedder
 from storage.meta import (
     EMBEDDING_DIM,
@@ -64,10 +65,6 @@ _CHUNKS_HNSW = (
     "CREATE INDEX ix_document_chunks_hnsw ON document_chunks "
     "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
     "WHERE ann_indexed"
-)
-_HNSW = (
-    "CREATE INDEX ix_memories_hnsw ON memories USING hnsw (embedding vector_cosine_ops) "
-    "WITH (m = 16, ef_construction = 64) WHERE ann_indexed"
 )
 
 
@@ -121,7 +118,6 @@ def swap(session: Session, model: str, dim: int) -> bool:
     session.execute(text("LOCK TABLE memories, document_chunks IN ACCESS EXCLUSIVE MODE"))
     if pending(session):
         return False
-    session.execute(text("DROP INDEX IF EXISTS ix_memories_hnsw"))
     session.execute(text("DROP INDEX IF EXISTS ix_document_chunks_hnsw"))
     for table in TABLES:
         for statement in (
@@ -131,7 +127,7 @@ def swap(session: Session, model: str, dim: int) -> bool:
         ):
             session.execute(text(statement))
         session.execute(text(f"UPDATE {table} SET embedding_model = :model"), {"model": model})
-    session.execute(text(_HNSW))
+    rebuild_namespace_indexes(session)  # dropped with the old column
     session.execute(text(_CHUNKS_HNSW))
     set_fact(session, EMBEDDING_MODEL, model)
     set_fact(session, EMBEDDING_DIM, str(dim))

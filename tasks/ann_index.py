@@ -8,7 +8,13 @@ from collections.abc import Callable
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from storage.ann import TABLES, flag_batch, large_namespaces, refresh_terms
+from storage.ann import (
+    TABLES,
+    create_namespace_index,
+    flag_batch,
+    large_namespaces,
+    refresh_terms,
+)
 
 # Words in fewer memories than this are counted live by search (cheaply: few matches).
 TERM_MIN_DF = 20
@@ -50,6 +56,9 @@ def _flag_table(
         targets = large_namespaces(session, min_rows, table)
     flagged: dict[str, int] = {}
     for namespace, pending in targets.items():
+        if table == "memories":  # its index first: a flagged row is always in it
+            with Session(engine) as session, session.begin():
+                create_namespace_index(session, namespace)
         done = 0
         while True:
             with Session(engine) as session, session.begin():

@@ -14,7 +14,9 @@ or bitmap scans), and the namespace tests, which could pick a plan by the namesp
 are filters rather than index conditions (migration 0018). ``bench/api.py`` and
 ``bench/eval.py`` measure it; the hits and scores are the same either way (tested).
 
-A prepared statement keeps the plan of the settings it was first planned under, so a
+The HNSW walk is the exception: it is planned for its namespace each time (``plan`` sets
+``force_custom_plan`` for it), which is how PostgreSQL picks the namespace's own index. A
+prepared statement keeps the plan of the settings it was first planned under, so a
 statement that must be planned under other settings (the exact re-run of an HNSW walk)
 runs with ``prepare=False``: planned afresh. ``ARCHIVIST_RETRIEVAL__PREPARED_STATEMENTS=
 false`` turns it all off, for a pooler that cannot keep prepared statements across

@@ -5,9 +5,11 @@ from __future__ import annotations
 from sqlalchemy import text
 
 # Planner settings for the rest of the transaction. The HNSW neighbours are fetched with
-# sequential scans, bitmap scans and sorts off, so the index is the only way to answer;
-# the exact re-run (when filters starved the index) and the candidates statement turn
-# plain index scans off instead, which leaves bitmap scans (GIN, in heap order).
+# sequential scans, bitmap scans and sorts off, so the index is the only way to answer,
+# and planned for their namespace (a custom plan: how PostgreSQL picks the namespace's own
+# index, storage.ann); the exact re-run (when filters starved the index) and the
+# candidates statement turn plain index scans off instead, which leaves bitmap scans (GIN,
+# in heap order), and take the search's plan cache mode again (NULL: leave it).
 # Iterative scans keep a filtered top-k complete in the common case.
 PLANNER = text(
     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
@@ -15,7 +17,9 @@ PLANNER = text(
     "set_config('enable_seqscan', :other, true), "
     "set_config('enable_bitmapscan', :other, true), "
     "set_config('enable_sort', :other, true), "
-    "set_config('enable_indexscan', :indexscan, true)"
+    "set_config('enable_indexscan', :indexscan, true), "
+    "set_config('plan_cache_mode', coalesce(CAST(:plan_cache_mode AS text), "
+    "current_setting('plan_cache_mode')), true)"
 )
 
 # Dense neighbours among the HNSW-indexed rows of the namespace.

@@ -19,6 +19,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from storage import archive, audit, blocks, privacy
+from storage.ann import drop_namespace_index
 from storage.archive import insert_rows
 from storage.embedding import Embedder
 from storage.errors import InputError, StorageError
@@ -81,6 +82,8 @@ def forget(
         details = {**out.rows, "cold_files": out.cold_files, "memory_files": out.memory_files}
         details["exported"] = export_to is not None
         audit.record(session, "forget", actor=actor, namespace=namespace, details=details)
+    with Session(engine) as session, session.begin():  # a short lock, once the rows are gone
+        drop_namespace_index(session, namespace)
     out.vacuumed = vacuum_touched(engine, out.rows, full=full_vacuum)
     return out
 

@@ -139,7 +139,6 @@ def test_corruption_behind_dropped_constraints_is_caught(store: Store) -> None:
     first, second = one_id(store), one_id(store, "session_id = 'plan'")
     execute(
         store,
-        "DROP INDEX ix_memories_hnsw",  # an HNSW index needs a dimension-typed column
         "ALTER TABLE memories DROP CONSTRAINT memories_importance_check,"
         " DROP CONSTRAINT memories_salience_check, DROP CONSTRAINT memories_tier_check,"
         " DROP CONSTRAINT uq_memories_session_id_kind_content_key,"
