@@ -115,12 +115,13 @@ def first_params(
 
 def plan(conn: Connection, settings: RetrievalSettings, *, force_index: bool, exact: bool) -> None:
     """Planner settings for the next statement: the HNSW walk, or exact scans only."""
-    walk = "force_custom_plan" if force_index else plan_cache_mode(settings.prepared_statements)
+    # The walk is planned for its namespace (its own HNSW index); the rest as the search.
+    mode = "force_custom_plan" if force_index else plan_cache_mode(settings.prepared_statements)
     params = {
         "ef_search": str(settings.ef_search),
         "other": "off" if force_index else "on",
         "indexscan": "off" if exact else "on",
-        "plan_cache_mode": walk,
+        "plan_cache_mode": mode,
     }
     rows(conn, PLANNER, params, prepare=settings.prepared_statements)
 
