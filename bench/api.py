@@ -9,7 +9,8 @@ Zipf-sized namespaces, the large ones in the HNSW index) in a temp dir deleted a
 or in ``--reuse DIR``: kept, and reused as it is once it holds a finished build of the same
 size and embedder (embedding 100,000 texts with the local model takes 5 to 15 minutes
 here). One key per namespace the queries touch. Then, once per row-level security setting,
-``archivist api`` runs as a subprocess on a free loopback port (``ARCHIVIST_*`` variables
+``archivist api --workers N`` (default: the machine's cores, at most 4; the processes
+share the API's pool) runs as a subprocess on a free loopback port (``ARCHIVIST_*`` variables
 of this environment pass through to it), and ``--clients`` threads, each with its own
 kept-alive ``http.client`` connection, search one request at a time over the queries of
 ``bench.retrieval.workload`` (each thread from its own offset), in two phases:
@@ -413,7 +414,12 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=5.0, help="after the first answers")
     parser.add_argument("--queries", type=int, default=2000, help="distinct (ns, query) pairs")
     parser.add_argument("--embedder", choices=["local", "hashing"], default="local")
-    parser.add_argument("--workers", type=int, default=1, help="archivist api --workers")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=min(4, os.cpu_count() or 1),
+        help="archivist api --workers [default: the machine's cores, at most 4]",
+    )
     parser.add_argument("--rls", choices=["on,off", "off,on", "on", "off"], default="on,off")
     parser.add_argument("--reuse", type=Path, help="build in DIR and keep it; reuse if built")
     parser.add_argument(

@@ -10,6 +10,7 @@ pool; ``--workers`` starts more processes.
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -190,8 +191,16 @@ def app_from_environment() -> FastAPI:
     return create_app(MemoryService.open(Settings()))
 
 
+def worker_pool_size(pool_size: int, workers: int) -> int:
+    """Each worker process's share of the API's ``pool_size`` connections (rounded up)."""
+    return -(-pool_size // workers)
+
+
 def run(settings: Settings, *, host: str, port: int, workers: int = 1) -> None:
-    """Serve until interrupted; ``workers`` > 1 starts that many processes."""
+    """Serve until interrupted; ``workers`` > 1 starts that many processes, which share
+    ``ARCHIVIST_SERVING__POOL_SIZE`` connections: more backends than concurrent searches
+    only compete for the same cores (16 clients over 2 workers: p95 43 ms at 200
+    searches/s with 8 connections each, 58 ms with 16 each)."""
     import uvicorn
 
     log: Literal["info"] = "info"
@@ -199,6 +208,9 @@ def run(settings: Settings, *, host: str, port: int, workers: int = 1) -> None:
         app = create_app(MemoryService.open(settings))
         uvicorn.run(app, host=host, port=port, log_level=log, access_log=False)
     else:
+        # The workers build their settings from the environment (app_from_environment).
+        share = worker_pool_size(settings.serving.pool_size, workers)
+        os.environ["ARCHIVIST_SERVING__POOL_SIZE"] = str(share)
         uvicorn.run(
             "serving.api:app_from_environment",
             factory=True,

@@ -62,7 +62,11 @@ class ServingSettings(BaseModel):
     api_port: int = Field(8765, ge=0, le=65535)
     mcp_port: int = Field(8766, ge=0, le=65535)
     pool_size: int = Field(
-        16, ge=1, le=200, description="database connections kept open per serving process"
+        16,
+        ge=1,
+        le=200,
+        description="database connections kept open by archivist api (split across its "
+        "--workers processes) or by one MCP server",
     )
     max_body_bytes: int = Field(65_536, ge=1024, le=16_777_216, description="larger: 413")
 

@@ -12,6 +12,7 @@ import httpx
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from serving.api import worker_pool_size
 from storage.access import fold_accesses
 from storage.keys import key_hash
 from tests.serving.conftest import ARCHIVIST, Served
@@ -352,3 +353,8 @@ def test_search_mixes_document_chunks_in_with_their_provenance(served: Served, t
             text("SELECT namespace FROM documents WHERE id = :id"), {"id": first["document_id"]}
         ).scalar_one()
     assert owner == "docs"  # never the look-alike's copy of the same files
+
+
+def test_workers_share_the_apis_pool() -> None:
+    assert [worker_pool_size(16, n) for n in (1, 2, 3, 4)] == [16, 8, 6, 4]
+    assert worker_pool_size(1, 4) == 1  # never a process without a connection
