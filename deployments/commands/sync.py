@@ -32,12 +32,14 @@ def upgrade_schema(settings: Settings) -> str:
 
 def stop_embedded(settings: Settings) -> str:
     """Let the embedded server's keeper go; say whether the server stopped."""
-    from storage.keeper import server_running, stop_keeper, wait_stopped
+    from storage.keeper import server_running, stop_keeper, stop_unheld, wait_stopped
 
     if settings.database_url is not None:
         return "nothing to stop: ARCHIVIST_DATABASE_URL names the database server"
     pgdata = settings.pgdata_dir
     pid = stop_keeper(pgdata)
+    if pid is None:
+        stop_unheld(pgdata)  # no keeper to leave, and a server nobody holds stays up
     holders = wait_stopped(pgdata, timeout=30, leaving=pid)
     said = f"the embedded PostgreSQL in {pgdata}"
     if pid is not None:

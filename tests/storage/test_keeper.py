@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -128,3 +129,23 @@ def test_a_keeper_whose_data_directory_was_deleted_leaves_and_takes_the_server(
         time.sleep(0.2)
     assert not pid_running(keeper), "the keeper outlived its data directory"
     assert not pid_running(postmaster), "the server outlived its deleted data directory"
+
+
+def test_db_stop_stops_a_server_that_no_live_process_holds(tmp_path: Path) -> None:
+    pgdata = tmp_path / "pgdata"
+    try:
+        archivist(tmp_path, "300", "db", "upgrade")
+        keeper = keeper_pid(pgdata)
+        assert keeper is not None
+        os.kill(keeper, signal.SIGKILL)  # its holder entry stays, and nothing stops the server
+        deadline = time.monotonic() + 30
+        while pid_running(keeper) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert keeper_pid(pgdata) is None and server_running(pgdata)
+
+        out = archivist(tmp_path, "300", "db", "stop")
+
+        assert out.strip() == f"the embedded PostgreSQL in {pgdata} is not running"
+        assert not server_running(pgdata)
+    finally:
+        stop_if_running(pgdata)
