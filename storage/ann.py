@@ -21,10 +21,6 @@ from sqlalchemy.orm import Session
 
 INDEX_PREFIX = "ix_memories_hnsw_"
 INDEXED_NAMESPACES = text("SELECT DISTINCT namespace FROM memories WHERE ann_indexed ORDER BY 1")
-NAMESPACE_INDEXES = text(
-    "SELECT indexname FROM pg_indexes WHERE tablename = 'memories' "
-    "AND starts_with(indexname, :prefix) ORDER BY 1"
-)
 
 # The tables whose rows the partial HNSW indexes cover: memories and document chunks.
 TABLES = ("memories", "document_chunks")
@@ -107,12 +103,7 @@ def drop_namespace_index(session: Session, namespace: str) -> None:
     session.execute(text(f"DROP INDEX IF EXISTS {namespace_index(namespace)}"))
 
 
-def rebuild_namespace_indexes(session: Session) -> list[str]:
-    """Drop every namespace's HNSW index and make one for each namespace with flagged
-    memories (after their vectors changed); those namespaces."""
-    for name in session.execute(NAMESPACE_INDEXES, {"prefix": INDEX_PREFIX}).scalars():
-        session.execute(text(f"DROP INDEX {name}"))
-    namespaces = list(session.execute(INDEXED_NAMESPACES).scalars())
-    for namespace in namespaces:
+def create_namespace_indexes(session: Session) -> None:
+    """An HNSW index for each namespace with flagged memories (after a new vector column)."""
+    for namespace in session.execute(INDEXED_NAMESPACES).scalars().all():
         create_namespace_index(session, namespace)
-    return namespaces

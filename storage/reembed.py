@@ -16,7 +16,7 @@ import pyarrow as pa
 from sqlalchemy import bindparam, text
 from sqlalchemy.orm import Session
 
-from storage.ann import rebuild_namespace_indexes
+from storage.ann import create_namespace_indexes
 from storage.embedding import Embedder
 from storage.meta import (
     EMBEDDING_DIM,
@@ -127,7 +127,7 @@ def swap(session: Session, model: str, dim: int) -> bool:
         ):
             session.execute(text(statement))
         session.execute(text(f"UPDATE {table} SET embedding_model = :model"), {"model": model})
-    rebuild_namespace_indexes(session)  # dropped with the old column
+    create_namespace_indexes(session)  # the old ones went with the old column
     session.execute(text(_CHUNKS_HNSW))
     set_fact(session, EMBEDDING_MODEL, model)
     set_fact(session, EMBEDDING_DIM, str(dim))

@@ -11,12 +11,14 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from storage.ann import namespace_index
 from storage.embedding import HashingEmbedder
 from storage.engine import Store
 from storage.errors import ConfigurationError
 from storage.meta import check_compatible, read_facts
 from storage.retrieval._search import Retriever
 from tasks.aging._archival import archive_old
+from tasks.ann_index import refresh_ann_index
 from tasks.privacy._erase import restore
 from tasks.reembed import reembed
 from tests.child import PausedChild
@@ -73,6 +75,24 @@ def test_reembed_moves_every_memory_to_the_new_model_and_dimension(store: Store)
     hits = Retriever(store.engine, NEW).search("alice", "garden plan day 4", as_of=AS_OF)
     assert hits and hits[0].content == "garden note 4: the garden plan for day 4"
     assert reembed(store.engine, NEW).already_current
+
+
+def test_a_large_namespace_walks_an_index_of_its_own_vectors_after_the_swap(store: Store) -> None:
+    put(store, "alice", texts(120, "garden"), AS_OF - timedelta(days=3))
+    assert refresh_ann_index(store.engine, min_rows=100) == {"alice": 120}
+
+    assert reembed(store.engine, NEW, batch=50).swapped
+
+    with Session(store.engine) as session:
+        own = session.execute(
+            text("SELECT indexdef FROM pg_indexes WHERE indexname = :name"),
+            {"name": namespace_index("alice")},
+        ).scalar_one()
+    assert "WHERE (ann_indexed AND ((namespace)::text = 'alice'::text))" in own
+    r = Retriever(store.engine, NEW)
+    assert namespace_index("alice") in r.explain_plan("alice", "garden plan day 4")
+    hits = r.search("alice", "garden plan day 4", as_of=AS_OF, record_access=False)
+    assert hits and hits[0].content == "garden note 4: the garden plan for day 4"
 
 
 def test_a_model_of_the_same_size_is_refused_until_reembedded(store: Store) -> None:
