@@ -92,15 +92,18 @@ def stop_keeper(pgdata: Path) -> int | None:
     return pid
 
 
-def stop_unheld(pgdata: Path) -> bool:
-    """Ask a server that no live process holds for a fast shutdown, as ``pg_ctl stop``
-    would: its holders were killed, so none of them will stop it. Whether it was asked."""
+def stop_unheld(pgdata: Path) -> None:
+    """A fast shutdown of a server that no live process holds: its holders were killed,
+    so none of them will stop it."""
     postmaster = postmaster_pid(pgdata)
-    if postmaster is None or not pid_running(postmaster) or _live_holders(pgdata):
-        return False
-    with suppress(ProcessLookupError):  # it stopped meanwhile
+    if postmaster is not None and pid_running(postmaster) and not _live_holders(pgdata):
+        fast_shutdown(postmaster)
+
+
+def fast_shutdown(postmaster: int) -> None:
+    """Ask the server for a fast shutdown, as ``pg_ctl stop`` would (gone already: fine)."""
+    with suppress(ProcessLookupError):
         os.kill(postmaster, signal.SIGINT)
-    return True
 
 
 def postmaster_pid(pgdata: Path) -> int | None:

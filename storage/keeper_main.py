@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import sys
 from pathlib import Path
 
 import psycopg
 
 from storage.engine import embedded_url, install_signal_handlers
-from storage.keeper import OTHER_CLIENTS, keep, postmaster_pid, try_lock
+from storage.keeper import OTHER_CLIENTS, fast_shutdown, keep, postmaster_pid, try_lock
 
 
 class _DataDirGone(Exception):
@@ -44,10 +42,9 @@ def main(argv: list[str]) -> int:
                 pass  # the server went away (stopped by hand): nothing left to keep
             except _DataDirGone:
                 # The wheel's holder list went with the directory, so no holder would stop
-                # the server: a fast shutdown, as `pg_ctl stop` would ask.
+                # the server.
                 if postmaster is not None:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(postmaster, signal.SIGINT)
+                    fast_shutdown(postmaster)
     return 0
 
 
