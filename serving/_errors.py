@@ -6,7 +6,7 @@ own message; these are the rest.
 
 from __future__ import annotations
 
-from storage.errors import ArchivistError
+from storage.errors import ArchivistError, InputError, RetrievalError
 
 
 class ServiceError(ArchivistError):
@@ -31,3 +31,13 @@ class Conflict(ServiceError):
 
 class ServiceUnavailable(ServiceError):
     status = 503
+
+
+def error_reply(exc: BaseException) -> tuple[int, str] | None:
+    """The status and message the API answers an error of the service with (None: not one
+    of its errors, a server error)."""
+    if isinstance(exc, ServiceError):
+        return exc.status, str(exc)
+    if isinstance(exc, InputError | RetrievalError):
+        return 422, str(exc)
+    return None

@@ -5,7 +5,8 @@ no key or a revoked one answers 401, a key of another namespace 403, a read-only
 write 403. Errors are JSON ``{"error": "..."}`` with the message the CLI prints for the
 same mistake. Bodies over ``ARCHIVIST_SERVING__MAX_BODY_BYTES`` answer 413 before they are
 parsed. OpenAPI docs are at ``/docs``. One process holds one service: one Retriever, one
-pool; ``--workers`` starts more processes.
+pool; ``--workers`` starts more processes. A well-formed search is answered in front of
+FastAPI, the same way (``serving._search_route``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from starlette.exceptions import HTTPException
 
 from serving._api_models import PrimeRequest, RememberRequest, SearchRequest
 from serving._body_limit import BodyLimit
-from serving._errors import ServiceError
+from serving._errors import ServiceError, error_reply
+from serving._search_route import SearchRoute
 from serving._service import MAX_EPISODES, KeyFor, MemoryService
 from serving._views import search_view
 from storage.config import Settings
@@ -156,13 +158,11 @@ def _errors(app: FastAPI, service: MemoryService) -> None:
         return JSONResponse({"error": message}, status_code=status, headers=headers)
 
     @app.exception_handler(ServiceError)
-    def service_error(_: Request, exc: ServiceError) -> JSONResponse:
-        return reply(exc.status, str(exc))
-
     @app.exception_handler(InputError)
     @app.exception_handler(RetrievalError)
-    def bad_input(_: Request, exc: Exception) -> JSONResponse:
-        return reply(422, str(exc))
+    def service_error(_: Request, exc: Exception) -> JSONResponse:
+        status, message = error_reply(exc) or (500, str(exc))
+        return reply(status, message)
 
     @app.exception_handler(RequestValidationError)
     def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -186,9 +186,15 @@ def _problem(error: dict[str, Any]) -> str:
     return f"{where or 'body'}: {error.get('msg', 'invalid')}"
 
 
-def app_from_environment() -> FastAPI:
+def serving_app(service: MemoryService) -> SearchRoute:
+    """What ``archivist api`` serves: the API, with well-formed searches answered in plain
+    ASGI (``SearchRoute``)."""
+    return SearchRoute(create_app(service), service)
+
+
+def app_from_environment() -> SearchRoute:
     """The factory ``uvicorn --factory`` calls in each worker process."""
-    return create_app(MemoryService.open(Settings()))
+    return serving_app(MemoryService.open(Settings()))
 
 
 def worker_pool_size(pool_size: int, workers: int) -> int:
@@ -205,7 +211,7 @@ def run(settings: Settings, *, host: str, port: int, workers: int = 1) -> None:
 
     log: Literal["info"] = "info"
     if workers == 1:
-        app = create_app(MemoryService.open(settings))
+        app = serving_app(MemoryService.open(settings))
         uvicorn.run(app, host=host, port=port, log_level=log, access_log=False)
     else:
         # The workers build their settings from the environment (app_from_environment).
