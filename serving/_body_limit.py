@@ -40,17 +40,7 @@ class BodyLimit:
                 return
             if not message.get("more_body", False):
                 break
-        whole: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return whole
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replay(b"".join(chunks), receive), send)
 
     async def _refuse(self, send: Send) -> None:
         limit = f"{self.max_bytes} bytes (ARCHIVIST_SERVING__MAX_BODY_BYTES)"
@@ -58,3 +48,17 @@ class BodyLimit:
         headers = [(b"content-type", b"application/json")]
         await send({"type": "http.response.start", "status": 413, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+def replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` that gives a body already read first, then what the client sends next."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replayed

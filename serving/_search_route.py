@@ -22,15 +22,15 @@ it raises answers with the same status and JSON as the app's handlers (``error_r
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
 import orjson
 from pydantic import ValidationError
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from serving._api_models import SearchRequest
+from serving._body_limit import replay
 from serving._errors import error_reply
 from serving._service import KeyFor, MemoryService
 from serving._views import search_view
@@ -58,7 +58,7 @@ class SearchRoute:
             return  # the client went away
         request = _parsed(body)
         if request is None:
-            await self.app(scope, _replay(body, receive), send)
+            await self.app(scope, replay(body, receive), send)
             return
         status, content = await anyio.to_thread.run_sync(self._search, key, namespace, request)
         headers = [(b"content-type", b"application/json")]
@@ -71,20 +71,13 @@ class SearchRoute:
     def _search(self, key: str, namespace: str, request: SearchRequest) -> tuple[int, bytes]:
         """The endpoint's search (in a worker thread): its status and JSON."""
         try:
-            cited = self.service.search(
-                KeyFor(key, namespace),
-                request.query,
-                limit=request.limit,
-                time_range=request.resolved_time_range(),
-                kinds=request.kinds,
-                include_archived=request.include_archived,
-            )
+            answer = search_answer(self.service, KeyFor(key, namespace), request)
         except Exception as exc:
             reply = error_reply(exc)
             if reply is None:
                 raise
             return reply[0], orjson.dumps({"error": reply[1]})
-        return 200, orjson.dumps(search_view(namespace, cited))
+        return 200, orjson.dumps(answer)
 
     def _sized_json(self, scope: Scope) -> bool:
         declared = _header(scope, b"content-length")
@@ -92,6 +85,19 @@ class SearchRoute:
             return False
         media = (_header(scope, b"content-type") or b"").partition(b";")[0].strip().lower()
         return media == b"application/json"
+
+
+def search_answer(service: MemoryService, key: KeyFor, request: SearchRequest) -> dict[str, Any]:
+    """The search endpoint's answer: labelled hits and the ``Sources:`` line."""
+    cited = service.search(
+        key,
+        request.query,
+        limit=request.limit,
+        time_range=request.resolved_time_range(),
+        kinds=request.kinds,
+        include_archived=request.include_archived,
+    )
+    return search_view(key.namespace, cited)
 
 
 def _search_namespace(scope: Scope) -> str | None:
@@ -131,17 +137,3 @@ def _parsed(body: bytes) -> SearchRequest | None:
         return SearchRequest.model_validate(orjson.loads(body))
     except (orjson.JSONDecodeError, ValidationError):
         return None
-
-
-def _replay(body: bytes, receive: Receive) -> Callable[[], Any]:
-    """``receive`` that gives the read body first, then whatever the client sends next."""
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if sent:
-            return await receive()
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replay

@@ -24,9 +24,8 @@ from starlette.exceptions import HTTPException
 from serving._api_models import PrimeRequest, RememberRequest, SearchRequest
 from serving._body_limit import BodyLimit
 from serving._errors import ServiceError, error_reply
-from serving._search_route import SearchRoute
+from serving._search_route import SearchRoute, search_answer
 from serving._service import MAX_EPISODES, KeyFor, MemoryService
-from serving._views import search_view
 from storage.config import Settings
 from storage.errors import InputError, RetrievalError
 from storage.keys import Grant
@@ -85,15 +84,7 @@ def create_app(service: MemoryService) -> FastAPI:
     def search(namespace: Namespace, body: SearchRequest, key: Key) -> Json:
         """The best memories for a query, each labelled ``[Memory n]`` with its provenance, and
         the ``Sources:`` line to close an answer with."""
-        cited = service.search(
-            KeyFor(key, namespace),
-            body.query,
-            limit=body.limit,
-            time_range=body.resolved_time_range(),
-            kinds=body.kinds,
-            include_archived=body.include_archived,
-        )
-        return Json(search_view(namespace, cited))
+        return Json(search_answer(service, KeyFor(key, namespace), body))
 
     @app.post("/v1/namespaces/{namespace}/prime", tags=["read"])
     def prime(namespace: Namespace, body: PrimeRequest, key: Key) -> dict[str, Any]:

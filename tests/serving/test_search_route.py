@@ -19,7 +19,7 @@ from serving._search_route import SearchRoute
 from serving.api import create_app
 from storage.config import Settings
 from storage.engine import Store
-from storage.keys import create_key
+from storage.keys import create_key, revoke_key
 from tests.storage.memory_factory import put
 
 AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -148,8 +148,12 @@ def test_the_services_refusals_answer_as_the_apps_handlers_do(
     inner = Inner()
     route = SearchRoute(inner, service)
     other = key_for(store, "alice2")
-    cases = {
-        "revoked or unknown": {"key": "ak_" + "0" * 40},
+    with Session(store.engine) as session, session.begin():
+        revoked_id, revoked = create_key(session, "alice")
+        revoke_key(session, revoked_id, AT)
+    cases: dict[str, dict[str, Any]] = {
+        "unknown key": {"key": "ak_" + "0" * 40},
+        "revoked key": {"key": revoked},
         "another namespace": {"key": other},
         "limit over the maximum": {
             "key": key_for(store, "alice"),
