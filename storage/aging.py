@@ -5,10 +5,10 @@ only when its salience moved by more than epsilon (``archivist_salience`` in mig
 0005 is the formula of ``storage.scoring.salience``). Pinned memories hold 1.0.
 
 Compression works on a batch of sessions at once: the transcripts are already in the
-cold tier (written and verified by the caller), so one transaction moves the access log
-of the session's ``turn`` memories onto its episode memory, deletes the turns (adding
-their access counts, pending ones included, to the episode), flags the episode
-``compressed`` and deletes the raw messages the transcript holds.
+cold tier (written and verified by the caller), so one transaction deletes the session's
+``turn`` memories (adding their access counts, pending ones included, to its episode
+memory), flags the episode ``compressed`` and deletes the raw messages the transcript
+holds. The access log keeps the turns' ids: it is a history of what searches returned.
 
 Each selection takes a namespace and a shard (``storage.shards``); None is every one.
 """
@@ -148,16 +148,6 @@ TURN_COUNTS = text(
     """
 )
 
-MOVE_TURN_ACCESS_LOG = text(
-    """
-    UPDATE memory_access_log l SET memory_id = b.episode_memory_id
-    FROM memories m
-    JOIN unnest(CAST(:sessions AS text[]), CAST(:episode_ids AS bigint[]))
-        AS b(session_id, episode_memory_id) ON b.session_id = m.session_id
-    WHERE l.memory_id = m.id AND m.kind = 'turn' AND NOT m.pinned
-    """
-)
-
 FOLD_TURNS = text(
     """
     WITH turns AS (
@@ -245,7 +235,6 @@ def fold_sessions(session: Session, batch: Sequence[CompressCandidate]) -> tuple
         "sessions": [c.session_id for c in batch],
         "episode_ids": [c.episode_memory_id for c in batch],
     }
-    session.execute(MOVE_TURN_ACCESS_LOG, params)
     removed = int(session.execute(FOLD_TURNS, params).one().removed)
     gone = session.execute(
         DELETE_MESSAGES, {"sessions": params["sessions"], "last_at": [c.last_at for c in batch]}

@@ -16,7 +16,7 @@ tables an erasure touched (``FULL`` rewrites them, so their old pages are gone).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -71,10 +71,6 @@ PURGE_SESSION = {
         " SELECT encode(sha256(convert_to(content, 'UTF8')), 'hex')"
         " FROM memories WHERE session_id = :session_id)"
     ),
-    "memory_access_log": text(
-        "DELETE FROM memory_access_log l USING memories m "
-        "WHERE l.memory_id = m.id AND m.session_id = :session_id"
-    ),
     "memories": text("DELETE FROM memories WHERE session_id = :session_id"),
     "episodes": text("DELETE FROM episodes WHERE session_id = :session_id"),
     "processed_sessions": text("DELETE FROM processed_sessions WHERE session_id = :session_id"),
@@ -82,6 +78,12 @@ PURGE_SESSION = {
     "chat_sessions": text("DELETE FROM chat_sessions WHERE id = :session_id"),
 }
 SESSION_MEMORY_IDS = text("SELECT id FROM memories WHERE session_id = :session_id")
+# The searches that returned one of the session's memories, hot or archived (migration
+# 0020: one row per search, its hits' ids).
+PURGE_ACCESS_LOG = text(
+    "DELETE FROM memory_access_log WHERE namespace = :namespace "
+    "AND memory_ids && CAST(:ids AS bigint[])"
+)
 # Long-term entries built (partly) from the session's memories: their text came from it.
 PURGE_LONG_TERM = text("DELETE FROM long_term_entries WHERE memory_ids && CAST(:ids AS bigint[])")
 # The session's blocks, by key prefix: ``daily:<session>@``, ``task:<session>@`` and its
@@ -164,11 +166,17 @@ def session_block_paths(session: Session, session_id: str) -> list[str]:
     return list(session.execute(SESSION_BLOCK_PATHS, _block_prefixes(session_id)).scalars())
 
 
-def purge_session_rows(session: Session, session_id: str) -> tuple[dict[str, int], list[Any]]:
-    """Delete one session and everything derived from it; counts, and the removed blocks."""
+def purge_session_rows(
+    session: Session, session_id: str, namespace: str | None, archived_ids: Sequence[int] = ()
+) -> tuple[dict[str, int], list[Any]]:
+    """Delete one session (of ``namespace``, when known) and everything derived from it;
+    ``archived_ids``: its memories that were archived. Counts, and the removed blocks."""
     params = {"session_id": session_id}
     counts: dict[str, int] = {}
     ids = list(session.execute(SESSION_MEMORY_IDS, params).scalars())
+    logged = {"namespace": namespace, "ids": [*ids, *archived_ids]}
+    gone = session.execute(PURGE_ACCESS_LOG, logged) if namespace and logged["ids"] else None
+    counts["memory_access_log"] = int(getattr(gone, "rowcount", 0))
     if ids and table_exists(session, "long_term_entries"):
         gone = session.execute(PURGE_LONG_TERM, {"ids": ids})
         counts["long_term_entries"] = int(getattr(gone, "rowcount", 0))

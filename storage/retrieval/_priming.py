@@ -62,7 +62,8 @@ def build_priming(
             ids = [h.memory_id for h in facts] + episode_ids
             if ids:
                 context = f"prime: {(message or '')[:500]}"
-                conn.execute(RECORD_ACCESS, {"ids": ids, "context": context, "at": now})
+                params = {"namespace": namespace, "ids": ids, "context": context, "at": now}
+                conn.execute(RECORD_ACCESS, params)
     formatted = format_priming(namespace, episodes, threads, facts, entities)
     timings["total"] = _lap(clock)
     return Priming(namespace, episodes, threads, facts, entities, formatted, timings)

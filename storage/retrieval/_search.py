@@ -140,7 +140,7 @@ class Retriever:
                 scope(tx, namespace, relaxed=True)
                 hits = self._search(tx, request, now, used)
                 if record_access and hits:
-                    self._record(tx, hits, query, now)
+                    self._record(tx, namespace, hits, query, now)
         except DBAPIError as exc:
             raise RetrievalError(f"search in namespace {namespace!r} failed: {exc.orig}") from exc
         return hits
@@ -275,8 +275,11 @@ class Retriever:
     ) -> tuple[dict[str, Any], int, bool] | None:
         return search_params(conn, request, self.settings, self.stats, self.text_search_config)
 
-    def _record(self, conn: Connection, hits: Sequence[Hit], query: str, at: datetime) -> None:
+    def _record(
+        self, conn: Connection, namespace: str, hits: Sequence[Hit], query: str, at: datetime
+    ) -> None:
         ids = [h.memory_id for h in hits if h.kind != DOC_KIND]  # chunks are not memories
         if ids:
-            params = {"ids": ids, "context": f"search: {query[:500]}", "at": at}
+            context = f"search: {query[:500]}"
+            params = {"namespace": namespace, "ids": ids, "context": context, "at": at}
             execute(conn, RECORD_ACCESS, params, prepare=self.settings.prepared_statements)

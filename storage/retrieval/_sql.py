@@ -148,19 +148,19 @@ CANDIDATES = text(
 EXPLAIN_ANN = text("EXPLAIN (COSTS OFF) " + ANN_NEIGHBOURS.text)
 EXPLAIN_CANDIDATES = text("EXPLAIN (COSTS OFF) " + CANDIDATES.text)
 
-# One round trip for all returned hits (those still in the hot table): one access-log row
-# each, and a pending access (``storage.access``) upserted in id order, the order a fold
-# locks them in. The last access is the last one written, as ``as_of`` says.
+# One round trip for all returned hits: the access-log row of the search (its hits' ids in
+# rank order, migration 0020), and a pending access (``storage.access``) for each hit still
+# in the hot table, upserted in id order, the order a fold locks them in. The last access
+# is the last one written, as ``as_of`` says.
 RECORD_ACCESS = text(
     """
-    WITH touched AS (
-        SELECT id, namespace FROM memories WHERE id = ANY(CAST(:ids AS bigint[]))
-    ), logged AS (
-        INSERT INTO memory_access_log (memory_id, namespace, context, accessed_at)
-        SELECT id, namespace, :context, :at FROM touched
+    WITH logged AS (
+        INSERT INTO memory_access_log (namespace, context, accessed_at, memory_ids)
+        VALUES (:namespace, :context, :at, CAST(:ids AS bigint[]))
     )
     INSERT INTO memory_access_pending AS p (memory_id, namespace, hits, last_accessed_at)
-    SELECT id, namespace, 1, :at FROM touched ORDER BY id
+    SELECT id, namespace, 1, :at FROM memories
+    WHERE id = ANY(CAST(:ids AS bigint[])) AND namespace = :namespace ORDER BY id
     ON CONFLICT (memory_id, namespace) DO UPDATE
     SET hits = p.hits + 1, last_accessed_at = excluded.last_accessed_at
     """

@@ -131,7 +131,8 @@ def purge_session(
         files |= {timeline_path(owner)} if owner is not None else set()
         for path in sorted(files):  # no delivery writes them meanwhile; sorted, no deadlock
             blocks.lock_path(session, path)
-        counts, cut = privacy.purge_session_rows(session, session_id)
+        archived_ids = [i for ids in grouped.values() for i in ids]
+        counts, cut = privacy.purge_session_rows(session, session_id, owner, archived_ids)
         archive.delete_manifests(session, [e.id for e in transcripts])
         counts |= {"archived_memories": archived, "transcripts": len(transcripts)}
         logs = [(path, key) for path, key in cut if not path.endswith(f"/{TIMELINE}")]

@@ -33,13 +33,11 @@ FROM memories m JOIN chat_sessions s ON s.id = m.session_id
 WHERE m.namespace <> s.namespace
 """
 # Rows that name a memory which is gone. Deleting a memory clears these references in the
-# same statement (migration 0009's trigger), so any row here is a lost link.
+# same statement (migration 0009's trigger), so any row here is a lost link. The access
+# log is not checked: it is a history, whose ids may name memories since gone (0020).
 DANGLING_MEMORY_REFERENCES = """
 SELECT 'episodes:' || e.id AS id, e.memory_id FROM episodes e
 WHERE e.memory_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = e.memory_id)
-UNION ALL
-SELECT 'memory_access_log:' || l.id, l.memory_id FROM memory_access_log l
-WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = l.memory_id)
 UNION ALL
 SELECT 'long_term_entries:' || t.namespace || '/' || t.entry_key, t.memory_id
 FROM long_term_entries t

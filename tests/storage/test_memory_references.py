@@ -1,7 +1,8 @@
 """When a memory goes, every reference to it goes with it, whichever way it was deleted.
 
-Episodes and long-term entries keep their row with ``memory_id`` cleared; access-log rows
-of the memory are deleted. References to other memories are left alone.
+Episodes and long-term entries keep their row with ``memory_id`` cleared. The access log
+is a history of what searches returned (migration 0020): it keeps the ids. References to
+other memories are left alone.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ def synced(store: Store, *session_ids: str) -> dict[str, int]:
             params = {"id": memory_id, "key": sid, "at": DAY}
             conn.execute(
                 text(
-                    "INSERT INTO memory_access_log (memory_id, namespace, accessed_at) "
-                    "VALUES (:id, 'alice', :at), (:id, 'alice', :at)"
+                    "INSERT INTO memory_access_log (memory_ids, namespace, accessed_at) "
+                    "VALUES (ARRAY[:id], 'alice', :at), (ARRAY[:id], 'alice', :at)"
                 ),
                 params,
             )
@@ -59,7 +60,7 @@ def references(store: Store) -> dict[str, object]:
     return {
         "episodes": dict(rows(store, "SELECT session_id, memory_id FROM episodes")),
         "access_log": sorted(
-            r[0] for r in rows(store, "SELECT memory_id, 0 FROM memory_access_log")
+            r[0] for r in rows(store, "SELECT unnest(memory_ids), 0 FROM memory_access_log")
         ),
         "long_term": dict(rows(store, "SELECT entry_key, memory_id FROM long_term_entries")),
     }
@@ -73,7 +74,7 @@ def test_deleting_memories_clears_their_references_and_only_theirs(store: Store)
 
     assert references(store) == {
         "episodes": {"a": None, "b": linked["b"]},
-        "access_log": [linked["b"], linked["b"]],
+        "access_log": sorted([linked["a"], linked["a"], linked["b"], linked["b"]]),
         "long_term": {"a": None, "b": linked["b"]},
     }
 
@@ -86,7 +87,7 @@ def test_memories_deleted_by_a_session_cascade_lose_their_references(store: Stor
 
     assert references(store) == {
         "episodes": {"b": linked["b"]},  # session a's episode cascaded with it
-        "access_log": [linked["b"], linked["b"]],
+        "access_log": sorted([linked["a"], linked["a"], linked["b"], linked["b"]]),
         "long_term": {"a": None, "b": linked["b"]},
     }
 
@@ -100,6 +101,6 @@ def test_a_many_row_delete_clears_every_reference_in_one_statement(store: Store)
     assert gone == 30 == len(linked)
     assert references(store) == {
         "episodes": dict.fromkeys(linked),
-        "access_log": [],
+        "access_log": sorted(2 * list(linked.values())),
         "long_term": dict.fromkeys(linked),
     }

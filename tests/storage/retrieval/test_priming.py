@@ -86,9 +86,10 @@ def test_priming_with_a_first_message_brings_related_facts_and_entities(store: S
     assert "Ortega" in priming.entities or "Clinica Sol" in priming.entities
     with store.engine.connect() as conn:
         logged = conn.execute(
-            text("SELECT count(*) FROM memory_access_log WHERE context LIKE 'prime:%'")
-        ).scalar_one()
-    assert logged == len(priming.facts) + len(priming.episodes)
+            text("SELECT namespace, memory_ids FROM memory_access_log WHERE context LIKE 'prime:%'")
+        ).all()
+    assert len(logged) == 1 and logged[0].namespace == "alice"
+    assert len(logged[0].memory_ids) == len(priming.facts) + len(priming.episodes)
 
 
 def test_priming_an_unknown_namespace_says_so(store: Store) -> None:

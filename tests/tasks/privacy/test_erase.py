@@ -229,6 +229,41 @@ def test_purge_session_erases_it_and_all_derived_from_it(store: Store, tmp_path:
         purge_session(store.engine, cold, root, "a-new", actor="test")
 
 
+def test_purge_deletes_the_searches_that_returned_the_sessions_memories(
+    store: Store, tmp_path: Path
+) -> None:
+    cold = local_cold(tmp_path)
+    full_history(store, cold, "alice", "a")
+    of = {
+        sid: column(store, f"SELECT id FROM memories WHERE session_id = '{sid}' ORDER BY id")
+        for sid in ("a-new", "a-mid")
+    }
+    archived = column(
+        store, "SELECT memory_id FROM archived_memories WHERE session_id = 'a-old' ORDER BY 1"
+    )
+    assert of["a-new"] and of["a-mid"] and archived
+    with store.engine.begin() as conn:
+        conn.execute(text("DELETE FROM memory_access_log"))
+        for context, ids in {
+            "new and mid": [of["a-mid"][0], of["a-new"][0]],
+            "old, archived": [archived[0]],
+            "mid only": of["a-mid"],
+        }.items():
+            conn.execute(
+                text(
+                    "INSERT INTO memory_access_log (namespace, context, accessed_at, memory_ids) "
+                    "VALUES ('alice', :context, now(), :ids)"
+                ),
+                {"context": context, "ids": ids},
+            )
+
+    new = purge_session(store.engine, cold, open_memory_root(store.settings), "a-new", actor="t")
+    old = purge_session(store.engine, cold, open_memory_root(store.settings), "a-old", actor="t")
+
+    assert (new["memory_access_log"], old["memory_access_log"]) == (1, 1)
+    assert column(store, "SELECT context FROM memory_access_log") == ["mid only"]
+
+
 def test_purge_removes_a_copy_of_the_session_a_killed_write_left(
     store: Store, tmp_path: Path
 ) -> None:
