@@ -81,7 +81,8 @@ SESSION_MEMORY_IDS = text("SELECT id FROM memories WHERE session_id = :session_i
 # The searches that returned one of the session's memories, hot or archived (migration
 # 0020: one row per search, its hits' ids).
 PURGE_ACCESS_LOG = text(
-    "DELETE FROM memory_access_log WHERE namespace = :namespace "
+    "DELETE FROM memory_access_log "
+    "WHERE (CAST(:namespace AS text) IS NULL OR namespace = :namespace) "
     "AND memory_ids && CAST(:ids AS bigint[])"
 )
 # Long-term entries built (partly) from the session's memories: their text came from it.
@@ -169,13 +170,14 @@ def session_block_paths(session: Session, session_id: str) -> list[str]:
 def purge_session_rows(
     session: Session, session_id: str, namespace: str | None, archived_ids: Sequence[int] = ()
 ) -> tuple[dict[str, int], list[Any]]:
-    """Delete one session (of ``namespace``, when known) and everything derived from it;
-    ``archived_ids``: its memories that were archived. Counts, and the removed blocks."""
+    """Delete one session and everything derived from it; ``namespace``: the session's
+    (None: not known, every namespace's access log is searched), ``archived_ids``: its
+    memories that were archived. Counts, and the removed blocks."""
     params = {"session_id": session_id}
     counts: dict[str, int] = {}
     ids = list(session.execute(SESSION_MEMORY_IDS, params).scalars())
     logged = {"namespace": namespace, "ids": [*ids, *archived_ids]}
-    gone = session.execute(PURGE_ACCESS_LOG, logged) if namespace and logged["ids"] else None
+    gone = session.execute(PURGE_ACCESS_LOG, logged) if logged["ids"] else None
     counts["memory_access_log"] = int(getattr(gone, "rowcount", 0))
     if ids and table_exists(session, "long_term_entries"):
         gone = session.execute(PURGE_LONG_TERM, {"ids": ids})

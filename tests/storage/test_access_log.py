@@ -9,7 +9,9 @@ from typing import Any
 
 from alembic import command
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
+from storage import privacy
 from storage.embedding import HashingEmbedder
 from storage.engine import Store
 from storage.migrate import _config
@@ -57,3 +59,24 @@ def test_a_search_logs_one_row_and_the_migration_regroups_the_old_layout(store: 
 
     _migrate(store, "head")
     assert _rows(store, logged) == [tuple(row) for row in returned]
+
+
+def test_a_purge_of_a_session_whose_namespace_is_gone_still_finds_its_searches(
+    store: Store,
+) -> None:
+    kept, gone = put(store, "alice", ["kept note", "archived note"], NOW)
+    with store.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO memory_access_log (namespace, context, accessed_at, memory_ids) "
+                "VALUES ('alice', 'both', :at, ARRAY[:kept, :gone]), "
+                "('alice', 'kept', :at, ARRAY[:kept])"
+            ),
+            {"at": NOW, "kept": kept, "gone": gone},
+        )
+
+    with Session(store.engine) as session, session.begin():
+        counts, _ = privacy.purge_session_rows(session, "no-such-session", None, [gone])
+
+    assert counts["memory_access_log"] == 1
+    assert _rows(store, "SELECT context FROM memory_access_log") == [("kept",)]
