@@ -4,10 +4,10 @@ For each batch of sessions whose conversation ended before the cutoff (and is su
 and holds nothing pinned): first every session's raw messages are written to
 ``transcripts/namespace=NS/year=YYYY/<session>.parquet`` and read back (checksum and row
 count) and recorded as ``verified``; only then one transaction folds the session's
-``turn`` memories into its episode memory (access counts summed),
-flags that memory ``compressed`` (re-embedded if its text no longer equals the episode
-summary), deletes the raw messages and marks the transcripts ``committed``. A crash before
-that transaction leaves the messages in place, and the re-run writes the same files again.
+``turn`` memories into its episode memory (access counts summed), flags that memory
+``compressed`` (re-embedded if its text no longer equals the episode summary), deletes
+the raw messages and marks the transcripts ``committed``. A crash before that
+transaction leaves the messages in place, and the re-run writes the same files again.
 Facts, preferences, decisions and task cards are already distilled; they stay.
 """
 
