@@ -160,8 +160,9 @@ def test_the_services_refusals_answer_as_the_apps_handlers_do(
             "body": b'{"query": "a", "limit": 100000}',
         },
     }
+    app = create_app(service)
     for name, request in cases.items():
-        here, there = call(route, **request), call(create_app(service), **request)
+        here, there = call(route, **request), call(app, **request)
         assert (here.status, here.json()) == (there.status, there.json()), name
         assert here.status in (401, 403, 422), name
         assert here.json()["error"], name
