@@ -92,6 +92,10 @@ class Precomputed:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return np.stack([self._vectors[t] for t in texts])
 
+    def embed_query(self, text: str) -> np.ndarray:
+        vector: np.ndarray = self._vectors[text]
+        return vector
+
 
 def load(engine: Engine, sizes: list[int], embedder: Embedder) -> dict[str, list[str]]:
     """Insert the memories; returns each namespace's texts (queries are drawn from them)."""

@@ -57,7 +57,7 @@ class MemoryService:
         security is turned off in ``ARCHIVIST_SERVING__ROW_LEVEL_SECURITY``)."""
         retriever = Retriever.from_settings(settings, serving=True)
         if isinstance(retriever.embedder, LocalEmbedder):
-            retriever.embedder.embed(["warm up"])  # load the model now, not on a request
+            retriever.embedder.embed_query("warm up")  # load the model now, not on a request
         return cls(settings, retriever, MemoryFiles.of(settings))
 
     # -- who may do what -------------------------------------------------------------------

@@ -54,6 +54,12 @@ class CachedEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([vectors[h] for h in hashes]).astype(np.float32, copy=False)
 
+    def embed_query(self, text: str) -> np.ndarray:
+        """The text's cached vector, as `embed` gives it: the inner embedder's full model
+        (a remote model's query costs a request; a cached one, none)."""
+        vector: np.ndarray = self.embed([text])[0]
+        return vector
+
     def _embed_and_store(self, missing: list[str], texts: dict[str, str]) -> dict[str, np.ndarray]:
         fresh = self._inner.embed([texts[h] for h in missing])
         items = list(zip(missing, fresh, strict=True))

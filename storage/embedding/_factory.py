@@ -40,11 +40,19 @@ def preload_model(settings: EmbeddingSettings) -> None:
     """Start loading the local model now, in the background (the other embedders need no
     loading): for a one-shot command that embeds one query after opening the store."""
     if settings.provider == "local":
-        preload(settings.threads, _cache_dir(settings))
+        int8 = _int8_queries(settings)
+        threads = settings.threads or (1 if int8 else None)  # as LocalEmbedder.embed_query
+        preload(threads, _cache_dir(settings), int8=int8)
 
 
 def _cache_dir(settings: EmbeddingSettings) -> Path:
     return settings.graph_cache_dir or default_cache_dir()
+
+
+def _int8_queries(settings: EmbeddingSettings) -> bool:
+    """Whether queries take the int8 graph: not through the vector cache, which keeps the
+    model's own vectors and so embeds a query as it embeds a memory."""
+    return settings.query_encoder == "int8" and not uses_cache(settings)
 
 
 def uses_cache(settings: EmbeddingSettings) -> bool:
@@ -69,6 +77,7 @@ def _base_embedder(
             threads=settings.threads,
             batch_size=settings.batch_size,
             cache_dir=_cache_dir(settings),
+            int8_queries=_int8_queries(settings),
         )
     if settings.base_url is None or settings.model is None:  # the settings validator forbids it
         raise ConfigurationError(

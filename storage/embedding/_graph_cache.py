@@ -29,12 +29,13 @@ def default_cache_dir() -> Path:
     return Path(base) / "archivist"
 
 
-def cache_key(parts: Iterable[str], builder: Path) -> str:
-    """A digest of the weights' published digests and the builder's source."""
+def cache_key(parts: Iterable[str], builders: Iterable[Path]) -> str:
+    """A digest of the weights' published digests and the builders' source."""
     digest = hashlib.sha256()
     for part in parts:
         digest.update(part.encode())
-    digest.update(builder.read_bytes())
+    for builder in builders:
+        digest.update(builder.read_bytes())
     return digest.hexdigest()[:16]
 
 

@@ -65,6 +65,11 @@ class HashingEmbedder:
         normalised: np.ndarray = out / norms
         return normalised
 
+    def embed_query(self, text: str) -> np.ndarray:
+        """The text's `embed` vector."""
+        vector: np.ndarray = self.embed([text])[0]
+        return vector
+
     def _features(self, token: str) -> tuple[np.ndarray, np.ndarray]:
         cached = self._cache.get(token)
         if cached is not None:

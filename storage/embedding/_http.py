@@ -93,6 +93,11 @@ class OpenAIEmbedder:
             return np.zeros((0, self._dim), dtype=np.float32)
         return np.concatenate(parts)
 
+    def embed_query(self, text: str) -> np.ndarray:
+        """The text's `embed` vector: one request."""
+        vector: np.ndarray = self.embed([text])[0]
+        return vector
+
     def _embed_batch(self, batch: Sequence[str]) -> np.ndarray:
         sent = [self._redaction.redactor().redact(text) for text in batch]
         response = self._post({"model": self._model, "input": sent})

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+import numpy as np
 from sqlalchemy import Connection, Engine
 
 from storage import scoring
@@ -22,20 +23,27 @@ _SCAN = 50
 
 
 class Searcher(Protocol):
-    """What priming needs of a retriever: its store, its settings, search in a transaction."""
+    """What priming needs of a retriever: its store, its settings, a query's vector, search
+    in a transaction."""
 
     engine: Engine
     settings: RetrievalSettings
+
+    def query_vector(self, namespace: str, query: str) -> np.ndarray: ...
 
     def search_in(
         self,
         conn: Connection,
         namespace: str,
         query: str,
+        vector: np.ndarray,
         limit: int,
         kinds: Sequence[str] | None,
         now: datetime,
     ) -> list[Hit]: ...
+
+
+Asked = tuple[str, np.ndarray]  # the first message and its vector
 
 
 def build_priming(
@@ -49,14 +57,16 @@ def build_priming(
     timings: dict[str, float] = {}
     clock = time.perf_counter()
     message = (initial_message or "").strip() or None
+    # Embedded once for both searches, and before a connection is taken.
+    asked = (message, retriever.query_vector(namespace, message)) if message else None
     with retriever.engine.begin() as conn:
         scope(conn, namespace)
         rows = conn.execute(RECENT_EPISODES, {"namespace": namespace, "now": now, "scan": _SCAN})
         episodes, threads, episode_ids = _episodes(retriever, list(rows), now)
         timings["episodes"] = _lap(clock)
-        facts = _facts(retriever, conn, namespace, message, now)
+        facts = _facts(retriever, conn, namespace, asked, now)
         timings["facts"] = _lap(clock)
-        entities = _entities(retriever, conn, namespace, message, now, episodes)
+        entities = _entities(retriever, conn, namespace, asked, now, episodes)
         timings["entities"] = _lap(clock)
         if record_access:
             ids = [h.memory_id for h in facts] + episode_ids
@@ -115,13 +125,13 @@ def _threads(rows: Sequence[Any], limit: int) -> tuple[PrimedThread, ...]:
 
 
 def _facts(
-    retriever: Searcher, conn: Connection, namespace: str, message: str | None, now: datetime
+    retriever: Searcher, conn: Connection, namespace: str, asked: Asked | None, now: datetime
 ) -> tuple[Hit, ...]:
     limit = retriever.settings.prime_facts
     if limit == 0:
         return ()
-    if message is not None:
-        found = retriever.search_in(conn, namespace, message, limit * 3, FACT_KINDS, now)
+    if asked is not None:
+        found = retriever.search_in(conn, namespace, *asked, limit * 3, FACT_KINDS, now)
         if found:  # else nothing relates to the message: the most important facts instead
             return _distinct(found, limit)
     rows = conn.execute(
@@ -150,12 +160,12 @@ def _entities(
     retriever: Searcher,
     conn: Connection,
     namespace: str,
-    message: str | None,
+    asked: Asked | None,
     now: datetime,
     episodes: Sequence[PrimedEpisode],
 ) -> tuple[str, ...]:
-    if message is not None:
-        related = retriever.search_in(conn, namespace, message, 5, ["episode"], now)
+    if asked is not None:
+        related = retriever.search_in(conn, namespace, *asked, 5, ["episode"], now)
         sessions = [h.session_id for h in related if h.session_id]
     else:
         sessions = [e.session_id for e in episodes]

@@ -21,6 +21,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
@@ -128,7 +129,7 @@ class Retriever:
         request = Request(
             namespace,
             query,
-            self.embedder.embed([query])[0],
+            self.embedder.embed_query(query),
             limit,
             start,
             end,
@@ -162,18 +163,25 @@ class Retriever:
         except DBAPIError as exc:
             raise RetrievalError(f"priming namespace {namespace!r} failed: {exc.orig}") from exc
 
+    def query_vector(self, namespace: str, query: str) -> np.ndarray:
+        """The query's vector, once the request is known to be well-formed."""
+        check_request(namespace, query, 1, None, self.settings.max_limit)
+        return self.embedder.embed_query(query)
+
     def search_in(
         self,
         conn: Connection,
         namespace: str,
         query: str,
+        vector: np.ndarray,
         limit: int,
         kinds: Sequence[str] | None,
         now: datetime,
     ) -> list[Hit]:
-        """Search inside the caller's transaction (priming uses it); records no access."""
+        """Search inside the caller's transaction for a query embedded by `query_vector`
+        (priming uses it); records no access."""
         check_request(namespace, query, limit, kinds, self.settings.max_limit)
-        request = Request(namespace, query, self.embedder.embed([query])[0], limit, kinds=kinds)
+        request = Request(namespace, query, vector, limit, kinds=kinds)
         return self._search(conn, request, now, self.weights)
 
     def _search(
@@ -244,7 +252,7 @@ class Retriever:
     ) -> str:
         """PostgreSQL's plan for this search (which index serves which namespace)."""
         check_request(namespace, query, limit, kinds, self.settings.max_limit)
-        request = Request(namespace, query, self.embedder.embed([query])[0], limit, kinds=kinds)
+        request = Request(namespace, query, self.embedder.embed_query(query), limit, kinds=kinds)
         with self.engine.connect() as conn:
             scope(conn, namespace)
             prepared = self._params(conn, request)

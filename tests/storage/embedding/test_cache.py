@@ -42,6 +42,9 @@ class CountingEmbedder:
         self.embedded.extend(texts)
         return self._inner.embed(texts)
 
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
 
 def cached_rows(store: Store) -> list[tuple[str, int]]:
     with store.engine.connect() as conn:

@@ -103,7 +103,7 @@ def test_a_folder_that_cannot_be_written_costs_the_build_not_the_search(
 
 
 def test_preloading_builds_the_model_in_the_background(tmp_path: Path) -> None:
-    loader = preload(3, tmp_path)  # a thread count no other test loads
+    loader = preload(3, tmp_path, int8=False)  # a thread count no other test loads
     assert loader.daemon
     loader.join(timeout=120)
     assert not loader.is_alive() and len(graphs(tmp_path)) == 1  # built, and kept

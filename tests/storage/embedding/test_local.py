@@ -58,6 +58,28 @@ def test_a_text_gets_the_same_vector_in_any_batch(local: LocalEmbedder) -> None:
     assert np.abs(alone - together).max() < 1e-5
 
 
+def test_a_query_vector_from_the_int8_graph_stays_close_to_the_model_own(
+    local: LocalEmbedder,
+) -> None:
+    exact = local.embed(TEXTS)
+
+    queries = np.stack([local.embed_query(t) for t in TEXTS])
+
+    assert queries.dtype == np.float32
+    assert np.allclose(np.linalg.norm(queries, axis=1), 1.0, atol=1e-5)
+    cosines = (queries * exact).sum(axis=1)
+    assert cosines.min() >= 0.95 and cosines.mean() >= 0.98  # long, foreign, emoji, empty
+    assert np.abs(queries - exact).max() > 1e-3  # another graph: the int8 one
+    assert np.array_equal(local.embed_query(TEXTS[0]), queries[0])  # and deterministic
+
+
+def test_the_float32_query_encoder_gives_the_model_own_vectors() -> None:
+    embedder = make_embedder(EmbeddingSettings(threads=2, query_encoder="float32"))
+    assert np.array_equal(embedder.embed_query(TEXTS[1]), embedder.embed([TEXTS[1]])[0])
+    with pytest.raises(ValidationError):
+        EmbeddingSettings(query_encoder="int4")
+
+
 def test_weights_are_checked_against_the_published_model(tmp_path: Path) -> None:
     copy = tmp_path / "model"
     shutil.copytree(model_folder(), copy)

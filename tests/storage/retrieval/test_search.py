@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import event, text
 from sqlalchemy.orm import Session
@@ -200,6 +202,36 @@ def test_access_is_recorded_in_one_statement(store: Store) -> None:
     assert [tuple(row) for row in log] == [
         ("a", [h.memory_id for h in hits], "search: lemon recipe", NOW)
     ]
+
+
+class QueryRecording(HashingEmbedder):
+    """The offline embedder, noting which texts reach which of its two encoders."""
+
+    def __init__(self) -> None:
+        super().__init__(384)
+        self.texts: list[str] = []
+        self.queries: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts += texts
+        return super().embed(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.queries.append(text)
+        return super().embed([text])[0]
+
+
+def test_queries_go_through_the_query_encoder(store: Store) -> None:
+    put(store, "a", ["lemon tart recipe", "garage tyres before winter"], NOW)
+    embedder = QueryRecording()
+    r = Retriever(store.engine, embedder, RetrievalSettings(), store.settings.tz)
+
+    assert r.search("a", "lemon recipe", as_of=NOW)[0].content == "lemon tart recipe"
+    r.prime("a", "winter tyres?", as_of=NOW)
+    r.explain_plan("a", "tart", limit=5)
+
+    assert embedder.queries == ["lemon recipe", "winter tyres?", "tart"]
+    assert embedder.texts == []  # the memories' encoder is left to what writes them
 
 
 def test_pending_accesses_score_as_folded_ones(store: Store) -> None:

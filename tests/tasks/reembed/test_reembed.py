@@ -38,6 +38,9 @@ class Renamed:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return HashingEmbedder(384).embed(texts)
 
+    def embed_query(self, text: str) -> np.ndarray:
+        return HashingEmbedder(384).embed_query(text)
+
 
 def texts(n: int, word: str) -> list[str]:
     return [f"{word} note {i}: the {word} plan for day {i}" for i in range(n)]
