@@ -87,7 +87,7 @@ class Precomputed:
     def __init__(self, inner: Embedder, texts: list[str]) -> None:
         self.name, self.dim = inner.name, inner.dim
         self.min_cosine = float(getattr(inner, "min_cosine", 0.0))
-        self._vectors = dict(zip(texts, inner.embed(texts), strict=True))
+        self._vectors = {t: inner.embed_query(t) for t in texts}  # as a search embeds them
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return np.stack([self._vectors[t] for t in texts])
@@ -165,7 +165,7 @@ def ann_recall(engine: Engine, retriever: Retriever, ns: str, queries: list[str]
     embedder = retriever.embedder
     found = 0
     for query in queries:
-        literal = "[" + ",".join(f"{x:.7g}" for x in embedder.embed([query])[0]) + "]"
+        literal = "[" + ",".join(f"{x:.7g}" for x in embedder.embed_query(query)) + "]"
         with engine.connect() as conn:
             exact = set(conn.execute(EXACT, {"ns": ns, "q": literal}).scalars())
             params = {
@@ -208,7 +208,7 @@ def run(size: int, queries: int, keep: bool, provider: str) -> None:
     for ns, q in work[:50]:  # warm caches and connections
         retriever.search(ns, q, as_of=NOW, record_access=False)
     search = [timed(partial(retriever.search, ns, q, as_of=NOW)) for ns, q in work]
-    embedding = [timed(partial(embedder.embed, [q])) for _, q in work]
+    embedding = [timed(partial(embedder.embed_query, q)) for _, q in work]
     known = Precomputed(embedder, sorted({q for _, q in work}))
     database = Retriever(store.engine, known, settings.retrieval)
     db_only = [timed(partial(database.search, ns, q, as_of=NOW)) for ns, q in work]
@@ -216,7 +216,7 @@ def run(size: int, queries: int, keep: bool, provider: str) -> None:
     plain = []
     with store.engine.connect() as conn:
         for ns, q in work:
-            literal = "[" + ",".join(f"{x:.7g}" for x in embedder.embed([q])[0]) + "]"
+            literal = "[" + ",".join(f"{x:.7g}" for x in embedder.embed_query(q)) + "]"
             plain.append(timed(partial(conn.execute, PLAIN, {"ns": ns, "q": literal})))
     print(f"search       {percentiles(search)}  ({len(search)} queries, {embedder.name})")
     print(f"  embedding  {percentiles(embedding)}  (the query's vector alone)")

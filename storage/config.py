@@ -52,7 +52,7 @@ class EmbeddingSettings(BaseModel):
     )
     query_encoder: Literal["int8", "float32"] = Field(
         "int8",
-        description="the local model's weights for search queries: int8 (2.7 times cheaper, "
+        description="the local model's weights for search queries: int8 (2.5 times cheaper, "
         "mean cosine 0.99 with float32's) or float32; memories are always embedded in float32",
     )
     base_url: str | None = Field(

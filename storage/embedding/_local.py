@@ -7,7 +7,7 @@ nor sentence-transformers is imported at run time, and kept in a cache folder fo
 process (``_graph_cache``). Vectors are the model's
 sentence embeddings: token vectors mean-pooled over the attention mask, L2-normalised, as
 sentence-transformers computes them (cosine >= 0.9999 against it, tested). A search's
-query goes through the same graph with int8 weights (``_quantize``), 2.7 times cheaper.
+query goes through the same graph with int8 weights (``_quantize``), 2.5 times cheaper.
 """
 
 from __future__ import annotations

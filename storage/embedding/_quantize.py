@@ -2,7 +2,7 @@
 
 A search embeds one short text and waits for it. With float32 weights that took 3.7 ms of
 one core here, more under load (the weights, 90 MB, do not stay in cache beside
-PostgreSQL); with int8 weights, quantised per output channel, 1.4 ms (``bench/api.py``,
+PostgreSQL); with int8 weights, quantised per output channel, 1.5 ms (``bench/api.py``,
 README). Its vectors keep a cosine of 0.99 on average with the float32 model's (0.95 at
 worst, for fillers such as "thank you"; over the eval set's 2,231 questions and messages),
 so queries encoded this way are compared with memories encoded in float32: nothing
