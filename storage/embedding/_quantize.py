@@ -1,12 +1,12 @@
 """The query encoder: the local model's graph with its weights in int8.
 
-A search embeds one short text and waits for it. With float32 weights that took 3.7 ms of
-one core here, more under load (the weights, 90 MB, do not stay in cache beside
-PostgreSQL); with int8 weights, quantised per output channel, 1.5 ms (``bench/api.py``,
-README). Its vectors keep a cosine of 0.99 on average with the float32 model's (0.95 at
-worst, for fillers such as "thank you"; over the eval set's 2,231 questions and messages),
-so queries encoded this way are compared with memories encoded in float32: nothing
-stored changes, and the eval set's recall and MRR stayed within 0.01 (``bench/eval.py``).
+A search embeds one short text and waits for it. With float32 weights a query took 3.7 ms
+of one core here, and 10.5-12.4 ms of the API server's CPU per search under load; with
+int8 weights, quantised per output channel, 1.5 ms and about 2 (``bench/api.py``, README).
+Its vectors keep a cosine of 0.99 on average with the float32 model's (0.95 at worst, for
+fillers such as "thank you"; over the eval set's 2,231 questions and messages), so queries
+encoded this way are compared with memories encoded in float32: nothing stored changes,
+and the eval set's recall and MRR stayed within 0.01 (``bench/eval.py``).
 Activations are quantised per call (ONNX Runtime's dynamic quantisation), so the graph
 needs no calibration data. Built once per machine and kept beside the float32 graph
 (``_graph_cache``).
@@ -26,8 +26,8 @@ def quantized(graph: bytes) -> bytes:
 
     model = onnx.load_from_string(graph)
     # quantize_dynamic advises ONNX Runtime's pre-processing on the root logger, and so
-    # configures logging for the whole process, unless the model carries this mark. The
-    # pre-processed graph gave the same accuracy (cosine 0.9926 against 0.9926 to float32).
+    # configures logging for the whole process, unless the model carries this mark. A
+    # pre-processed graph was no closer to float32 (mean cosine 0.9926 either way).
     onnx.helper.set_model_props(model, {"onnx.quant.pre_process": "onnxruntime.quant"})
     with tempfile.TemporaryDirectory() as folder:
         target = Path(folder) / "int8.onnx"

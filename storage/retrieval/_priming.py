@@ -59,6 +59,7 @@ def build_priming(
     message = (initial_message or "").strip() or None
     # Embedded once for both searches, and before a connection is taken.
     asked = (message, retriever.query_vector(namespace, message)) if message else None
+    timings["embedding"] = _lap(clock)
     with retriever.engine.begin() as conn:
         scope(conn, namespace)
         rows = conn.execute(RECENT_EPISODES, {"namespace": namespace, "now": now, "scan": _SCAN})
