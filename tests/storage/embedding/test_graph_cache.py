@@ -109,3 +109,33 @@ def test_preloading_builds_the_model_in_the_background(tmp_path: Path) -> None:
     assert not loader.is_alive() and len(graphs(tmp_path)) == 1  # built, and kept
     vectors = LocalEmbedder(threads=3, cache_dir=tmp_path).embed(TEXTS)
     assert vectors.shape == (2, 384)
+
+
+def test_the_query_graph_is_kept_beside_the_model_and_loaded_without_building(
+    tmp_path: Path,
+) -> None:
+    preload(5, tmp_path, int8=True).join(timeout=120)  # a thread count no other test loads
+    [graph] = sorted(tmp_path.glob("all-MiniLM-L6-v2-int8-*.onnx"))
+    assert graph.with_suffix(".data").stat().st_size < 25_000_000  # int8: a quarter of 90 MB
+    expected = LocalEmbedder(threads=5, cache_dir=tmp_path).embed_query(TEXTS[0])
+
+    done = subprocess.run(
+        [sys.executable, "-c", QUERY_PROCESS, str(tmp_path), TEXTS[0]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    imported, head = done.stdout.splitlines()
+    assert imported == "onnx imported: False"  # read from the folder, not quantised again
+    assert np.allclose([float(v) for v in head.split()], expected[:4], atol=1e-6)
+
+
+QUERY_PROCESS = """
+import sys
+from pathlib import Path
+from storage.embedding import LocalEmbedder
+vector = LocalEmbedder(threads=5, cache_dir=Path(sys.argv[1])).embed_query(sys.argv[2])
+print("onnx imported:", "onnx" in sys.modules)
+print(" ".join(f"{v:.6f}" for v in vector[:4]))
+"""

@@ -112,8 +112,10 @@ sys.addaudithook(deny)
 if sys.argv[1] == "control":
     socket.create_connection(("192.0.2.1", 80), timeout=0.1)
 from storage.embedding import LocalEmbedder
-vectors = LocalEmbedder(threads=1).embed(["offline, please", "no model hub"])
-print(vectors.shape)
+embedder = LocalEmbedder(threads=1)
+vectors = embedder.embed(["offline, please", "no model hub"])
+query = embedder.embed_query("and a query, on the int8 graph built here")
+print(vectors.shape, query.shape)
 """
 
 
@@ -127,7 +129,7 @@ def test_loading_and_embedding_open_no_connection(mode: str) -> None:
         assert done.returncode != 0 and "network use: socket." in done.stderr
     else:
         assert done.returncode == 0, done.stderr
-        assert done.stdout.strip() == "(2, 384)"
+        assert done.stdout.strip() == "(2, 384) (384,)"
 
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
