@@ -123,6 +123,7 @@ def run_demo(settings: Settings, days: int, bars: Bars, now: datetime | None = N
     """Sample data in, daily sync back-filled day by day, and where to look."""
     from flows.daily_sync import memory_sync_daily
     from flows.weekly_tidy import memory_weekly_tidy
+    from storage.embedding import preload_model
     from tasks.files import open_memory_root
     from tasks.samples import generate_demo, write_transcripts
 
@@ -148,6 +149,9 @@ def run_demo(settings: Settings, days: int, bars: Bars, now: datetime | None = N
             f" {w.memories_added} memories,"
             f" {report.blocks_appended} blocks"
         )
+    # The model's query graph, built (once per machine) and kept while the tidy runs: the
+    # search suggested below then starts at once. The process waits for it at exit.
+    preload_model(settings.embedding)
     tidy = memory_weekly_tidy(as_of=runs[-1])
     echo(
         f"memory-weekly-tidy as of {runs[-1]:%Y-%m-%d %H:%M}: MEMORY.md for "
