@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
@@ -11,7 +10,7 @@ from storage.config import EmbeddingSettings, RedactionSettings
 from storage.embedding._cached import CachedEmbedder
 from storage.embedding._graph_cache import default_cache_dir
 from storage.embedding._hashing import HashingEmbedder
-from storage.embedding._local import LocalEmbedder, preload
+from storage.embedding._local import LocalEmbedder
 from storage.embedding._protocol import Embedder
 from storage.errors import ConfigurationError
 
@@ -40,13 +39,16 @@ def preload_model(settings: EmbeddingSettings) -> None:
     """Start loading the local model now, in the background (the other embedders need no
     loading): for a one-shot command that embeds one query after opening the store."""
     if settings.provider == "local":
-        int8 = _int8_queries(settings)
-        threads = settings.threads or (1 if int8 else None)  # as LocalEmbedder.embed_query
-        preload(threads, _cache_dir(settings), int8=int8)
+        _local(settings).preload_queries()
 
 
-def _cache_dir(settings: EmbeddingSettings) -> Path:
-    return settings.graph_cache_dir or default_cache_dir()
+def _local(settings: EmbeddingSettings) -> LocalEmbedder:
+    return LocalEmbedder(
+        threads=settings.threads,
+        batch_size=settings.batch_size,
+        cache_dir=settings.graph_cache_dir or default_cache_dir(),
+        int8_queries=_int8_queries(settings),
+    )
 
 
 def _int8_queries(settings: EmbeddingSettings) -> bool:
@@ -73,12 +75,7 @@ def _base_embedder(
     if settings.provider == "hashing":
         return HashingEmbedder(dim=settings.dim)
     if settings.provider == "local":
-        return LocalEmbedder(
-            threads=settings.threads,
-            batch_size=settings.batch_size,
-            cache_dir=_cache_dir(settings),
-            int8_queries=_int8_queries(settings),
-        )
+        return _local(settings)
     if settings.base_url is None or settings.model is None:  # the settings validator forbids it
         raise ConfigurationError(
             "the openai embedding provider needs ARCHIVIST_EMBEDDING__BASE_URL and "

@@ -91,8 +91,19 @@ class LocalEmbedder:
         a cosine of 0.99 on average with `embed`'s, and compared with vectors `embed` made."""
         if not self._int8_queries:
             return self.embed([text])[0]  # type: ignore[no-any-return]
-        model = _load(self._threads or 1, self._cache_dir, int8=True)
+        model = _load(*self._query_model())
         return model.run([model.tokenizer.encode(text)])[0]  # type: ignore[no-any-return]
+
+    def preload_queries(self) -> threading.Thread:
+        """Start loading the graph `embed_query` runs, in the background (`preload`)."""
+        return preload(*self._query_model())
+
+    def _query_model(self) -> tuple[int | None, Path | None, bool]:
+        """``_load``'s arguments for the graph that embeds queries: int8 on one thread
+        unless threads are set, else the graph `embed` runs."""
+        if self._int8_queries:
+            return self._threads or 1, self._cache_dir, True
+        return self._threads, self._cache_dir, False
 
 
 class _Model:
