@@ -31,19 +31,26 @@ DF_CAP = 1000
 
 
 def check_request(
-    namespace: str, query: str, limit: int, kinds: Sequence[str] | None, max_limit: int
+    namespace: str,
+    query: str,
+    limit: int,
+    kinds: Sequence[str] | None,
+    max_limit: int,
+    *,
+    what: str = "query",
 ) -> None:
-    """Refuse a search that cannot be answered, saying why."""
+    """Refuse a search that cannot be answered, saying why; ``what`` names the query as the
+    caller was given it (priming's first message)."""
     if not NAMESPACE.fullmatch(namespace):
         raise RetrievalError(f"bad namespace {namespace!r}: letters, digits, '.', '_', '-'")
     if not query or not query.strip():
-        raise RetrievalError("empty query: say what to search for")
+        raise RetrievalError(f"empty {what}: say what to search for")
     try:
         storable(query)
     except ValueError as exc:
-        raise RetrievalError(f"query {exc}") from exc
+        raise RetrievalError(f"{what} {exc}") from exc
     if len(query) > MAX_QUERY_CHARS:
-        raise RetrievalError(f"query of {len(query)} characters; at most {MAX_QUERY_CHARS}")
+        raise RetrievalError(f"{what} of {len(query)} characters; at most {MAX_QUERY_CHARS}")
     if not 1 <= limit <= max_limit:
         raise RetrievalError(
             f"limit {limit} out of range 1..{max_limit} (ARCHIVIST_RETRIEVAL__MAX_LIMIT)"

@@ -29,7 +29,7 @@ class Searcher(Protocol):
     engine: Engine
     settings: RetrievalSettings
 
-    def query_vector(self, namespace: str, query: str) -> np.ndarray: ...
+    def query_vector(self, namespace: str, query: str, *, what: str = "query") -> np.ndarray: ...
 
     def search_in(
         self,
@@ -58,7 +58,9 @@ def build_priming(
     clock = time.perf_counter()
     message = (initial_message or "").strip() or None
     # Embedded once for both searches, and before a connection is taken.
-    asked = (message, retriever.query_vector(namespace, message)) if message else None
+    asked = None
+    if message:
+        asked = (message, retriever.query_vector(namespace, message, what="first message"))
     timings["embedding"] = _lap(clock)
     with retriever.engine.begin() as conn:
         scope(conn, namespace)

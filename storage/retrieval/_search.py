@@ -163,9 +163,10 @@ class Retriever:
         except DBAPIError as exc:
             raise RetrievalError(f"priming namespace {namespace!r} failed: {exc.orig}") from exc
 
-    def query_vector(self, namespace: str, query: str) -> np.ndarray:
-        """The query's vector, once the request is known to be well-formed."""
-        check_request(namespace, query, 1, None, self.settings.max_limit)
+    def query_vector(self, namespace: str, query: str, *, what: str = "query") -> np.ndarray:
+        """The query's vector, once the request is known to be well-formed (errors name it
+        ``what``)."""
+        check_request(namespace, query, 1, None, self.settings.max_limit, what=what)
         return self.embedder.embed_query(query)
 
     def search_in(

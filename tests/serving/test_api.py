@@ -243,6 +243,9 @@ def test_bad_input_gets_one_clear_error(served: Served) -> None:
                 search, json={"query": "x", "start": AT.isoformat()}
             ),
             "body: Input should be a valid dictionary": client.post(search, json=["x"]),
+            "first message holds a NUL character (U+0000)": client.post(
+                "/v1/namespaces/strict/prime", json={"message": "hi\x00"}
+            ),
             "content: String should have at most 20000 characters": client.post(
                 "/v1/namespaces/strict/memories", json={"content": "c" * 20_001}
             ),

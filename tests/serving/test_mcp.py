@@ -291,6 +291,7 @@ def test_bad_input_to_every_tool_is_a_clear_tool_error(stores: Store, tmp_path: 
         ("search_memory", {"query": "q", "start": "soon", "end": "later"}, "valid datetime"),
         ("prime_conversation", {"first_message": "x" * 10_001}, "at most 10000 characters"),
         ("prime_conversation", {"first_message": 42}, "valid string"),
+        ("prime_conversation", {"first_message": "hi\x00"}, "first message holds a NUL"),
         ("remember", {}, "Field required"),
         ("remember", {"content": "x" * 20_001}, "at most 20000 characters"),
         ("remember", {"content": "   "}, "content is blank"),
