@@ -1,12 +1,17 @@
 """The MCP tools' arguments: typed, bounded and described, as ``tools/list`` shows them to
 a model. Bounds match the HTTP API's bodies (``serving._api_models``); what depends on
-configuration (``ARCHIVIST_RETRIEVAL__MAX_LIMIT``) is checked by the service.
+configuration (``ARCHIVIST_RETRIEVAL__MAX_LIMIT``) is checked by the service. An argument
+a tool does not take is refused (``StrictArguments``), as the API refuses unknown fields.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from typing import Annotated, Any
 
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp_types import CallToolResult, TextContent
 from pydantic import AwareDatetime, Field
 
 from serving._api_models import TimeRangeName
@@ -75,3 +80,34 @@ MemoryId = Annotated[int, Field(description="The memory_id of a search hit.", ge
 EpisodeLimit = Annotated[
     int, Field(description="How many sessions, newest first.", ge=1, le=MAX_EPISODES)
 ]
+
+
+class StrictArguments:
+    """Server middleware: a tool call with an argument its tool does not take is a tool error
+    that names it. The SDK would drop it unread: a model that sent ``namespace`` would take
+    another namespace's answer for the one it asked about."""
+
+    def __init__(self, tools: Iterable[Callable[..., Any]]) -> None:
+        self.takes = {fn.__name__: frozenset(inspect.signature(fn).parameters) for fn in tools}
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        refused = self.refusal(ctx.params) if ctx.method == "tools/call" else None
+        if refused is None:
+            return await call_next(ctx)
+        return CallToolResult(content=[TextContent(type="text", text=refused)], is_error=True)
+
+    def refusal(self, params: Mapping[str, Any] | None) -> str | None:
+        """What is wrong with a call's arguments; None: nothing this checks (the SDK checks
+        their types, and answers an unknown tool)."""
+        name = str((params or {}).get("name"))
+        arguments = (params or {}).get("arguments")
+        takes = self.takes.get(name)
+        if takes is None or not isinstance(arguments, Mapping) or set(arguments) <= takes:
+            return None
+        unknown = sorted(set(arguments) - takes)
+        message = f"unknown argument(s) {unknown}; {name} takes {sorted(takes)}"
+        if "namespace" in unknown:
+            message += " (the namespace is the server's: its --namespace, or the key's)"
+        return message

@@ -14,7 +14,7 @@ carrying its message: ``isError`` and the text, never a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
@@ -137,6 +137,16 @@ class MemoryTools:
             episodes = self.service.recent_episodes(grant, limit)
         return {"namespace": grant.namespace, "episodes": episodes}
 
+    def tools(self) -> tuple[Callable[..., Any], ...]:
+        """The methods that are tools (``register``)."""
+        return (
+            self.search_memory,
+            self.prime_conversation,
+            self.remember,
+            self.forget_memory,
+            self.recent_episodes,
+        )
+
     def memory_md(self) -> str:
         with refusals_as(ResourceError):
             return self.service.memory_md(current_grant())
@@ -147,9 +157,8 @@ class MemoryTools:
         return "\n\n".join(f"<!-- memory/{name} -->\n{body}" for name, body in logs.items())
 
 
-def register(server: MCPServer, service: MemoryService) -> None:
+def register(server: MCPServer, tools: MemoryTools) -> None:
     """Add the five tools and two resources to ``server``."""
-    tools = MemoryTools(service)
     server.add_tool(tools.search_memory, annotations=READS)
     server.add_tool(tools.prime_conversation, annotations=READS)
     server.add_tool(tools.remember, annotations=WRITES)

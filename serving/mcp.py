@@ -21,8 +21,9 @@ from contextlib import redirect_stdout
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 
+from serving._mcp_args import StrictArguments
 from serving._mcp_grant import BindGrant, GrantOf, KeyVerifier, bound, by_key
-from serving._mcp_tools import register
+from serving._mcp_tools import MemoryTools, register
 from serving._service import MemoryService
 from storage.config import Settings
 from storage.keys import Grant
@@ -42,16 +43,17 @@ def build_server(
 ) -> MCPServer:
     """The server over ``service``; ``issuer`` (the server's own URL) turns on bearer keys."""
     keys = issuer is not None
+    tools = MemoryTools(service)
     server: MCPServer = MCPServer(
         NAME,
         instructions=INSTRUCTIONS,
         token_verifier=KeyVerifier(service) if keys else None,
         # Keys are Archivist's own (archivist keys create), not OAuth: no metadata routes.
         auth=AuthSettings(issuer_url=issuer, resource_server_url=None) if keys else None,
-        middleware=[BindGrant(grant_of)],
+        middleware=[BindGrant(grant_of), StrictArguments(tools.tools())],
         log_level="WARNING",
     )
-    register(server, service)
+    register(server, tools)
     return server
 
 

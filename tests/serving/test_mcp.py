@@ -302,6 +302,10 @@ def test_bad_input_to_every_tool_is_a_clear_tool_error(stores: Store, tmp_path: 
         ("forget_memory", {"memory_id": bob_id}, f"no memory {bob_id} in namespace 'alice'"),
         ("recent_episodes", {"limit": 0}, "greater than or equal to 1"),
         ("recent_episodes", {"limit": 51}, "less than or equal to 50"),
+        # Never dropped unread: the namespace is the server's, whatever a model sends.
+        ("search_memory", {"query": "passport", "namespace": "bob"}, "unknown argument(s)"),
+        ("forget_memory", {"memory_id": bob_id, "namespace": "bob"}, "the key's)"),
+        ("remember", {"content": "ok", "tags": ["x"]}, "['tags']; remember takes ["),
     ]
 
     async def call_all() -> list[str]:
