@@ -173,6 +173,9 @@ def _errors(app: FastAPI, service: MemoryService) -> None:
 
 
 def _problem(error: dict[str, Any]) -> str:
+    if error.get("type") == "json_invalid":  # its place is a character, not a field
+        reason = (error.get("ctx") or {}).get("error", "cannot be parsed")
+        return f"body: not valid JSON: {reason} (character {error['loc'][-1]})"
     where = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
     return f"{where or 'body'}: {error.get('msg', 'invalid')}"
 

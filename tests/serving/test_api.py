@@ -243,6 +243,11 @@ def test_bad_input_gets_one_clear_error(served: Served) -> None:
                 search, json={"query": "x", "start": AT.isoformat()}
             ),
             "body: Input should be a valid dictionary": client.post(search, json=["x"]),
+            "body: not valid JSON: Unterminated string starting at (character 10)": (
+                client.post(
+                    search, content=b'{"query": "x', headers={"content-type": "application/json"}
+                )
+            ),
             "first message holds a NUL character (U+0000)": client.post(
                 "/v1/namespaces/strict/prime", json={"message": "hi\x00"}
             ),
