@@ -19,6 +19,7 @@ from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException
 
 from serving._api_models import PrimeRequest, RememberRequest, SearchRequest
@@ -63,7 +64,8 @@ class Json(Response):
 
 def create_app(service: MemoryService) -> FastAPI:
     """The API of one service (tests and ``--workers 1`` build it directly)."""
-    app = FastAPI(
+    # FastAPI with /docs and /redoc whose assets it serves itself, at /static-offline-docs.
+    app = FastAPIOffline(
         title="Archivist",
         version="1",
         summary="Search, prime and write one namespace's memory.",

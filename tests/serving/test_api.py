@@ -5,6 +5,7 @@ Each test works in namespaces of its own on the module's one server.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from datetime import UTC, datetime, timedelta
 
@@ -307,10 +308,22 @@ def test_health_docs_and_the_role_that_serves(served: Served) -> None:
     with served.client() as client:
         health = client.get("/v1/health").json()
         docs = client.get("/docs")
+        redoc = client.get("/redoc")
+        # Offline: every script and style of the two pages comes from the API itself.
+        assets = re.findall(r'(?:src|href)="([^"]+)"', docs.text + redoc.text)
+        fetched = {url: client.get(url) for url in assets if not url.startswith("/openapi")}
         schema = client.get("/openapi.json").json()
         missing = client.get("/v1/nothing")
     assert health["role"] == "archivist_serving" and health["row_level_security"] is True
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
+    assert redoc.status_code == 200 and "redoc" in redoc.text.lower()
+    assert {url.rsplit("/", 1)[-1] for url in fetched} >= {
+        "swagger-ui-bundle.js",
+        "swagger-ui.css",
+        "redoc.standalone.js",
+    }
+    assert all(url.startswith("/") for url in fetched), assets
+    assert all(reply.status_code == 200 and reply.content for reply in fetched.values())
     assert "/v1/namespaces/{namespace}/search" in schema["paths"]
     assert missing.status_code == 404 and missing.json() == {"error": "Not Found"}
 
