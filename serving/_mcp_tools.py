@@ -137,14 +137,15 @@ class MemoryTools:
             episodes = self.service.recent_episodes(grant, limit)
         return {"namespace": grant.namespace, "episodes": episodes}
 
-    def tools(self) -> tuple[Callable[..., Any], ...]:
-        """The methods that are tools (``register``)."""
+    def tools(self) -> tuple[tuple[Callable[..., Any], ToolAnnotations], ...]:
+        """The methods that are tools, each with its annotations (``register``, and the
+        arguments ``StrictArguments`` lets through)."""
         return (
-            self.search_memory,
-            self.prime_conversation,
-            self.remember,
-            self.forget_memory,
-            self.recent_episodes,
+            (self.search_memory, READS),
+            (self.prime_conversation, READS),
+            (self.remember, WRITES),
+            (self.forget_memory, DELETES),
+            (self.recent_episodes, READS),
         )
 
     def memory_md(self) -> str:
@@ -159,11 +160,8 @@ class MemoryTools:
 
 def register(server: MCPServer, tools: MemoryTools) -> None:
     """Add the five tools and two resources to ``server``."""
-    server.add_tool(tools.search_memory, annotations=READS)
-    server.add_tool(tools.prime_conversation, annotations=READS)
-    server.add_tool(tools.remember, annotations=WRITES)
-    server.add_tool(tools.forget_memory, annotations=DELETES)
-    server.add_tool(tools.recent_episodes, annotations=READS)
+    for tool, hints in tools.tools():
+        server.add_tool(tool, annotations=hints)
     server.resource(
         "memory://MEMORY.md",
         name="MEMORY.md",

@@ -50,7 +50,7 @@ def build_server(
         token_verifier=KeyVerifier(service) if keys else None,
         # Keys are Archivist's own (archivist keys create), not OAuth: no metadata routes.
         auth=AuthSettings(issuer_url=issuer, resource_server_url=None) if keys else None,
-        middleware=[BindGrant(grant_of), StrictArguments(tools.tools())],
+        middleware=[BindGrant(grant_of), StrictArguments(tool for tool, _ in tools.tools())],
         log_level="WARNING",
     )
     register(server, tools)
