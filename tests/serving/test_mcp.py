@@ -64,6 +64,15 @@ async def exercise(client: Client, namespace: str) -> None:
     """List the tools and resources and call each tool as the bound namespace."""
     listed = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert set(listed) == TOOLS and listed["search_memory"].output_schema is not None
+    hints = {name: tool.annotations for name, tool in listed.items()}
+    assert {name for name, hint in hints.items() if hint and hint.read_only_hint} == {
+        "search_memory",
+        "prime_conversation",
+        "recent_episodes",
+    }
+    assert [name for name, hint in hints.items() if hint and hint.destructive_hint] == [
+        "forget_memory"
+    ]
     for tool in listed.values():
         assert tool.description
         for name, schema in tool.input_schema["properties"].items():
