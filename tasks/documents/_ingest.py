@@ -12,6 +12,7 @@ re-run skips those files as unchanged.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -94,6 +95,8 @@ def sources(urls: Sequence[str], options: dict[str, Any], report: DocsReport) ->
         local = "file" in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,))
         if fs.isdir(root):
             paths = [p for p in sorted(fs.find(root)) if format_of(p) is not None]
+            if local:
+                paths = _inside(root, paths, report)
         elif fs.isfile(root):
             paths = [root]
         else:
@@ -101,6 +104,19 @@ def sources(urls: Sequence[str], options: dict[str, Any], report: DocsReport) ->
             continue
         found += [Source(fs, p, p if local else fs.unstrip_protocol(p)) for p in paths]
     return found
+
+
+def _inside(root: str, paths: list[str], report: DocsReport) -> list[str]:
+    """The local paths that are in the folder ``root`` once symbolic links are followed; the
+    others (a link to ``/etc/passwd``, say) are skipped: a folder's ingest reads that folder."""
+    folder = os.path.realpath(root)
+    kept = []
+    for path in paths:
+        if os.path.commonpath([folder, os.path.realpath(path)]) == folder:
+            kept.append(path)
+        else:
+            report.skip(path, "outside_folder", "a symbolic link out of the folder")
+    return kept
 
 
 def ingest_documents(

@@ -7,7 +7,8 @@ after another. What cannot give text is skipped with a reason, never raised furt
 ``binary`` (not UTF-8, or control characters), ``empty`` (no text), ``unreadable_pdf``
 (pypdf cannot parse it, or it is encrypted), ``unsupported_format`` (no reader for the
 extension). Ingest adds ``too_large`` (over the size cap, checked before reading),
-``unreadable`` (the file system refused it) and ``not_found``.
+``unreadable`` (the file system refused it), ``not_found`` and ``outside_folder`` (a file
+of a local folder that a symbolic link places elsewhere).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ SKIP_REASONS = (
     "unsupported_format",
     "unreadable",
     "not_found",
+    "outside_folder",
 )
 # Characters no text file holds (tab, newline, carriage return and form feed are fine).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")

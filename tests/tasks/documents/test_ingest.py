@@ -162,6 +162,23 @@ def test_bad_files_are_skipped_and_counted_while_good_ones_go_in(store: Store, t
     assert len(chunks_of(store)) >= 4
 
 
+def test_a_link_out_of_the_folder_is_skipped_and_one_within_it_read(store: Store, tmp_path):
+    write_samples(tmp_path / "kb")
+    secret = tmp_path / "elsewhere" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("the alarm code is 4711")
+    (tmp_path / "kb" / "secret.txt").symlink_to(secret)
+    (tmp_path / "kb" / "away").symlink_to(secret.parent, target_is_directory=True)
+    (tmp_path / "kb" / "same.txt").symlink_to(tmp_path / "kb" / "boiler.txt")
+    report = ingest(store, str(tmp_path / "kb"))
+    assert report.added == 5  # the samples, and same.txt
+    assert report.skipped == {"outside_folder": 1}
+    assert [uri for uri, _, _ in report.problems] == [str(tmp_path / "kb" / "secret.txt")]
+    assert not any("4711" in row.text for row in chunks_of(store))  # nor through away/
+    # named on the command line, the file is read: that is no folder's ingest
+    assert ingest(store, str(tmp_path / "kb" / "secret.txt")).added == 1
+
+
 def test_an_explicit_file_of_an_unknown_format_is_skipped(store: Store, tmp_path: Path):
     (tmp_path / "notes.docx").write_bytes(b"PK\x03\x04")
     report = ingest(store, str(tmp_path / "notes.docx"))
