@@ -5,7 +5,8 @@ Numbers with a ``+`` country code are found whatever the regions; national forma
 ("030 12345678", "01 23 45 67 89", "912 345 678") only for the configured regions. On top
 of the matcher's own exclusions (dates, times), a match is dropped when it looks like
 something else: right after an identifier word ("order", "Rechnung", "#"), next to an amount
-("€", "EUR"), a valid ISBN, or a bare run of digits with no phone word before it.
+("€", "EUR"), a valid ISBN, a date or time of day, or a bare run of digits with no phone
+word before it.
 """
 
 from __future__ import annotations
@@ -26,10 +27,19 @@ _CURRENCY = frozenset(words("currency", "words"))
 _CLUSTER = re.compile(r"[+(]?\d[\d \t().\-/]{4,24}\d")
 _TOKEN = re.compile(r"#|[^\W\d_][\w.'/]*|[€$£¥]")
 _YEAR_FIRST = re.compile(r"^(?:19|20)\d\d[-/.]\d+$")
+# Dates (2026-11-20, 20.11.2026, 11/20/2026), each with a time of day if one follows: the
+# matcher's own date test misses a date and the hour after it ("2026-11-20 23" of
+# "2026-11-20 23:30:00", which it took for a number).
+_DATE_TIME = re.compile(
+    r"(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{4})"
+    r"(?:[ T]\d{1,2}(?::\d{2}){1,2}(?:\.\d+)?)?"
+)
 
 
 def phones(text: str, regions: Sequence[str]) -> Iterator[Span]:
-    """Valid phone numbers in ``text`` that do not look like ids, amounts, ISBNs or years."""
+    """Valid phone numbers in ``text`` that do not look like ids, amounts, ISBNs, years,
+    dates or times of day."""
+    dates = [m.span() for m in _DATE_TIME.finditer(text)]
     for cluster in _CLUSTER.finditer(text):
         if sum(c.isdigit() for c in cluster.group()) < 6:
             continue
@@ -40,7 +50,8 @@ def phones(text: str, regions: Sequence[str]) -> Iterator[Span]:
             for match in PhoneNumberMatcher(window, region, leniency=Leniency.VALID):
                 begin, end = start + match.start, start + match.end
                 whole = whole or (begin <= cluster.start() + 1 and end >= cluster.end())
-                if _plausible(text, begin, end, match.raw_string):
+                dated = any(begin < stop and start_ < end for start_, stop in dates)
+                if not dated and _plausible(text, begin, end, match.raw_string):
                     # The national number: "+49 30 1234567" and "030 1234567" are one value
                     # even when the matcher read the second under another region first.
                     yield Span(begin, end, "PHONE", str(match.number.national_number))

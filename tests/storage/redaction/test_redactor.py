@@ -132,3 +132,20 @@ def test_settings_come_from_the_environment_and_the_policy_file(
     settings = Settings().redaction
     assert settings.before_storage and not settings.phones and settings.enabled
     assert redact("CASE-42 at +49 30 12345678", settings) == "<CASE_1> at +49 30 12345678"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "memory-sync-daily failed as of 2026-11-20 23:30:00 UTC",
+        "the run of 2026-11-20T23:30:00+01:00 and of 20.11.2026 23:30",
+        "due 11/20/2026 09:15, moved to 2026/11/21 10:00:00.250",
+    ],
+)
+def test_dates_and_times_of_day_are_not_phone_numbers(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_a_phone_number_beside_a_date_is_still_found() -> None:
+    out = redact("On 2026-11-20 23:30 call +49 30 12345678 about it.")
+    assert out == "On 2026-11-20 23:30 call <PHONE_1> about it."
