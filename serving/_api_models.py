@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from storage.inputs import Instant, Moment, StorableText
 from storage.retrieval import TimeRange
 
 TimeRangeName = Literal["today", "week", "month", "recent", "all"]
@@ -16,13 +17,15 @@ class _Body(BaseModel):
 
 
 class SearchRequest(_Body):
-    query: str = Field(description="what to look for, in the user's words", max_length=10_000)
+    query: StorableText = Field(
+        description="what to look for, in the user's words", max_length=10_000
+    )
     limit: int = Field(10, description="how many memories (up to ARCHIVIST_RETRIEVAL__MAX_LIMIT)")
     time_range: TimeRangeName | None = Field(
         None, description="a named window; or give start and end"
     )
-    start: AwareDatetime | None = Field(None, description="from this moment (with end)")
-    end: AwareDatetime | None = Field(None, description="before this moment (with start)")
+    start: Instant | None = Field(None, description="from this moment (with end)")
+    end: Instant | None = Field(None, description="before this moment (with start)")
     kinds: list[str] | None = Field(
         None, max_length=20, description="only these kinds (turn, fact, episode, ...)"
     )
@@ -45,16 +48,20 @@ class SearchRequest(_Body):
 
 
 class PrimeRequest(_Body):
-    message: str | None = Field(
+    message: StorableText | None = Field(
         None, max_length=10_000, description="the conversation's first message, if any"
     )
 
 
 class RememberRequest(_Body):
-    content: str = Field(description="the memory, as a sentence", max_length=20_000)
+    content: StorableText = Field(description="the memory, as a sentence", max_length=20_000)
     kind: Literal["note", "fact", "preference", "goal", "decision"] = "note"
     importance: float | None = Field(None, ge=0, le=1)
-    occurred_at: AwareDatetime | None = Field(None, description="when it happened (default now)")
-    idempotency_key: str | None = Field(
+    occurred_at: Moment | None = Field(
+        None,
+        description="when it happened (default now): ISO 8601 with a UTC offset, from "
+        "1900-01-01 to a day from now",
+    )
+    idempotency_key: StorableText | None = Field(
         None, max_length=200, description="the same key again is not queued twice"
     )

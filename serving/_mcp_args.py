@@ -12,10 +12,11 @@ from typing import Annotated, Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp_types import CallToolResult, TextContent
-from pydantic import AwareDatetime, Field
+from pydantic import Field
 
 from serving._api_models import TimeRangeName
 from serving._service import MAX_EPISODES
+from storage.inputs import Instant
 from storage.queue import MemoryKind
 
 Query = Annotated[
@@ -39,11 +40,11 @@ Range = Annotated[
     ),
 ]
 Start = Annotated[
-    AwareDatetime | None,
+    Instant | None,
     Field(description="Only memories from this moment on (ISO 8601 with a UTC offset; with end)."),
 ]
 End = Annotated[
-    AwareDatetime | None,
+    Instant | None,
     Field(description="Only memories up to this moment (ISO 8601 with a UTC offset; with start)."),
 ]
 Kinds = Annotated[

@@ -29,6 +29,7 @@ from serving._search_route import SearchRoute, search_answer
 from serving._service import MAX_EPISODES, KeyFor, MemoryService
 from storage.config import Settings
 from storage.errors import InputError, RetrievalError
+from storage.inputs import printable
 from storage.keys import Grant
 from storage.records import NAMESPACE
 
@@ -179,7 +180,8 @@ def _problem(error: dict[str, Any]) -> str:
         reason = (error.get("ctx") or {}).get("error", "cannot be parsed")
         return f"body: not valid JSON: {reason} (character {error['loc'][-1]})"
     where = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
-    return f"{where or 'body'}: {error.get('msg', 'invalid')}"
+    rule = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+    return f"{printable(where, 80) or 'body'}: {rule}"
 
 
 def serving_app(service: MemoryService) -> SearchRoute:

@@ -11,10 +11,11 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal, get_args
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from storage.errors import InputError
-from storage.records import NAMESPACE, MessageRecord, SessionRecord, StorableText
+from storage.inputs import Identifier, Moment, StorableText, check_keys, describe
+from storage.records import NAMESPACE, MessageRecord, SessionRecord
 from storage.redaction import Redactor, redact_messages, redact_session
 
 Op = Literal["ADD_MEMORY", "RECORD_MESSAGE", "SAVE_PREFERENCE", "UPDATE_GOAL", "FORGET_MEMORY"]
@@ -31,8 +32,8 @@ class MemoryText(_Payload):
 
     content: StorableText = Field(min_length=1, max_length=20_000)
     importance: float | None = Field(None, ge=0, le=1)
-    occurred_at: AwareDatetime | None = None
-    session_id: StorableText | None = Field(None, pattern=r"^[^\s/\\]{1,200}$")
+    occurred_at: Moment | None = None
+    session_id: Identifier | None = None
 
     @field_validator("content")
     @classmethod
@@ -109,6 +110,10 @@ def validate_payload(namespace: str, op: str, payload: object) -> Payload:
     if not isinstance(payload, Mapping):
         raise InputError(f"{op} payload must be a JSON object, not {type(payload).__name__}")
     try:
+        check_keys(payload)
+    except ValueError as exc:
+        raise InputError(f"{op} payload refused: {exc}") from exc
+    try:
         parsed = model.model_validate(payload)
     except ValidationError as exc:
         raise InputError(f"{op} payload refused: {describe(exc)}") from exc
@@ -135,14 +140,6 @@ def redacted(payload: Payload, redactor: Redactor) -> Payload:
 def parse_stored(op: str, payload: Mapping[str, object]) -> Payload:
     """Re-read a payload that was validated at enqueue time."""
     return MODELS[op].model_validate(payload)
-
-
-def describe(exc: ValidationError) -> str:
-    """Each problem as ``field.path: message``, without echoing the input."""
-    return "; ".join(
-        f"{'.'.join(str(part) for part in error['loc']) or 'payload'}: {error['msg']}"
-        for error in exc.errors()
-    )
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ import numpy as np
 
 from storage import scoring
 from storage.errors import ConfigurationError, RetrievalError
-from storage.records import NAMESPACE, storable
+from storage.inputs import check_instant, storable
+from storage.records import NAMESPACE
 from storage.retrieval._types import TimeRange
 
 KINDS = (
@@ -67,10 +68,12 @@ def custom_weights(weights: Mapping[str, float]) -> dict[str, float]:
         raise RetrievalError(str(exc)) from exc
 
 
-def aware(moment: datetime) -> datetime:
-    if moment.tzinfo is None:
-        raise RetrievalError(f"as_of {moment.isoformat()} has no time zone")
-    return moment
+def aware(moment: datetime, what: str = "as_of") -> datetime:
+    """``moment`` if it is an ``Instant`` (``storage.inputs``), else ``RetrievalError``."""
+    try:
+        return check_instant(moment)
+    except ValueError as exc:
+        raise RetrievalError(f"{what} {moment.isoformat()} {exc}") from None
 
 
 def vector_literal(vector: np.ndarray) -> str:
@@ -128,9 +131,10 @@ def resolve_time_range(
     if time_range is None or time_range == "all":
         return None, None
     if isinstance(time_range, tuple):
-        start, end = time_range
-        if start.tzinfo is None or end.tzinfo is None:
-            raise RetrievalError("time_range needs time zones on both ends")
+        start, end = (
+            aware(time_range[0], "time range start"),
+            aware(time_range[1], "time range end"),
+        )
         if start > end:
             raise RetrievalError(f"reversed time range: {start.isoformat()} > {end.isoformat()}")
         return start, end

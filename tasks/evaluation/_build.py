@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from storage.embedding import Embedder
 from storage.errors import InputError
+from storage.inputs import EARLIEST
 from storage.retrieval import Hit, Retriever
 from storage.sessions import load_sessions, other_data
 from tasks.evaluation._inputs import EvalQuery
@@ -33,7 +34,6 @@ from tasks.sync import (
 )
 
 MIN_USER_MESSAGES = 1
-EARLIEST = datetime.min.replace(tzinfo=UTC)
 
 OnProgress = Callable[[int, int], None]
 
@@ -184,7 +184,7 @@ def run_queries(
             q.namespace,
             q.question,
             limit=limit,
-            time_range=(EARLIEST, q.asked_at),
+            time_range=(EARLIEST, q.asked_at),  # nothing said after the question
             as_of=q.asked_at,
             weights=weights,
             record_access=False,

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from storage.errors import InputError
+from storage.inputs import Instant, describe
 from storage.records import NAMESPACE_PATTERN
 from tasks.sync import Problem, Transcript, not_utf8, parse_transcript, split_lines
 
@@ -33,17 +34,10 @@ class EvalQuery(BaseModel):
     id: str = Field(min_length=1, max_length=200)
     namespace: str = Field(pattern=NAMESPACE_PATTERN)
     question: str = Field(min_length=1, max_length=10_000)
-    asked_at: datetime
+    asked_at: Instant
     category: str = Field(min_length=1, max_length=100)
     evidence_message_ids: tuple[str, ...] = ()
     evidence_session_ids: tuple[str, ...] = ()
-
-    @field_validator("asked_at")
-    @classmethod
-    def _aware(cls, value: datetime) -> datetime:
-        if value.utcoffset() is None:
-            raise ValueError("asked_at needs a UTC offset, e.g. 2026-11-20T10:00:00Z")
-        return value
 
     @model_validator(mode="after")
     def _qualified(self) -> EvalQuery:
@@ -63,9 +57,7 @@ Numbered = tuple[int, EvalQuery]
 def _describe(exc: ValidationError) -> str:
     if any(err["type"] == "json_invalid" for err in exc.errors()):
         return "not valid JSON"
-    return "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or 'object'}: {err['msg']}" for err in exc.errors()
-    )
+    return describe(exc)
 
 
 def _parse_query(name: str, lineno: int, line: str) -> Problem | EvalQuery:
@@ -112,8 +104,14 @@ def _shift(problem: Problem, offset: int) -> Problem:
     return Problem(problem.file, line, reason.replace("file skipped", "session skipped"))
 
 
-def read_sessions(name: str, text: str) -> tuple[list[Transcript], list[Problem]]:
-    """Every session of a multi-session JSONL file; problems carry the file's line numbers."""
+def read_sessions(
+    name: str, text: str, now: datetime | None = None
+) -> tuple[list[Transcript], list[Problem]]:
+    """Every session of a multi-session JSONL file; problems carry the file's line numbers.
+
+    ``now``: the replayed history's clock, which message times may not pass (by more than
+    ``storage.inputs.FUTURE_SLACK``); None: the real one.
+    """
     lines = split_lines(text)
     starts = [i for i, line in enumerate(lines) if _starts_session(line)]
     head = starts[0] if starts else len(lines)
@@ -125,7 +123,7 @@ def read_sessions(name: str, text: str) -> tuple[list[Transcript], list[Problem]
     transcripts: list[Transcript] = []
     first_line: dict[str, int] = {}
     for start, end in zip(starts, [*starts[1:], len(lines)], strict=True):
-        transcript, found = parse_transcript(name, "\n".join(lines[start:end]))
+        transcript, found = parse_transcript(name, "\n".join(lines[start:end]), now)
         problems += [_shift(p, start) for p in found]
         if transcript is None:
             continue
@@ -171,9 +169,14 @@ class EvalInputs:
 
 
 def load_inputs(sessions: tuple[str, str], queries: tuple[str, str]) -> EvalInputs:
-    """Parse ``(name, text)`` of the sessions and queries files; no valid question is an error."""
-    transcripts, problems = read_sessions(*sessions)
+    """Parse ``(name, text)`` of the sessions and queries files; no valid question is an error.
+
+    The history is replayed up to its last question: that is the clock its times are
+    checked against, so a labelled set may be dated ahead of today.
+    """
     numbered, query_problems = read_queries(*queries)
+    clock = max((q.asked_at for _, q in numbered), default=None)
+    transcripts, problems = read_sessions(*sessions, now=clock)
     checked, evidence_problems = check_evidence(queries[0], numbered, transcripts)
     if not checked:
         raise InputError(f"no usable question in {queries[0]}; see the problems reported")

@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 from fsspec import AbstractFileSystem
@@ -26,6 +27,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from storage.errors import InputError
+from storage.inputs import check_keys, describe
 from storage.json_depth import load_json
 from storage.records import MessageRecord, SessionRecord
 from storage.sessions import load_sessions, record_messages, record_session
@@ -61,26 +63,6 @@ class SessionSource(Protocol):
     def read(self) -> Iterator[Transcript | Problem]: ...
 
 
-def _describe(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "object"
-        if err["type"] == "missing":
-            parts.append(f"missing field {loc!r}")
-        else:
-            parts.append(f"{loc}: {err['msg']} (got {_shape(err.get('input'))})")
-    return "; ".join(parts)
-
-
-def _shape(value: object) -> str:
-    """What a refused value was, never what it said: reports and logs hold no content."""
-    if value is None or isinstance(value, bool | int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return f"text of {len(value)} characters"
-    return type(value).__name__
-
-
 def split_lines(text: str) -> list[str]:
     """JSONL lines: split at LF only (a CR before it dropped), never at U+2028 and kin.
 
@@ -107,6 +89,7 @@ def _load_object(line: str, expected: str) -> dict[str, Any]:
     obj = load_json(line)  # NestedTooDeeply is a ValueError: "JSON nested too deeply"
     if not isinstance(obj, dict) or obj.get("type") != expected:
         raise ValueError(f'expected a JSON object with "type": "{expected}"')
+    check_keys(obj)
     return {k: v for k, v in obj.items() if k != "type"}
 
 
@@ -116,15 +99,22 @@ def _parse_header(name: str, lines: list[str]) -> tuple[SessionRecord | None, li
     except json.JSONDecodeError as exc:
         reason = f"session line is not valid JSON ({exc.msg})"
     except ValidationError as exc:
-        reason = f"bad session line: {_describe(exc)}"
+        reason = f"bad session line: {describe(exc)}"
     except ValueError as exc:
         reason = f"bad session line: {exc}"
     dropped = sum(1 for line in lines[1:] if line.strip())
     return None, [Problem(name, 1, f"{reason}; file skipped, {dropped} message lines not loaded")]
 
 
-def parse_transcript(name: str, text: str) -> tuple[Transcript | None, list[Problem]]:
-    """Parse one JSONL transcript; blank lines are ignored, every other bad line reported."""
+def parse_transcript(
+    name: str, text: str, now: datetime | None = None
+) -> tuple[Transcript | None, list[Problem]]:
+    """Parse one JSONL transcript; blank lines are ignored, every other bad line reported.
+
+    ``now``: the clock message times are checked against (``storage.inputs.Moment``);
+    None: the real one. A replayed history passes its own.
+    """
+    context = {"now": now} if now is not None else None
     lines = split_lines(text)
     if not any(line.strip() for line in lines):
         return None, [Problem(name, None, "empty file; skipped")]
@@ -137,18 +127,19 @@ def parse_transcript(name: str, text: str) -> tuple[Transcript | None, list[Prob
         if not line.strip():
             continue
         try:
-            message = MessageRecord.model_validate(_load_object(line, "message"))
+            obj = _load_object(line, "message")
+            message = MessageRecord.model_validate(obj, context=context)
         except json.JSONDecodeError as exc:
             problems.append(Problem(name, lineno, f"not valid JSON ({exc.msg}); line skipped"))
             continue
         except ValidationError as exc:
-            problems.append(Problem(name, lineno, f"{_describe(exc)}; line skipped"))
+            problems.append(Problem(name, lineno, f"{describe(exc)}; line skipped"))
             continue
         except ValueError as exc:
             problems.append(Problem(name, lineno, f"{exc}; line skipped"))
             continue
         if message.id in messages:
-            reason = f"duplicate message id {message.id!r} (first on line {first_line[message.id]})"
+            reason = f"duplicate message id (first on line {first_line[message.id]})"
             problems.append(Problem(name, lineno, f"{reason}; kept the first"))
             continue
         messages[message.id] = message
@@ -228,7 +219,7 @@ def ingest(
             continue
         report.files += 1
         if item.session.id in seen:
-            reason = f"session id {item.session.id!r} already loaded from {seen[item.session.id]}"
+            reason = f"its session id was already loaded from {seen[item.session.id]}"
             report.problems.append(Problem(item.source, 1, f"{reason}; file skipped"))
             continue
         seen[item.session.id] = item.source
@@ -269,7 +260,7 @@ def _write(engine: Engine, batch: list[Transcript], problems: list[Problem]) -> 
         for transcript in batch:
             record = stored.get(transcript.session.id)
             if record is not None and record.namespace != transcript.session.namespace:
-                reason = f"session id {record.id!r} is stored under another namespace"
+                reason = "its session id is stored under another namespace"
                 found.append(Problem(transcript.source, 1, f"{reason}; file skipped"))
                 continue
             record_session(session, transcript.session)

@@ -95,7 +95,7 @@ def test_same_idempotency_key_gives_one_item_and_says_so(store: Store) -> None:
 
 
 BAD = [
-    ("alice", "ADD_MEMORY", {"importance": 0.5}, "content: Field required"),
+    ("alice", "ADD_MEMORY", {"importance": 0.5}, "missing field 'content'"),
     ("alice", "ADD_MEMORY", {"content": 123}, "content: Input should be a valid string"),
     ("alice", "ADD_MEMORY", {"content": "x", "importance": "high"}, "importance:"),
     ("alice", "ADD_MEMORY", {"content": "x", "importance": 1.5}, "importance:"),
@@ -108,7 +108,7 @@ BAD = [
     ("al ice", "ADD_MEMORY", {"content": "x"}, "namespace 'al ice' is not valid"),
     ("alice", "FORGET_MEMORY", {"memory_id": "seven"}, "memory_id:"),
     ("alice", "SAVE_PREFERENCE", {"content": "x", "kind": "goal"}, "kind: Extra inputs"),
-    ("alice", "RECORD_MESSAGE", {"session": SESSION}, "message: Field required"),
+    ("alice", "RECORD_MESSAGE", {"session": SESSION}, "missing field 'message'"),
     (
         "alice",
         "RECORD_MESSAGE",

@@ -274,7 +274,7 @@ def test_pending_accesses_score_as_folded_ones(store: Store) -> None:
         ({"time_range": "fortnight"}, "unknown time range"),
         ({"weights": {"semantic": -1}}, "weights must be numbers"),
         ({"weights": {"smell": 1}}, "unknown weight"),
-        ({"as_of": datetime(2026, 1, 1)}, "no time zone"),
+        ({"as_of": datetime(2026, 1, 1)}, "needs a UTC offset"),
     ],
 )
 def test_bad_input_is_a_clear_error(store: Store, kwargs: dict[str, object], message: str) -> None:

@@ -229,7 +229,7 @@ def test_one_file_many_sessions_with_problems_on_the_file_s_lines() -> None:
     assert sorted(where) == [1, 8, 9, 10, 12]
     assert "before the first session" in where[1]
     assert "missing field" in where[8]
-    assert "duplicate message id 'm1' (first on line 7)" in where[9]
+    assert "duplicate message id (first on line 7)" in where[9]
     assert "session skipped, 1 message lines not loaded" in where[10]
     assert "duplicate session id 's1' (first on line 2)" in where[12]
 

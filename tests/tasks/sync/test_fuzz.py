@@ -1,11 +1,14 @@
 """Hostile and random input through the transcript load and the write queue.
 
 A seeded generator writes transcripts and queue payloads that mix valid records (any
-script, control characters, Unicode separators, a message of exactly the size limit) with
-hostile ones: NUL, lone surrogates, 10 MB strings, JSON nested 100,000 deep, wrong types,
-bytes that are not UTF-8. Each record's fate is known when it is made, so the test checks
-that every valid record is stored, every invalid one is reported where it is, and nothing
-raises.
+script, control characters, Unicode separators, a message of exactly the size limit, times
+at the window's edges) with hostile ones: NUL, lone surrogates, 10 MB strings, JSON nested
+100,000 deep, wrong types, bytes that are not UTF-8, times outside the window or as
+numbers, NUL and control characters in field names, ids that could break a block marker.
+The values come from ``tests.fuzz_values``, which the API's and MCP's fuzz tests use too.
+Each record's fate is known when it is made, so the test checks that every valid record is
+stored, every invalid one is reported where it is, nothing raises, and the namespace's
+search and priming still answer.
 """
 
 from __future__ import annotations
@@ -23,51 +26,39 @@ from sqlalchemy import text
 
 from deployments.cli import main
 from storage.config import Settings
+from storage.embedding import HashingEmbedder
 from storage.engine import Store
+from storage.retrieval import Retriever
 from tasks.sync._transcripts import JsonlTranscripts, ingest
+from tests.fuzz_values import (
+    BAD_IDS,
+    BAD_KEYS,
+    BAD_TEXTS,
+    BAD_TIMES,
+    FORGED_TITLE,
+    VALID_IDS,
+    VALID_TIMES,
+    valid_text,
+)
 from tests.helpers import run_sync
 
 SEED = 16
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)
 DEEP = "[" * 100_000 + "]" * 100_000
 HUGE = "x" * 10_000_000
-PIECES = [
-    "plain words",
-    "Grüße aus Köln",
-    "日本語のテキスト",
-    "مرحبا بالعالم",
-    "emoji 🎉👩‍👩‍👧",
-    "tab\there",
-    "bell\x07 and escape\x1b",
-    "line\u2028separator",
-    "next\x85line",
-    "form\x0cfeed",
-    "e\u0301 combining",
-    "\u200bzero width",
-    'quote " and backslash \\',
-]
 
-
-def valid_text(rng: random.Random) -> str:
-    return " ".join(rng.choice(PIECES) for _ in range(rng.randint(1, 6)))
-
-
-# A message field made bad, and how it is written into the line (raw JSON or a value).
+# A message field made bad, and how it is written into the line (raw JSON, a value, or a
+# field of that name added).
 HOSTILE: list[tuple[str, str, object]] = [
-    ("content", "value", "before\x00after"),
-    ("content", "value", "lone \ud800 surrogate"),
+    *[("content", "value", v) for v in BAD_TEXTS],
     ("content", "value", HUGE),
     ("content", "raw", DEEP),
-    ("content", "value", 5),
-    ("content", "value", None),
-    ("content", "value", {"nested": ["object"]}),
     ("speaker", "value", "nul\x00speaker"),
     ("speaker", "value", ""),
     ("role", "value", "narrator"),
-    ("timestamp", "value", "yesterday"),
-    ("timestamp", "value", "2026-11-20T09:00:00"),
-    ("timestamp", "value", []),
-    ("id", "value", 12),
+    *[("timestamp", "value", v) for v in BAD_TIMES],
+    *[("id", "value", v) for v in BAD_IDS],
+    *[(key, "key", 1) for key in BAD_KEYS],
 ]
 
 
@@ -95,6 +86,8 @@ def _hostile_line(base: dict[str, object], rng: random.Random) -> bytes:
     if rng.random() < 0.1:
         return b'{"type": "message", "id": "\xff\xfe", "content": "not utf-8"}'
     name, how, value = rng.choice(HOSTILE)
+    if how == "key":  # a field of a hostile name: the key is what is wrong
+        return json.dumps(base | {name: value}).encode()
     if how == "raw":
         marker = "__RAW__"
         return json.dumps(base | {name: marker}).replace(f'"{marker}"', str(value)).encode()
@@ -106,16 +99,26 @@ def write_files(root: Path, rng: random.Random, files: int) -> Made:
     for f in range(files):
         sid, name = f"s{f}", f"f{f:03d}.jsonl"
         header: dict[str, object] = {"type": "session", "id": sid, "namespace": "fuzz"}
-        header |= {"agent": "aria", "title": valid_text(rng)}
+        header |= {"agent": "aria", "title": rng.choice([valid_text(rng), FORGED_TITLE])}
         header_bad = rng.random() < 0.15
         if header_bad:
-            header |= rng.choice([{"title": "t\x00"}, {"namespace": "bob\n"}, {"agent": 7}])
+            header |= rng.choice(
+                [
+                    {"title": "t\x00"},
+                    {"namespace": "bob\n"},
+                    {"agent": 7},
+                    {"id": rng.choice(BAD_IDS)},
+                    {rng.choice(BAD_KEYS): "x"},
+                ]
+            )
         lines = [json.dumps(header).encode()]
         good: set[tuple[str, str, str]] = set()
         bad: set[tuple[str, int]] = set()
         for m in range(rng.randint(1, 8)):
-            mid = f"m{m}"
+            mid = rng.choice(VALID_IDS[:-1]) + f"-{m}" if rng.random() < 0.2 else f"m{m}"
             base = _message(sid, mid, valid_text(rng), rng)
+            if rng.random() < 0.15:  # a time at the window's edges, or in another zone
+                base["timestamp"] = rng.choice(VALID_TIMES)
             if f == 0 and m == 0:
                 base["content"] = "y" * 1_000_000  # exactly the limit: valid
             if rng.random() < 0.4:
@@ -148,6 +151,9 @@ def test_ingest_stores_every_valid_record_and_reports_every_invalid_one(
     # What was stored is any text at all: the sync's extraction and indexing take it too.
     synced = run_sync(store, AS_OF, min_user_messages=0)
     assert synced.written.sessions == len({sid for sid, _, _ in made.stored})
+    retriever = Retriever(store.engine, HashingEmbedder(store.settings.embedding.dim))
+    assert retriever.search("fuzz", "plain words", as_of=AS_OF, record_access=False)
+    assert retriever.prime("fuzz", "Grüße", as_of=AS_OF, record_access=False).episodes
 
 
 def _payloads(rng: random.Random) -> list[tuple[str, str, bool]]:
@@ -157,7 +163,24 @@ def _payloads(rng: random.Random) -> list[tuple[str, str, bool]]:
         for _ in range(8)
     ]
     good.append(("SAVE_PREFERENCE", json.dumps({"content": "tea\u2028green"}), True))
+    good += [
+        ("ADD_MEMORY", json.dumps({"content": valid_text(rng), "occurred_at": at}), True)
+        for at in VALID_TIMES
+    ]
+    good += [
+        ("ADD_MEMORY", json.dumps({"content": "x", "session_id": sid}), True) for sid in VALID_IDS
+    ]
     bad = [
+        *[
+            ("ADD_MEMORY", json.dumps({"content": "x", "occurred_at": at}), False)
+            for at in BAD_TIMES
+        ],
+        *[
+            ("ADD_MEMORY", json.dumps({"content": "x", "session_id": sid}), False)
+            for sid in BAD_IDS
+        ],
+        *[("ADD_MEMORY", json.dumps({"content": "x", key: 1}), False) for key in BAD_KEYS],
+        *[("ADD_MEMORY", json.dumps({"content": text}), False) for text in BAD_TEXTS],
         ("ADD_MEMORY", json.dumps({"content": "a\x00b"}), False),
         ("ADD_MEMORY", '{"content": "\\ud800"}', False),
         ("ADD_MEMORY", json.dumps({"content": HUGE}), False),

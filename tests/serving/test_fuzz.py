@@ -1,0 +1,111 @@
+"""The HTTP API and MCP take the fuzz values of every other door (``tests.fuzz_values``):
+each valid one is queued, each hostile one refused with a message naming its field and no
+server error, and the namespace's search and priming answer afterwards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+from sqlalchemy import text
+
+from storage.config import Settings
+from storage.engine import Store, open_store
+from storage.inputs import printable
+from tests.fuzz_values import BAD_KEYS, BAD_TEXTS, BAD_TIMES, VALID_TIMES
+from tests.serving.conftest import Served
+from tests.serving.mcp_support import data, error, stdio
+
+
+def _queued(store: Store, namespace: str) -> int:
+    with store.engine.connect() as conn:
+        found = conn.execute(
+            text("SELECT count(*) FROM memory_write_queue WHERE namespace = :ns"), {"ns": namespace}
+        )
+        return int(found.scalar_one())
+
+
+JSON = {"content-type": "application/json"}
+
+
+def _raw(body: dict[str, Any]) -> bytes:
+    """JSON as a client may send it: lone surrogates and NUL escaped, as JSON allows."""
+    return json.dumps(body).encode()
+
+
+def test_the_api_queues_each_valid_time_and_refuses_each_hostile_value(served: Served) -> None:
+    namespace = "fz-api"
+    with served.client(served.key(namespace)) as client:
+        path = f"/v1/namespaces/{namespace}/memories"
+        valid = [
+            client.post(path, json={"content": "at the edge", "occurred_at": at})
+            for at in VALID_TIMES
+        ]
+        hostile = [("occurred_at", {"content": "x", "occurred_at": at}) for at in BAD_TIMES]
+        hostile += [("content", {"content": t}) for t in BAD_TEXTS]
+        hostile += [(key, {"content": "x", key: 1}) for key in BAD_KEYS]
+        refused = [
+            (field, client.post(path, content=_raw(body), headers=JSON))
+            for field, body in hostile
+        ]
+        search = f"/v1/namespaces/{namespace}/search"
+        bounds = [
+            client.post(search, json={"query": "q", "start": at, "end": "2026-11-20T00:00:00Z"})
+            for at in BAD_TIMES
+        ]
+        after = client.post(search, json={"query": "at the edge"})
+        primed = client.post(f"/v1/namespaces/{namespace}/prime", json={"message": "hello"})
+
+    assert [r.status_code for r in valid] == [202] * len(VALID_TIMES), [r.text for r in valid]
+    for field, reply in refused:
+        assert reply.status_code == 422, (field, reply.status_code, reply.text)
+        shown = reply.json()["error"]
+        assert "\x00" not in shown and "Traceback" not in shown
+        # A field name that is not Unicode (a lone surrogate) leaves no field to name.
+        named = "body" if field == "\ud800" else field
+        assert shown.startswith(f"{printable(named)}: "), (field, shown)
+    for reply in bounds:
+        assert reply.status_code == 422 and "start" in reply.json()["error"], reply.text
+    assert after.status_code == 200 and primed.status_code == 200, (after.text, primed.text)
+    assert _queued(served.store, namespace) == len(VALID_TIMES)
+    assert "Traceback" not in served.log.read_text()
+
+
+def _sendable(value: object) -> bool:
+    """Whether the SDK's client can send it (it refuses to encode a lone surrogate)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def test_mcp_refuses_each_hostile_value_as_a_tool_error(settings: Settings, tmp_path: Path) -> None:
+    store = open_store(settings)
+    calls: list[tuple[str, dict[str, Any]]] = [
+        *[
+            ("search_memory", {"query": "q", "start": at, "end": "2026-11-20T00:00:00Z"})
+            for at in BAD_TIMES
+        ],
+        *[("remember", {"content": t}) for t in BAD_TEXTS if _sendable(t)],
+        *[("search_memory", {"query": "q", key: 1}) for key in BAD_KEYS if _sendable(key)],
+    ]
+
+    async def call_all() -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+        with (tmp_path / "stderr").open("w") as errlog:
+            async with stdio(settings, "--namespace", "fz-mcp", errlog=errlog) as client:
+                answers = [error(await client.call_tool(name, args)) for name, args in calls]
+                valid = data(await client.call_tool("remember", {"content": "a valid memory"}))
+                found = data(await client.call_tool("search_memory", {"query": "valid"}))
+        return answers, valid, found
+
+    answers, valid, found = anyio.run(call_all)
+
+    for (name, args), answer in zip(calls, answers, strict=True):
+        assert answer and "Traceback" not in answer, (name, args)
+    assert all("start" in a for a in answers[: len(BAD_TIMES)]), answers[: len(BAD_TIMES)]
+    assert valid["status"] == "queued" and found["namespace"] == "fz-mcp"
+    assert _queued(store, "fz-mcp") == 1
+    assert "Traceback" not in (tmp_path / "stderr").read_text()
