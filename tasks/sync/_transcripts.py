@@ -33,6 +33,7 @@ from storage.records import MessageRecord, SessionRecord
 from storage.sessions import load_sessions, record_messages, record_session
 
 _UNDECODED = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of bytes not UTF-8
+_LINE_END = re.compile("\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,14 @@ class SessionSource(Protocol):
 
 
 def split_lines(text: str) -> list[str]:
-    """JSONL lines: split at LF only (a CR before it dropped), never at U+2028 and kin.
+    """JSONL lines: split at CR LF, LF or a lone CR (old Mac line ends), never at U+2028 and
+    kin.
 
     ``str.splitlines`` also breaks at U+2028, U+0085 and other separators that may stand
-    raw inside a JSON string. A UTF-8 byte order mark before the first line is dropped.
+    raw inside a JSON string; a raw CR may not (JSON escapes it), so it only ends lines. A
+    UTF-8 byte order mark before the first line is dropped.
     """
-    return [line.removesuffix("\r") for line in text.removeprefix("\ufeff").split("\n")]
+    return _LINE_END.split(text.removeprefix("\ufeff"))
 
 
 def decode(data: bytes) -> str:

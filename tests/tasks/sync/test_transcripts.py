@@ -191,6 +191,18 @@ def test_lines_split_only_at_newline_so_unicode_separators_stay_in_their_message
     assert [(p.line, "role" in p.reason) for p in problems] == [(3, True)]
 
 
+@pytest.mark.parametrize("end", ["\r", "\r\n", "\n"])
+def test_every_line_end_splits_lines_and_counts_what_a_bad_header_loses(end: str) -> None:
+    messages = [json.dumps(msg(f"m{i}")) for i in range(1, 5)]
+    good, _ = parse_transcript("s1.jsonl", end.join([json.dumps(HEADER), *messages]))
+    bad_header = end.join(["{not json", *messages])
+    none, problems = parse_transcript("s1.jsonl", bad_header)
+
+    assert good is not None and [m.id for m in good.messages] == ["m1", "m2", "m3", "m4"]
+    assert none is None and [p.line for p in problems] == [1]
+    assert problems[0].reason.endswith("file skipped, 4 message lines not loaded")
+
+
 def test_a_byte_order_mark_is_tolerated_and_bad_utf8_skips_only_its_line(
     store: Store, tmp_path: Path
 ) -> None:
