@@ -38,3 +38,15 @@ class DataQualityError(ArchivistError):
 
 class RetrievalError(ArchivistError):
     """A search or priming request that cannot be answered."""
+
+
+def _refused_rows() -> tuple[type[Exception], ...]:
+    import psycopg
+    from sqlalchemy import exc
+
+    return (exc.DataError, exc.IntegrityError, psycopg.DataError, psycopg.IntegrityError)
+
+
+# What the database says of rows it will not store (what one record's data can cause, unlike
+# a server that is gone): as SQLAlchemy wraps it, and as psycopg raises it from a COPY.
+ROWS_REFUSED = _refused_rows()

@@ -9,6 +9,7 @@ from tasks.sync._steps import (
     ingest_task,
     plan_task,
     process_batch_task,
+    process_isolated,
     write_files_task,
 )
 from tasks.sync._transcripts import (
@@ -45,6 +46,7 @@ __all__ = [
     "plan_task",
     "process_batch",
     "process_batch_task",
+    "process_isolated",
     "split_lines",
     "write_files_task",
 ]

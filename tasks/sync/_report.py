@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from tasks.common import readable
-from tasks.files import FlushOutcome
+from tasks.files import FlushOutcome, md_inline
 from tasks.sync._transcripts import IngestReport
 from tasks.sync._types import BatchOutcome, SyncPlan
 
@@ -60,6 +60,10 @@ class SyncReport:
             ("still active (not idle long enough)", self.still_active),
             ("sessions written", w.sessions),
             (
+                "sessions refused by the database (skipped; tried again next run)",
+                w.sessions_refused,
+            ),
+            (
                 "memories added / removed / kept",
                 f"{w.memories_added} / {w.memories_removed} / {w.memories_kept}",
             ),
@@ -87,9 +91,12 @@ class SyncReport:
         lines = [f"# {self.flow} report", "", "| item | value |", "| --- | --- |"]
         lines += [f"| {k} | {v} |" for k, v in rows]
         if self.files_touched:
-            lines += ["", "## Files touched", ""] + [f"- `{p}`" for p in self.files_touched]
+            lines += ["", "## Files touched", ""]
+            lines += [f"- `{md_inline(p)}`" for p in self.files_touched]
         if self.ingest and self.ingest["problems"]:
-            lines += ["", "## Bad input", ""] + [f"- {p}" for p in self.ingest["problems"]]
+            lines += ["", "## Bad input", ""] + [
+                f"- {md_inline(p)}" for p in self.ingest["problems"]
+            ]
         return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from storage.config import Settings
 from storage.embedding import Embedder
 from storage.engine import Store
+from storage.errors import ROWS_REFUSED
 from storage.processed import Candidate
 from storage.shards import Shard
 from tasks.common import IO_RETRY
@@ -85,7 +86,36 @@ def plan_task(
 
 @task(name="process-batch", cache_policy=NO_CACHE, **IO_RETRY)
 def process_batch_task(store: Store, ctx: SyncContext, batch: Sequence[Candidate]) -> BatchOutcome:
-    """Read, then extract and embed with no transaction open, then write all or nothing."""
+    """One batch, its sessions written alone if the database refuses the batch."""
+    outcome = process_isolated(store, ctx, batch)
+    if outcome.sessions_refused:
+        get_run_logger().warning(
+            "%d session(s) refused by the database: skipped, tried again next run",
+            outcome.sessions_refused,
+        )
+    return outcome
+
+
+def process_isolated(store: Store, ctx: SyncContext, batch: Sequence[Candidate]) -> BatchOutcome:
+    """The batch, or, when the database refuses its rows (``ROWS_REFUSED``: what one
+    session's data can cause; a server that is gone raises), each session alone: the
+    refused ones are counted and skipped, the others written."""
+    try:
+        return process_candidates(store, ctx, batch)
+    except ROWS_REFUSED:
+        if len(batch) == 1:
+            return BatchOutcome(sessions_refused=1)
+    outcome = BatchOutcome()
+    for candidate in batch:
+        try:
+            outcome.merge(process_candidates(store, ctx, [candidate]))
+        except ROWS_REFUSED:
+            outcome.sessions_refused += 1
+    return outcome
+
+
+def process_candidates(store: Store, ctx: SyncContext, batch: Sequence[Candidate]) -> BatchOutcome:
+    """A read, the model calls with no transaction open, then a write of all or nothing."""
     with Session(store.engine) as session:
         states, existing = read_batch(session, ctx, batch)
     prepared = derive_batch(ctx, states, existing)

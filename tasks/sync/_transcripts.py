@@ -23,10 +23,9 @@ from typing import Any, Protocol
 from fsspec import AbstractFileSystem
 from pydantic import ValidationError
 from sqlalchemy import Engine
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from storage.errors import InputError
+from storage.errors import ROWS_REFUSED, InputError
 from storage.inputs import check_keys, describe
 from storage.json_depth import load_json
 from storage.records import MessageRecord, SessionRecord
@@ -245,7 +244,7 @@ def _store(
     if engine is not None:
         try:
             batch = _write(engine, batch, report.problems)
-        except DBAPIError:  # one session the database refuses must not sink the others
+        except ROWS_REFUSED:  # one session the database refuses must not sink the others
             batch = [t for t in batch if _write_alone(engine, t, report.problems)]
     report.sessions += len(batch)
     report.messages += sum(len(t.messages) for t in batch)
@@ -276,8 +275,8 @@ def _write(engine: Engine, batch: list[Transcript], problems: list[Problem]) -> 
 def _write_alone(engine: Engine, transcript: Transcript, problems: list[Problem]) -> bool:
     try:
         return bool(_write(engine, [transcript], problems))
-    except DBAPIError as exc:
-        refused = type(exc.orig).__name__ if exc.orig is not None else type(exc).__name__
+    except ROWS_REFUSED as exc:
+        refused = type(getattr(exc, "orig", None) or exc).__name__
         problems.append(
             Problem(transcript.source, None, f"the database refused it ({refused}); file skipped")
         )

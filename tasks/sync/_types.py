@@ -61,6 +61,7 @@ class BatchOutcome:
     messages_empty: int = 0  # no text, or white space only: nothing to index
     messages_too_short: int = 0  # user or assistant text too short for a turn memory
     redactions: dict[str, int] = field(default_factory=dict)  # per category, sent to a model
+    sessions_refused: int = 0  # the database refused their rows: skipped, tried again next run
 
     def merge(self, other: BatchOutcome) -> None:
         for name, value in other.__dict__.items():

@@ -151,6 +151,7 @@ def test_ingest_stores_every_valid_record_and_reports_every_invalid_one(
     # What was stored is any text at all: the sync's extraction and indexing take it too.
     synced = run_sync(store, AS_OF, min_user_messages=0)
     assert synced.written.sessions == len({sid for sid, _, _ in made.stored})
+    assert synced.written.sessions_refused == 0
     retriever = Retriever(store.engine, HashingEmbedder(store.settings.embedding.dim))
     assert retriever.search("fuzz", "plain words", as_of=AS_OF, record_access=False)
     assert retriever.prime("fuzz", "Grüße", as_of=AS_OF, record_access=False).episodes

@@ -19,7 +19,9 @@ from storage.errors import ConfigurationError
 from storage.meta import check_compatible
 from storage.records import MessageRecord
 from storage.sessions import record_messages
+from tasks.extraction import HeuristicExtractor
 from tasks.files import append_to_file, open_memory_root
+from tasks.sync import SyncContext, plan_sync, process_isolated
 from tests.helpers import add_session, chat, counts, files, run_sync, snapshot
 
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)
@@ -451,3 +453,36 @@ def test_a_killed_sync_process_recovers_to_the_clean_result(
         sessions = [json.loads(line)["session"] for line in body.splitlines()]
         expected = [f"s{i:02}" for i in range(40) if i % 3 == int(namespace[-1])]
         assert sorted(sessions) == expected
+
+
+def test_a_session_the_database_refuses_is_skipped_and_the_others_written(store: Store) -> None:
+    seed_trip(store, "trip")
+    seed_trip(store, "refused")
+    seed_trip(store, "trip-2")
+    ctx = SyncContext(
+        extractor=HeuristicExtractor(),
+        embedder=HashingEmbedder(store.settings.embedding.dim),
+        as_of=AS_OF,
+        tz=UTC,
+        run_id=None,
+    )
+    with Session(store.engine) as session:
+        batch = plan_sync(session, AS_OF, 26, 2, None).to_process
+    # The database itself refuses one session's rows (what bad data of one session does).
+    with store.engine.begin() as conn:
+        conn.execute(
+            text("ALTER TABLE memories ADD CONSTRAINT t_refuse CHECK (session_id <> 'refused')")
+        )
+
+    outcome = process_isolated(store, ctx, batch)
+
+    assert (outcome.sessions, outcome.sessions_refused) == (2, 1)
+    with store.engine.connect() as conn:
+        written = conn.execute(text("SELECT DISTINCT session_id FROM memories")).scalars()
+        assert sorted(written) == ["trip", "trip-2"]
+        conn.execute(text("ALTER TABLE memories DROP CONSTRAINT t_refuse"))
+        conn.commit()
+    with Session(store.engine) as session:
+        again = plan_sync(session, AS_OF, 26, 2, None).to_process
+    assert [c.session_id for c in again] == ["refused"]  # tried again by the next run
+    assert process_isolated(store, ctx, again).sessions == 1
