@@ -2,6 +2,8 @@
 and the outbox that delivers their blocks and timeline lines exactly once."""
 
 from tasks.files import _durable as durable
+from tasks.files._markdown import inline as md_inline
+from tasks.files._markdown import line as md_line
 from tasks.files._memory_files import (
     MemoryRoot,
     append_blocks,
@@ -41,6 +43,8 @@ __all__ = [
     "flush_blocks",
     "header_for",
     "line_marker",
+    "md_inline",
+    "md_line",
     "open_memory_root",
     "read_text",
     "sweep_temporaries",

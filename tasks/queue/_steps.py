@@ -15,6 +15,7 @@ from storage.embedding import Embedder
 from storage.engine import Store
 from storage.queue import QueueStats
 from tasks.common import IO_RETRY, readable
+from tasks.files import md_inline
 from tasks.queue._ops import DrainReport, drain_once
 
 
@@ -62,7 +63,7 @@ class QueueRunReport:
         lines = ["# memory-queue-drain report", "", "| item | value |", "| --- | --- |"]
         lines += [f"| {k} | {v} |" for k, v in rows]
         if d.errors:
-            lines += ["", "## Failed items", ""] + [f"- {e}" for e in d.errors]
+            lines += ["", "## Failed items", ""] + [f"- {md_inline(e)}" for e in d.errors]
         return "\n".join(lines)
 
 

@@ -7,7 +7,7 @@ from datetime import tzinfo
 
 from storage.records import SessionState
 from tasks.extraction import EpisodeDraft, TaskCard
-from tasks.files import block_marker
+from tasks.files import block_marker, md_inline, md_line
 
 
 def block_key(state: SessionState, target: str) -> str:
@@ -30,7 +30,7 @@ def _span(state: SessionState, tz: tzinfo) -> str:
 
 
 def _join(items: Sequence[str], empty: str = "none") -> str:
-    return "; ".join(items) if items else empty
+    return "; ".join(md_inline(item) for item in items) if items else empty
 
 
 def display_title(state: SessionState, episode: EpisodeDraft) -> str:
@@ -42,16 +42,17 @@ def display_title(state: SessionState, episode: EpisodeDraft) -> str:
 def render_daily_block(
     state: SessionState, episode: EpisodeDraft, memory_ids: Sequence[int], tz: tzinfo
 ) -> str:
-    """The daily-log block of one session state."""
+    """The daily-log block of one session state; what the session and its messages said is
+    escaped (``md_inline``, ``md_line``), so it cannot add a heading, a line or a marker."""
     session = state.session
-    title = display_title(state, episode)
-    mood = ", ".join(f"{k}={v}" for k, v in sorted(episode.user_state.items()))
+    title = md_inline(display_title(state, episode))
+    mood = md_inline(", ".join(f"{k}={v}" for k, v in sorted(episode.user_state.items())))
     lines = [
-        f"## {_span(state, tz)} · {title} ({session.kind}, {session.agent})",
+        f"## {_span(state, tz)} · {title} ({session.kind}, {md_inline(session.agent)})",
         block_marker(block_key(state, "daily")),
         _trace(state, memory_ids),
         "",
-        episode.summary,
+        md_line(episode.summary),
         "",
         f"- Topics: {_join(episode.topics)}",
         f"- Entities: {_join(episode.entities)}",
@@ -67,18 +68,19 @@ def render_task_card(
     state: SessionState, card: TaskCard, memory_ids: Sequence[int], tz: tzinfo
 ) -> str:
     """The result-only card of a sub-agent session state (seed 004)."""
-    goal = card.goal if len(card.goal) <= 80 else card.goal[:77] + "..."
+    goal = md_inline(card.goal)
+    short = goal if len(goal) <= 80 else goal[:77] + "..."
     lines = [
-        f"## Task · {goal} · {_span(state, tz)}",
+        f"## Task · {short} · {_span(state, tz)}",
         block_marker(block_key(state, "task")),
         _trace(state, memory_ids),
         "",
-        f"- Goal: {card.goal}",
+        f"- Goal: {goal}",
         f"- Boundary: {_join(card.boundary)}",
         f"- Acceptance: {_join(card.acceptance)}",
         f"- Actions: {_join(card.actions)}",
         f"- Artifacts: {_join(card.artifacts)}",
-        f"- Status: {card.status}",
+        f"- Status: {md_inline(card.status)}",
         f"- Next: {_join(card.next)}",
     ]
     return "\n".join(lines)
@@ -86,7 +88,11 @@ def render_task_card(
 
 def task_card_text(card: TaskCard) -> str:
     """A task card as one retrievable memory text."""
+
+    def plain(items: Sequence[str]) -> str:
+        return "; ".join(items) if items else "none"
+
     return (
-        f"Task: {card.goal} Status: {card.status}. Actions: {_join(card.actions)}. "
-        f"Artifacts: {_join(card.artifacts)}. Next: {_join(card.next)}."
+        f"Task: {card.goal} Status: {card.status}. Actions: {plain(card.actions)}. "
+        f"Artifacts: {plain(card.artifacts)}. Next: {plain(card.next)}."
     )

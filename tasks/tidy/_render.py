@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
+from tasks.files import md_inline
+
 SECTIONS = ("Pinned", "Preferences", "Decisions", "Facts", "Recent context")
 SECTION_OF_KIND = {
     "preference": "Preferences",
@@ -127,15 +129,9 @@ def _runs(ids: Sequence[int]) -> list[tuple[int, int]]:
     return runs
 
 
-def one_line(text: str) -> str:
-    """Whitespace collapsed and comment delimiters defused, so a line stays one line."""
-    flat = " ".join(text.split())
-    return flat.replace("<!--", "<!–").replace("-->", "–>")
-
-
 def entry_line(text: str, ids: Sequence[int], caps: Caps) -> tuple[str, str]:
     """(entry text as cut, full line) for an entry: ``- text <!-- m:ids -->``."""
     tail = trace(ids, max(40, caps.line_bytes // 3))
     room = caps.line_bytes - len(f"-  {tail}".encode())
-    body = cut_utf8(one_line(text), room)
+    body = cut_utf8(md_inline(text), room)
     return body, f"- {body} {tail}"

@@ -11,8 +11,9 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from storage import weekly
+from tasks.files import md_inline
 from tasks.tidy._merge import normalise
-from tasks.tidy._render import cut_utf8, one_line, trace
+from tasks.tidy._render import cut_utf8, trace
 
 TOP_TOPICS = 10
 MAX_ITEMS = 20
@@ -124,7 +125,7 @@ def _section(title: str, items: Sequence[tuple[str, list[int]]]) -> list[str]:
     out = ["", f"## {title}"]
     for text, ids in items[:MAX_ITEMS]:
         tail = f" {trace(ids, 80)}" if ids else ""
-        out.append(f"- {cut_utf8(one_line(text), SUMMARY_BYTES)}{tail}")
+        out.append(f"- {cut_utf8(md_inline(text), SUMMARY_BYTES)}{tail}")
     if len(items) > MAX_ITEMS:
         out.append(f"- … and {len(items) - MAX_ITEMS} more")
     return out
