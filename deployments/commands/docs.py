@@ -18,6 +18,7 @@ import click
 
 from deployments.settings_loader import load_settings
 from storage.config import Settings
+from storage.inputs import printable
 
 if TYPE_CHECKING:
     from deployments.progress import Bars
@@ -88,7 +89,8 @@ def run_ingest(
         ),
     )
     for uri, reason, detail in report.problems:
-        bars.echo(f"  skipped {uri}: {reason}" + (f" ({detail})" if detail else ""))
+        shown = f"  skipped {printable(uri, 300)}: {reason}"
+        bars.echo(shown + (f" ({printable(detail, 300)})" if detail else ""))
     skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(report.skipped.items()))
     bars.echo(
         f"{report.files} files: {report.added} added, {report.updated} updated, "
@@ -127,10 +129,11 @@ def show_documents(settings: Settings, namespace: str, as_json: bool, echo: Echo
         echo(f"no documents in {namespace}")
         return
     echo(f"{'id':>6}  {'chunks':>6}  {'tag':<12} {'ingested':<16} title  (source)")
-    for r in rows:
+    for r in rows:  # names and titles come from files: printed with control characters escaped
         echo(
-            f"{r['id']:>6}  {r['chunks']:>6}  {(r['tag'] or '-'):<12} "
-            f"{r['ingested_at']:%Y-%m-%d %H:%M} {r['title']}  ({r['uri']})"
+            f"{r['id']:>6}  {r['chunks']:>6}  {printable(r['tag'] or '-'):<12} "
+            f"{r['ingested_at']:%Y-%m-%d %H:%M} {printable(r['title'] or '', 300)}  "
+            f"({printable(r['uri'], 300)})"
         )
 
 

@@ -26,7 +26,8 @@ from sqlalchemy.orm import Session
 
 from storage import documents as store
 from storage.embedding import Embedder
-from storage.errors import InputError
+from storage.errors import ROWS_REFUSED, InputError
+from storage.inputs import storable
 from storage.records import NAMESPACE
 from tasks.documents._chunk import Span, chunk
 from tasks.documents._read import Skip, format_of, parse
@@ -175,6 +176,11 @@ def _one(
     batch: int,
 ) -> None:
     try:
+        storable(source.uri)
+    except ValueError as exc:
+        report.skip(source.uri, "refused", f"its name {exc}")
+        return
+    try:
         data = _read(source, max_bytes)
         digest = hashlib.sha256(data).hexdigest()
         stored = None if existing is None else (existing.content_hash, existing.chunk_size,
@@ -195,9 +201,13 @@ def _one(
         digest, len(data), parsed.text, chunking.size, chunking.overlap, at,
     )  # fmt: skip
     chunks = embedded(embedder, chunk(parsed.text, chunking.size, chunking.overlap), batch)
-    with Session(engine) as session, session.begin():
-        doc_id = store.save_document(session, new, existing.id if existing else None)
-        written = store.replace_chunks(session, doc_id, namespace, chunks, embedder.name, at)
+    try:
+        with Session(engine) as session, session.begin():
+            doc_id = store.save_document(session, new, existing.id if existing else None)
+            written = store.replace_chunks(session, doc_id, namespace, chunks, embedder.name, at)
+    except ROWS_REFUSED as exc:  # this file's rows; a server that is down raises
+        report.skip(source.uri, "refused", type(getattr(exc, "orig", None) or exc).__name__)
+        return
     report.chunks += written
     if existing is None:
         report.added += 1

@@ -7,8 +7,9 @@ after another. What cannot give text is skipped with a reason, never raised furt
 ``binary`` (not UTF-8, or control characters), ``empty`` (no text), ``unreadable_pdf``
 (pypdf cannot parse it, or it is encrypted), ``unsupported_format`` (no reader for the
 extension). Ingest adds ``too_large`` (over the size cap, checked before reading),
-``unreadable`` (the file system refused it), ``not_found`` and ``outside_folder`` (a file
-of a local folder that a symbolic link places elsewhere).
+``unreadable`` (the file system refused it), ``not_found``, ``outside_folder`` (a file
+of a local folder that a symbolic link places elsewhere) and ``refused`` (a name the store
+cannot hold, such as one whose bytes are not UTF-8, or a row the database refused).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import re
 import warnings
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+
+from storage.inputs import label
 
 FORMATS = {
     ".md": "markdown",
@@ -38,6 +41,7 @@ SKIP_REASONS = (
     "unreadable",
     "not_found",
     "outside_folder",
+    "refused",
 )
 # Characters no text file holds (tab, newline, carriage return and form feed are fine).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
@@ -105,10 +109,10 @@ def parse(path: str, data: bytes) -> Parsed:
         title, text = _html(_decode(data))
     else:
         title, text = None, _decode(data)
-    text = tidy(text)
+    text = tidy(_storable(text))
     if not text:
         raise Skip("empty", "no text")
-    return Parsed(kind, _title(title, text, stem), text)
+    return Parsed(kind, _title(title and _storable(title), text, stem), text)
 
 
 def _decode(data: bytes) -> str:
@@ -128,13 +132,15 @@ def tidy(text: str) -> str:
 
 
 def _title(found: str | None, text: str, stem: str) -> str:
-    if found and found.strip():
-        return " ".join(found.split())[:300]
+    """The document's title on one line (``storage.inputs.label``): its own, its first
+    heading, its first line if short, else the file's name."""
+    if found and label(found):
+        return label(found)[:300]
     heading = _HEADING.search(text)
     if heading:
-        return heading.group(2).strip()[:300]
-    first = text.split("\n", 1)[0].strip()
-    return first if 0 < len(first) <= 120 else stem
+        return label(heading.group(2))[:300]
+    first = label(text.split("\n", 1)[0])
+    return first if 0 < len(first) <= 120 else label(_storable(stem)) or "untitled"
 
 
 def _html(markup: str) -> tuple[str | None, str]:
@@ -183,7 +189,7 @@ def _pdf(data: bytes) -> tuple[str | None, str]:
     except damage as exc:
         raise Skip("unreadable_pdf", type(exc).__name__) from None
     text = "\n\n".join(p.strip() for p in pages if p.strip())
-    return (_storable(str(title)) if title else None), _storable(text)
+    return (str(title) if title else None), text
 
 
 def _storable(text: str) -> str:

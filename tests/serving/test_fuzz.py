@@ -47,8 +47,7 @@ def test_the_api_queues_each_valid_time_and_refuses_each_hostile_value(served: S
         hostile += [("content", {"content": t}) for t in BAD_TEXTS]
         hostile += [(key, {"content": "x", key: 1}) for key in BAD_KEYS]
         refused = [
-            (field, client.post(path, content=_raw(body), headers=JSON))
-            for field, body in hostile
+            (field, client.post(path, content=_raw(body), headers=JSON)) for field, body in hostile
         ]
         search = f"/v1/namespaces/{namespace}/search"
         bounds = [

@@ -4,6 +4,7 @@ one-line errors for bad input."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,27 @@ def test_bad_input_is_one_line(env: Settings, args: list[str], message: str) -> 
     code, out = run(*args)
     assert code != 0 and message in out, out
     assert "Traceback" not in out
+
+
+def test_hostile_file_names_and_texts_are_stored_or_skipped_and_listed_escaped(
+    env: Settings, tmp_path: Path
+) -> None:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "two\nlines.md").write_text("# Notes\n\nThe key is under the mat.\n")
+    (kb / "bell\x07.txt").write_text("Plain text" + "." * 70_000 + "\x00 after a NUL\n")
+    (kb / "x.md").write_text("# Title\nwith a second line\n\nAnd a body.\n")
+    os.makedirs(kb / "sub")
+    (kb / "sub").joinpath(os.fsdecode(b"latin-\xe9.md")).write_text("# Latin-1 name\n\nText.\n")
+
+    code, out = run("docs", "ingest", "acme", str(kb))
+    assert code == 0 and "Traceback" not in out, out
+    assert "4 files: 3 added" in out and "skipped: 1 refused" in out, out
+    assert "latin-\\udce9.md: refused (its name holds a lone surrogate" in out, out
+
+    code, out = run("docs", "list", "acme")
+    assert code == 0 and "two\\nlines.md" in out and "bell\\x07.txt" in out, out
+    assert "\x07" not in out and "\x1b" not in out
+    assert len(out.splitlines()) == 4  # a header and one line per document
+    titles = {d["title"] for d in json.loads(run("docs", "list", "acme", "--json")[1])["documents"]}
+    assert titles == {"Notes", "Title", "bell"}  # a too long first line: the name, one line
