@@ -22,6 +22,7 @@ from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from storage.base import Base
+from storage.inputs import storable_json
 from storage.processes import host_name, pid_running, this_process
 
 STALE_AFTER = timedelta(hours=24)
@@ -86,11 +87,11 @@ def start_run(
 
 
 def finish_run(session: Session, run_id: uuid.UUID, status: str, report: dict[str, Any]) -> None:
-    """Record a run's outcome and report."""
+    """Record a run's outcome and report (a NUL or lone surrogate it quotes escaped)."""
     session.execute(
         update(Run)
         .where(Run.id == run_id)
-        .values(status=status, report=report, finished_at=func.now())
+        .values(status=status, report=storable_json(report), finished_at=func.now())
     )
 
 

@@ -111,3 +111,18 @@ def test_a_run_of_another_host_counts_as_crashed_only_after_a_day(fresh_db: str)
         "still running 25 h after it started, on elsewhere: longer than any run"
     )
     assert found[ids["unrecorded_old"]][3].endswith("with no process recorded: longer than any run")
+
+
+def test_a_report_that_quotes_a_nul_or_a_lone_surrogate_is_stored_escaped(fresh_db: str) -> None:
+    engine = create_engine(fresh_db)
+    report = {"problems": ["f.jsonl:2: a\x00b", "lone \ud800"], "key\x00": {"n": 1}}
+    with Session(engine) as session, session.begin():
+        run_id = runs.start_run(session, "memory-sync-daily", datetime.now(UTC), {}, None)
+        runs.finish_run(session, run_id, "completed", report)
+    with engine.connect() as conn:
+        stored = conn.execute(text("SELECT report FROM runs WHERE id = :id"), {"id": run_id})
+        assert stored.scalar_one() == {
+            "problems": ["f.jsonl:2: a\\x00b", "lone \\ud800"],
+            "key\\x00": {"n": 1},
+        }
+    engine.dispose()
