@@ -25,10 +25,12 @@ OnProgress = Callable[[int, int], None]
 
 @dataclass
 class ReembedOutcome:
-    """What one run did: rows embedded now, rows still waiting, whether the swap happened."""
+    """What one run did: rows embedded now (of which document chunks), rows still waiting,
+    whether the swap happened."""
 
     model: str
     embedded: int = 0
+    chunks: int = 0
     resumed: bool = False
     pending: int = 0
     swapped: bool = False
@@ -66,6 +68,7 @@ def reembed(
             with Session(engine) as session, session.begin():
                 store.write_batch(session, [mid for mid, _ in rows], vectors, table)
             out.embedded += len(rows)
+            out.chunks += len(rows) if table == "document_chunks" else 0
             if on_progress is not None:
                 on_progress(out.embedded, max(total, out.embedded))
         with Session(engine) as session, session.begin():

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from deployments.progress import Bars
 
 
+ROWS = "memories and document chunks re-embedded"
+
+
 @click.command("reembed")
 @click.option("--namespace", help="Only this namespace's memories (the rest wait for a later run).")
 @click.option(
@@ -28,7 +31,8 @@ if TYPE_CHECKING:
     help="Memories embedded and committed together.",
 )
 def reembed_command(namespace: str | None, batch_size: int) -> None:
-    """Re-embed every memory with the configured embedding model (resumable)."""
+    """Re-embed every memory and document chunk with the configured embedding model
+    (resumable)."""
     from deployments.progress import progress_bars
 
     settings = load_settings()
@@ -54,15 +58,16 @@ def run_reembed(settings: Settings, namespace: str | None, batch_size: int, bars
         namespace=namespace,
         batch=batch_size,
         on_progress=lambda done, total: bars.update(
-            "memories re-embedded", done, total, line=f"  {done}/{total} memories re-embedded"
+            ROWS, done, total, line=f"  {done}/{total} memories and document chunks re-embedded"
         ),
     )
+    done = f"{out.embedded - out.chunks} memories and {out.chunks} document chunks re-embedded"
     if out.already_current:
         bars.echo(f"the store already uses {out.model}; nothing to do")
     elif out.swapped:
-        bars.echo(f"{out.embedded} memories re-embedded; the store now uses {out.model}")
+        bars.echo(f"{done}; the store now uses {out.model}")
     else:
         bars.echo(
-            f"{out.embedded} memories re-embedded; {out.pending} in other namespaces still "
-            f"wait, and the store keeps its old vectors until `archivist reembed` ends them"
+            f"{done}; {out.pending} rows in other namespaces still wait, and the store keeps "
+            "its old vectors until `archivist reembed` ends them"
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -17,12 +18,15 @@ NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 
 def test_a_new_model_is_refused_until_reembed_moves_the_store(
-    env: Settings, monkeypatch: pytest.MonkeyPatch
+    env: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     put(open_store(env), "alice", [f"dentist visit number {i}" for i in range(5)], NOW)
     put(open_store(env), "bob", ["oat milk", "rye bread"], NOW)
-    monkeypatch.setenv("ARCHIVIST_EMBEDDING__DIM", "128")
+    (tmp_path / "clinic.md").write_text("# The clinic\n\nOpen Monday to Friday, 8 to 18.\n")
     runner = CliRunner()
+    ingested = runner.invoke(main, ["docs", "ingest", "alice", str(tmp_path / "clinic.md")])
+    assert ingested.exit_code == 0, ingested.output
+    monkeypatch.setenv("ARCHIVIST_EMBEDDING__DIM", "128")
 
     refused = runner.invoke(main, ["search", "alice", "dentist"])
     assert refused.exit_code == 1
@@ -31,12 +35,17 @@ def test_a_new_model_is_refused_until_reembed_moves_the_store(
 
     partial = runner.invoke(main, ["reembed", "--namespace", "alice", "--batch-size", "2"])
     assert partial.exit_code == 0, partial.output
-    assert "  2/5 memories re-embedded" in partial.output
-    assert "5 memories re-embedded; 2 in other namespaces still wait" in partial.output
+    assert "  2/6 memories and document chunks re-embedded" in partial.output
+    assert (
+        "5 memories and 1 document chunks re-embedded; 2 rows in other namespaces still wait"
+        in partial.output
+    )
 
     done = runner.invoke(main, ["reembed"])
     assert done.exit_code == 0, done.output
-    assert "2 memories re-embedded; the store now uses hashing-v1-128" in done.output
+    assert "2 memories and 0 document chunks re-embedded; the store now uses hashing-v1-128" in (
+        done.output
+    )
     found = runner.invoke(main, ["search", "alice", "dentist visit number 3", "--limit", "1"])
     assert found.exit_code == 0 and "dentist visit number 3" in found.output
     assert "nothing to do" in runner.invoke(main, ["reembed"]).output
@@ -58,5 +67,7 @@ def test_a_terminal_sees_a_bar_instead_of_the_progress_lines(
     result = CliRunner().invoke(main, ["reembed", "--batch-size", "2"])
 
     assert result.exit_code == 0, result.output
-    assert final_bar(result.stderr, "memories re-embedded")[1] == "5/5"
-    assert result.stdout == "5 memories re-embedded; the store now uses hashing-v1-128\n"
+    assert final_bar(result.stderr, "memories and document chunks re-embedded")[1] == "5/5"
+    assert result.stdout == (
+        "5 memories and 0 document chunks re-embedded; the store now uses hashing-v1-128\n"
+    )
