@@ -17,7 +17,8 @@ one door refuses, every door refuses, with the same words.
   a memory would count as new for ever, never ageing. JSON numbers are refused, not read
   as Unix time, and so are the representable range's edges that parse but cannot be
   shown in UTC (``0001-01-01T00:00:00+01:00`` is in year 0). A replayed history (the
-  evaluation) passes its own clock as the validation context ``{"now": ...}``.
+  evaluation) passes its own clock as the validation context ``{"now": ...}``
+  (``LATEST_INSTANT`` for a labelled history, which has no today).
 - **Instants** (``Instant``: what a run or a search is about, ``as_of`` and time-range
   bounds): the same form, from 1900-01-01 to 2200-01-01 (``LATEST_INSTANT``), so a run can
   be dated ahead of the clock but never outside what every part of the stack reads.
@@ -114,8 +115,9 @@ def _within(value: datetime, latest: datetime, why_latest: str) -> datetime:
 
 
 def check_moment(value: datetime, now: datetime | None = None) -> datetime:
-    """A time something happened: aware, from 1900-01-01 to a day after ``now``."""
-    latest = (now or datetime.now(UTC)) + FUTURE_SLACK
+    """A time something happened: aware, from 1900-01-01 to a day after ``now`` (at most
+    2200-01-01)."""
+    latest = min((now or datetime.now(UTC)) + FUTURE_SLACK, LATEST_INSTANT)
     return _within(value, latest, "a time that has not come yet, beyond a day's slack")
 
 

@@ -19,7 +19,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from storage.errors import InputError
-from storage.inputs import Instant, describe
+from storage.inputs import LATEST_INSTANT, Instant, describe
 from storage.records import NAMESPACE_PATTERN
 from tasks.sync import Problem, Transcript, not_utf8, parse_transcript, split_lines
 
@@ -109,7 +109,7 @@ def read_sessions(
 ) -> tuple[list[Transcript], list[Problem]]:
     """Every session of a multi-session JSONL file; problems carry the file's line numbers.
 
-    ``now``: the replayed history's clock, which message times may not pass (by more than
+    ``now``: the clock message times may not pass (by more than
     ``storage.inputs.FUTURE_SLACK``); None: the real one.
     """
     lines = split_lines(text)
@@ -171,12 +171,11 @@ class EvalInputs:
 def load_inputs(sessions: tuple[str, str], queries: tuple[str, str]) -> EvalInputs:
     """Parse ``(name, text)`` of the sessions and queries files; no valid question is an error.
 
-    The history is replayed up to its last question: that is the clock its times are
-    checked against, so a labelled set may be dated ahead of today.
+    A labelled history is replayed, so it has no today: its message times are checked as
+    instants (1900 to 2200, ``storage.inputs``), and a set may be dated ahead of the clock.
     """
+    transcripts, problems = read_sessions(*sessions, now=LATEST_INSTANT)
     numbered, query_problems = read_queries(*queries)
-    clock = max((q.asked_at for _, q in numbered), default=None)
-    transcripts, problems = read_sessions(*sessions, now=clock)
     checked, evidence_problems = check_evidence(queries[0], numbered, transcripts)
     if not checked:
         raise InputError(f"no usable question in {queries[0]}; see the problems reported")

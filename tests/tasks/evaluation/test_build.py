@@ -260,6 +260,24 @@ def test_a_set_without_a_usable_question_is_an_error() -> None:
         load_inputs(("s.jsonl", session("s1")), ("q.jsonl", "{oops"))
 
 
+def test_a_labelled_history_may_be_dated_ahead_of_today_but_not_outside_the_window() -> None:
+    lines = [
+        session("s1"),
+        message("m1", ts="2031-05-01T09:00:00Z"),  # a replayed history has no today
+        message("m2", ts="2200-01-02T00:00:00Z"),
+        message("m3", ts="0001-01-01T00:00:00+01:00"),
+    ]
+    ask: dict[str, object] = {"id": "q", "namespace": "alice", "question": "hello?"}
+    ask |= {"category": "single-hop", "asked_at": "2031-06-01T09:00:00Z"}
+    ask |= {"evidence_message_ids": ["s1:m1"]}
+    loaded = load_inputs(
+        ("s.jsonl", "\n".join(lines)),
+        ("q.jsonl", json.dumps(ask | {"evidence_session_ids": ["s1"]})),
+    )
+    assert [m.id for t in loaded.transcripts for m in t.messages] == ["m1"]
+    assert [(p.line, "timestamp" in p.reason) for p in loaded.problems] == [(3, True), (4, True)]
+
+
 def test_each_sync_run_covers_its_whole_local_day() -> None:
     berlin = ZoneInfo("Europe/Berlin")
     as_of, hours = day_run(date(2026, 11, 20), berlin)
