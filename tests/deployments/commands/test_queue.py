@@ -46,7 +46,7 @@ def test_bad_payloads_are_one_clear_line(flow_env: Settings) -> None:
 
     assert not_json.exit_code == 1 and "--payload is not valid JSON" in not_json.output
     assert missing.exit_code == 1
-    assert "ADD_MEMORY payload refused: content: Field required" in missing.output
+    assert "ADD_MEMORY payload refused: missing field 'content'" in missing.output
     assert unknown.exit_code == 2 and "'REMEMBER' is not one of" in unknown.output
 
 
