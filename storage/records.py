@@ -6,6 +6,7 @@ Each field is of one of the kinds ``storage.inputs`` checks, the same at every d
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,6 +30,7 @@ __all__ = [
     "SessionRecord",
     "SessionState",
     "StorableText",
+    "message_at",
     "storable",
 ]
 
@@ -55,6 +57,12 @@ class MessageRecord(BaseModel):
     speaker: Label = Field(min_length=1, max_length=200)
     content: StorableText = Field(max_length=1_000_000)
     timestamp: Moment
+
+
+def message_at(clock: datetime, **fields: object) -> MessageRecord:
+    """A message checked against ``clock`` instead of the real one: the now of a history
+    that is generated or replayed (the demo's days, a benchmark's store)."""
+    return MessageRecord.model_validate(fields, context={"now": clock})
 
 
 class SessionState(BaseModel):

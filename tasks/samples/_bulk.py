@@ -7,7 +7,7 @@ import random
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 
-from storage.records import MessageRecord, Role, SessionKind, SessionRecord
+from storage.records import MessageRecord, Role, SessionKind, SessionRecord, message_at
 from tasks.samples import _corpus as corpus
 
 
@@ -77,13 +77,15 @@ def _bulk_messages(
     for i in range(count):
         role, speaker = speakers[i % 2]
         offset = origin + span * (i + 0.9 * rng.random()) / count
+        at = start + timedelta(seconds=offset)
         messages.append(
-            MessageRecord(
+            message_at(
+                at,  # generated history: each message is its own now
                 id=f"m{i + 1}",
                 role=role,
                 speaker=speaker,
                 content=_bulk_text(words, rng),
-                timestamp=start + timedelta(seconds=offset),
+                timestamp=at,
             )
         )
     return messages

@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 
 import fsspec
 
-from storage.records import MessageRecord, Role, SessionKind, SessionRecord
+from storage.records import MessageRecord, Role, SessionKind, SessionRecord, message_at
 from tasks.samples import _corpus as corpus
 from tasks.samples._corpus import Topic, Turn
 
@@ -226,7 +226,8 @@ def _messages(
     midnight = datetime.combine(day, time(), tzinfo=tz)
     rows = zip(roles, turns, offsets, strict=True)
     return [
-        MessageRecord(
+        message_at(
+            midnight + timedelta(days=1),  # the demo's day is its now, whatever today is
             id=f"m{first + i}",
             role=role,
             speaker=speaker,

@@ -249,7 +249,7 @@ def test_bad_input_gets_one_clear_error(served: Served) -> None:
                     search, content=b'{"query": "x', headers={"content-type": "application/json"}
                 )
             ),
-            "first message holds a NUL character (U+0000)": client.post(
+            "message: holds a NUL character (U+0000)": client.post(
                 "/v1/namespaces/strict/prime", json={"message": "hi\x00"}
             ),
             "content: String should have at most 20000 characters": client.post(

@@ -297,7 +297,11 @@ def test_bad_input_to_every_tool_is_a_clear_tool_error(stores: Store, tmp_path: 
         ("search_memory", {"query": "q", "kinds": "fact"}, "valid list"),
         ("search_memory", {"query": "q", "time_range": "decade"}, "'today'"),
         ("search_memory", {"query": "q", "start": "2026-01-01T00:00:00Z"}, "start and end"),
-        ("search_memory", {"query": "q", "start": "soon", "end": "later"}, "valid datetime"),
+        (
+            "search_memory",
+            {"query": "q", "start": "soon", "end": "later"},
+            "not an ISO 8601 time such as",
+        ),
         ("prime_conversation", {"first_message": "x" * 10_001}, "at most 10000 characters"),
         ("prime_conversation", {"first_message": 42}, "valid string"),
         ("prime_conversation", {"first_message": "hi\x00"}, "first message holds a NUL"),

@@ -25,8 +25,11 @@ def demo() -> list[TranscriptFile]:
     return generate_demo(TODAY, TZ)
 
 
-def _parse(file: TranscriptFile) -> tuple[SessionRecord, list[MessageRecord], int]:
-    """The session, its valid messages, and how many lines were bad."""
+def _parse(
+    file: TranscriptFile, now: datetime | None = None
+) -> tuple[SessionRecord, list[MessageRecord], int]:
+    """The session, its valid messages, and how many lines were bad (times checked against
+    ``now``, the demo's today, which may be ahead of the real one)."""
     head, *rest = file.text.splitlines()
     fields = json.loads(head)
     assert fields.pop("type") == "session"
@@ -37,7 +40,7 @@ def _parse(file: TranscriptFile) -> tuple[SessionRecord, list[MessageRecord], in
         try:
             fields = json.loads(line)
             assert fields.pop("type") == "message"
-            message = MessageRecord.model_validate(fields)
+            message = MessageRecord.model_validate(fields, context={"now": now})
         except (json.JSONDecodeError, pydantic.ValidationError):
             bad += 1
             continue
@@ -135,8 +138,8 @@ def test_write_transcripts_skips_unchanged_files(
 )
 def test_any_window_of_nine_days_has_every_feature(today: date, tz: ZoneInfo) -> None:
     files = generate_demo(today, tz, days=9)
-    parsed = [_parse(f) for f in files]
     cutoff = datetime.combine(today, time(22), tzinfo=tz)
+    parsed = [_parse(f, cutoff) for f in files]
     assert sum(bad for _, _, bad in parsed) == DEMO_BAD_LINES
     assert {s.namespace for s, _, _ in parsed} == {"alice", "bob", "team-atlas"}
     assert {s.kind for s, _, _ in parsed} == {"direct", "group", "subagent"}
