@@ -2,10 +2,12 @@
 
     .venv/bin/python bench/eval.py [--set bench/data/eval] [--embedders hashing,local]
         [--rankings archivist,librarian,relevance] [--haystack 20] [--workdir DIR]
-        [--json PATH]
+        [--parts a,b] [--held-out] [--json PATH]
 
 The set is every ``sessions.jsonl`` and ``queries.jsonl`` under ``--set`` (its parts are
-read together). For each embedder, memory is built the daily sync's way in a fresh
+read together), but the held-out parts (folders ending ``-heldout``): those are measured
+alone, with ``--held-out``, once a piece of work is done, so nothing is tuned to them.
+For each embedder, memory is built the daily sync's way in a fresh
 embedded store (``tasks.evaluation.build_memory``, as ``archivist eval`` does), then every
 question is asked as of its time with each ranking. Per category it prints message
 recall@10, distinct-session recall@5 and message MRR, and how many unanswerable questions
@@ -50,16 +52,27 @@ RANKINGS: dict[str, dict[str, float] | None] = {
 }
 
 
-def read_set(root: Path) -> tuple[tuple[str, str], tuple[str, str]]:
-    """Every part's sessions and queries, concatenated in path order."""
-    parts = {}
+HELD_OUT = "-heldout"  # parts measured only at the end of a piece of work (--held-out)
+
+
+def read_set(
+    root: Path, *, held_out: bool = False, parts: Sequence[str] = ()
+) -> tuple[tuple[str, str], tuple[str, str]]:
+    """The parts' sessions and queries, concatenated in path order: every part but the
+    held-out ones; with ``held_out`` the held-out ones alone; ``parts``: only those named."""
+    found = {}
     for name in ("sessions.jsonl", "queries.jsonl"):
-        files = sorted(root.rglob(name))
+        files = [
+            f
+            for f in sorted(root.rglob(name))
+            if f.parent.name.endswith(HELD_OUT) == held_out
+            and (not parts or f.parent.name in parts)
+        ]
         if not files:
             raise SystemExit(f"no {name} under {root}")
         text = "".join(f.read_text("utf-8").rstrip("\n") + "\n" for f in files)
-        parts[name] = (f"{root}/**/{name}", text)
-    return parts["sessions.jsonl"], parts["queries.jsonl"]
+        found[name] = (f"{root}/**/{name}", text)
+    return found["sessions.jsonl"], found["queries.jsonl"]
 
 
 def haystack(transcripts: Sequence[Transcript], per_namespace: int) -> list[Transcript]:
@@ -85,7 +98,11 @@ def haystack(transcripts: Sequence[Transcript], per_namespace: int) -> list[Tran
 
 
 def evaluate(
-    embedder_name: str, root: Path, workdir: Path, rankings: list[str], hay: int
+    embedder_name: str,
+    sets: tuple[tuple[str, str], tuple[str, str]],
+    workdir: Path,
+    rankings: list[str],
+    hay: int,
 ) -> dict[str, Any]:
     from storage.config import EmbeddingSettings, Settings
     from storage.engine import open_store
@@ -100,7 +117,7 @@ def evaluate(
     )
     store = open_store(settings)
     upgrade(store.engine, settings)
-    inputs = load_inputs(*read_set(root))
+    inputs = load_inputs(*sets)
     if inputs.problems:
         raise SystemExit("\n".join(str(p) for p in inputs.problems))
     retriever = Retriever.from_settings(settings)
@@ -176,6 +193,13 @@ def as_json(results: dict[str, Any]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--set", type=Path, default=Path(__file__).parent / "data" / "eval")
+    parser.add_argument(
+        "--held-out",
+        action="store_true",
+        help=f"measure the held-out parts (folders ending {HELD_OUT}) instead of the others; "
+        "only at the end of a piece of work, never to tune",
+    )
+    parser.add_argument("--parts", default="", help="only these parts (folder names, commas)")
     parser.add_argument("--embedders", default="hashing,local")
     parser.add_argument("--rankings", default=",".join(RANKINGS))
     parser.add_argument("--haystack", type=int, default=20, help="filler sessions per namespace")
@@ -191,8 +215,10 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown ranking(s) {unknown}; use {list(RANKINGS)}")
     report: dict[str, Any] = {}
+    parts = [p for p in args.parts.split(",") if p]
+    sets = read_set(args.set, held_out=args.held_out, parts=parts)
     for embedder in [e for e in args.embedders.split(",") if e]:
-        results = evaluate(embedder, args.set, workdir, rankings, args.haystack)
+        results = evaluate(embedder, sets, workdir, rankings, args.haystack)
         render(embedder, results)
         report[embedder] = as_json(results)
     if args.json:
