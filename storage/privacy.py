@@ -11,7 +11,11 @@ namespace's hot memory texts (by text hash, before the memories go). ``runs`` ho
 content and is left alone.
 
 Deleted rows stay in the table files until a ``VACUUM``; ``vacuum`` runs one on the
-tables an erasure touched (``FULL`` rewrites them, so their old pages are gone).
+tables an erasure touched (``FULL`` rewrites them, so their old pages are gone). ``ANALYZE``
+copies column values into ``pg_statistic`` (most common values, histogram bounds), and
+deleting the rows leaves them there; an ``ANALYZE`` of a table that became empty keeps
+them too. ``refresh_statistics`` clears a table's statistics and those of its expression
+indexes (``pg_clear_attribute_stats``, PostgreSQL 18), then analyzes what is left.
 """
 
 from __future__ import annotations
@@ -106,6 +110,24 @@ SESSION_BLOCK_PATHS = text(
     """
 )
 
+# The statistics of a table and of its indexes' expressions (stored under the index).
+STATISTICS = text(
+    """
+    SELECT s.tablename, s.attname, s.inherited FROM pg_stats s
+    WHERE s.schemaname = current_schema()
+      AND (s.tablename = :table OR s.tablename IN (
+          SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+          WHERE i.indrelid = CAST(:table AS regclass)))
+    ORDER BY 1, 2
+    """
+)
+CAN_CLEAR_STATISTICS = text(
+    "SELECT to_regprocedure('pg_clear_attribute_stats(text,text,text,boolean)') IS NOT NULL"
+)
+CLEAR_STATISTIC = text(
+    "SELECT pg_clear_attribute_stats(current_schema(), :relation, :column, :inherited)"
+)
+
 PIN = text(
     "UPDATE memories SET pinned = :pinned, salience = CASE WHEN :pinned THEN 1 ELSE salience END "
     "WHERE id = :id RETURNING namespace"
@@ -151,6 +173,36 @@ def vacuum(connection: Connection, tables: Iterable[str], *, full: bool = False)
         connection.execute(text(f"VACUUM {'(FULL) ' if full else ''}{table}"))
         done.append(table)
     return done
+
+
+def present(session: Session | Connection) -> list[str]:
+    """The erasable tables this store has (a table a later migration adds may be missing)."""
+    return [t for t in sorted(ERASABLE) if session.execute(TABLE_EXISTS, {"name": t}).scalar_one()]
+
+
+def refresh_statistics(connection: Connection, table: str) -> int:
+    """Clear the planner's statistics of an erasable table and its expression indexes, then
+    ``ANALYZE`` it, so they hold only values of the rows left; returns how many were
+    cleared (none before PostgreSQL 18, where only the ``ANALYZE`` runs)."""
+    if table not in ERASABLE:
+        raise ValueError(f"not an erasable table: {table!r}")
+    cleared = 0
+    if connection.execute(CAN_CLEAR_STATISTICS).scalar_one():
+        for relation, column, inherited in connection.execute(STATISTICS, {"table": table}).all():
+            params = {"relation": relation, "column": column, "inherited": inherited}
+            connection.execute(CLEAR_STATISTIC, params)
+            cleared += 1
+    connection.execute(text(f"ANALYZE {table}"))
+    return cleared
+
+
+def rewrite_statistics_catalog(connection: Connection) -> None:
+    """``VACUUM FULL pg_statistic``: the statistics replaced above leave its files too.
+
+    Needs a superuser or the MAINTAIN privilege on it; PostgreSQL skips it with a warning
+    otherwise.
+    """
+    connection.execute(text("VACUUM (FULL) pg_catalog.pg_statistic"))
 
 
 def session_namespace(session: Session, session_id: str) -> str | None:

@@ -1,11 +1,11 @@
 """Privacy: forget a namespace, purge a session, pin and unpin, restore from the archive.
 
 Each action writes one ``audit_log`` row (counts and ids, never content) in the
-transaction of its database change. ``forget`` and ``purge_session`` then ``VACUUM`` the
-tables they deleted from (``full_vacuum``: ``VACUUM FULL``), so the deleted rows leave the
-table files. Files go before the rows that point at them are
-deleted (forget, purge), so an interruption leaves something a re-run can finish, never a
-file the database no longer knows about; a repeated ``forget`` finds nothing and says so.
+transaction of its database change. ``forget`` and ``purge_session`` then scrub the store
+(``_scrub``): the deleted rows leave the table files and the planner's statistics. Files
+go before the rows that point at them are deleted (forget, purge), so an interruption
+leaves something a re-run can finish, never a file the database no longer knows about; a
+repeated ``forget`` finds nothing and says so (and scrubs again).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from tasks.files import (
     utc_iso,
 )
 from tasks.privacy._export import export_namespace
+from tasks.privacy._scrub import scrub
 
 
 @dataclass
@@ -84,15 +85,8 @@ def forget(
         audit.record(session, "forget", actor=actor, namespace=namespace, details=details)
     with Session(engine) as session, session.begin():  # a short lock, once the rows are gone
         drop_namespace_index(session, namespace)
-    out.vacuumed = vacuum_touched(engine, out.rows, full=full_vacuum)
+    out.vacuumed = scrub(engine, out.rows, full=full_vacuum)
     return out
-
-
-def vacuum_touched(engine: Engine, rows: dict[str, int], *, full: bool) -> list[str]:
-    """VACUUM the tables that lost rows (outside any transaction, as VACUUM must be)."""
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        touched = [t for t, n in rows.items() if n and t in privacy.ERASABLE]
-        return privacy.vacuum(connection, touched, full=full)
 
 
 def _remove_memory_folder(root: MemoryRoot, namespace: str) -> int:
@@ -150,7 +144,7 @@ def purge_session(
         )
     if owner is not None:
         flush_blocks(engine, root, owner)
-    vacuum_touched(engine, counts, full=full_vacuum)
+    scrub(engine, counts, full=full_vacuum)
     return counts
 
 
