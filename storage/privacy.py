@@ -60,6 +60,9 @@ FORGET_IF_PRESENT = {
     "namespace_terms": text("DELETE FROM namespace_terms WHERE namespace = :namespace"),
     # A forgotten namespace's keys go too: nobody writes into it again by an old key.
     "api_keys": text("DELETE FROM api_keys WHERE namespace = :namespace"),
+    "weekly_summaries": text("DELETE FROM weekly_summaries WHERE namespace = :namespace"),
+    # Last: without its key no pseudonym in a report leads back to the namespace.
+    "pseudonym_keys": text("DELETE FROM pseudonym_keys WHERE namespace = :namespace"),
 }
 TABLE_EXISTS = text("SELECT to_regclass(:name) IS NOT NULL")
 
