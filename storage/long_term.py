@@ -62,7 +62,7 @@ class LongTermEntry(Base):
 _CANDIDATES = text(
     """
     SELECT id, kind, content, importance, access_count, last_accessed_at, occurred_at, pinned,
-           NOT (pinned OR (kind = ANY(:kinds) AND occurred_at > :start)) AS carried
+           session_id, NOT (pinned OR (kind = ANY(:kinds) AND occurred_at > :start)) AS carried
     FROM memories
     WHERE namespace = :namespace
       AND kind <> 'long_term'

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import ARRAY, Date, DateTime, Row, String, Text, delete, select, text
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import Date, DateTime, Row, String, Text, delete, select, text
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from storage.base import Base
