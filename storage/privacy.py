@@ -1,4 +1,4 @@
-"""Erasure statements: a whole namespace (forget), one session (purge), pin and unpin.
+"""Erasure statements: a whole namespace (forget), then the scrub of the store; pin, unpin.
 
 Each statement is whole and named; the caller runs them in one transaction and reports
 each one's row count. Tables that later migrations add (the write queue, the long-term
@@ -20,8 +20,7 @@ indexes (``pg_clear_attribute_stats``, PostgreSQL 18), then analyzes what is lef
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable
 
 from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
@@ -71,48 +70,6 @@ REMAINING = text(
     "WHERE table_name <> 'audit_log' AND n > 0"
 )
 
-SESSION_NAMESPACE = text("SELECT namespace FROM chat_sessions WHERE id = :session_id")
-PURGE_SESSION = {
-    "embedding_cache": text(
-        "DELETE FROM embedding_cache WHERE text_hash IN ("
-        " SELECT encode(sha256(convert_to(content, 'UTF8')), 'hex')"
-        " FROM memories WHERE session_id = :session_id)"
-    ),
-    "memories": text("DELETE FROM memories WHERE session_id = :session_id"),
-    "episodes": text("DELETE FROM episodes WHERE session_id = :session_id"),
-    "processed_sessions": text("DELETE FROM processed_sessions WHERE session_id = :session_id"),
-    "chat_messages": text("DELETE FROM chat_messages WHERE session_id = :session_id"),
-    "chat_sessions": text("DELETE FROM chat_sessions WHERE id = :session_id"),
-}
-SESSION_MEMORY_IDS = text("SELECT id FROM memories WHERE session_id = :session_id")
-# The searches that returned one of the session's memories, hot or archived (migration
-# 0020: one row per search, its hits' ids).
-PURGE_ACCESS_LOG = text(
-    "DELETE FROM memory_access_log "
-    "WHERE (CAST(:namespace AS text) IS NULL OR namespace = :namespace) "
-    "AND memory_ids && CAST(:ids AS bigint[])"
-)
-# Long-term entries built (partly) from the session's memories: their text came from it.
-PURGE_LONG_TERM = text("DELETE FROM long_term_entries WHERE memory_ids && CAST(:ids AS bigint[])")
-# The session's blocks, by key prefix: ``daily:<session>@``, ``task:<session>@`` and its
-# timeline lines, ``session:<session>@``.
-PURGE_BLOCKS = text(
-    """
-    DELETE FROM memory_file_blocks
-    WHERE left(block_key, length(:daily)) = :daily OR left(block_key, length(:task)) = :task
-       OR left(block_key, length(:session)) = :session
-    RETURNING path, block_key
-    """
-)
-
-SESSION_BLOCK_PATHS = text(
-    """
-    SELECT DISTINCT path FROM memory_file_blocks
-    WHERE left(block_key, length(:daily)) = :daily OR left(block_key, length(:task)) = :task
-       OR left(block_key, length(:session)) = :session
-    """
-)
-
 # The statistics of a table and of its indexes' expressions (stored under the index).
 STATISTICS = text(
     """
@@ -138,7 +95,7 @@ PIN = text(
 
 
 # Every table an erasure deletes from: the only names ``vacuum`` accepts.
-ERASABLE = frozenset(FORGET) | frozenset(FORGET_IF_PRESENT) | frozenset(PURGE_SESSION)
+ERASABLE = frozenset(FORGET) | frozenset(FORGET_IF_PRESENT)
 
 
 def table_exists(session: Session, name: str) -> bool:
@@ -206,42 +163,6 @@ def rewrite_statistics_catalog(connection: Connection) -> None:
     otherwise.
     """
     connection.execute(text("VACUUM (FULL) pg_catalog.pg_statistic"))
-
-
-def session_namespace(session: Session, session_id: str) -> str | None:
-    value = session.execute(SESSION_NAMESPACE, {"session_id": session_id}).scalar()
-    return None if value is None else str(value)
-
-
-def _block_prefixes(session_id: str) -> dict[str, str]:
-    return {kind: f"{kind}:{session_id}@" for kind in ("daily", "task", "session")}
-
-
-def session_block_paths(session: Session, session_id: str) -> list[str]:
-    """The memory files that hold (or will hold) blocks of the session."""
-    return list(session.execute(SESSION_BLOCK_PATHS, _block_prefixes(session_id)).scalars())
-
-
-def purge_session_rows(
-    session: Session, session_id: str, namespace: str | None, archived_ids: Sequence[int] = ()
-) -> tuple[dict[str, int], list[Any]]:
-    """Delete one session and everything derived from it; ``namespace``: the session's
-    (None: not known, every namespace's access log is searched), ``archived_ids``: its
-    memories that were archived. Counts, and the removed blocks."""
-    params = {"session_id": session_id}
-    counts: dict[str, int] = {}
-    ids = list(session.execute(SESSION_MEMORY_IDS, params).scalars())
-    logged = {"namespace": namespace, "ids": [*ids, *archived_ids]}
-    gone = session.execute(PURGE_ACCESS_LOG, logged) if logged["ids"] else None
-    counts["memory_access_log"] = int(getattr(gone, "rowcount", 0))
-    if ids and table_exists(session, "long_term_entries"):
-        gone = session.execute(PURGE_LONG_TERM, {"ids": ids})
-        counts["long_term_entries"] = int(getattr(gone, "rowcount", 0))
-    blocks = list(session.execute(PURGE_BLOCKS, _block_prefixes(session_id)))
-    counts["memory_file_blocks"] = len(blocks)
-    for table, statement in PURGE_SESSION.items():
-        counts[table] = int(getattr(session.execute(statement, params), "rowcount", 0))
-    return counts, blocks
 
 
 def set_pinned(session: Session, memory_id: int, pinned: bool) -> str | None:

@@ -20,7 +20,7 @@ from tasks.aging._archival import archive_old
 from tasks.aging._cold_store import ColdStore
 from tasks.aging._compression import compress_old
 from tasks.files._memory_files import open_memory_root
-from tasks.privacy._erase import forget, purge_session, set_pin
+from tasks.privacy import forget, purge_session, set_pin
 from tests.helpers import add_session, chat, run_sync
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import (

@@ -15,7 +15,7 @@ from storage.embedding._cache import lookup, text_hash
 from storage.embedding._cache import store as cache_vectors
 from storage.engine import Store
 from tasks.files._memory_files import open_memory_root
-from tasks.privacy._erase import forget, purge_session
+from tasks.privacy import forget, purge_session
 from tests.helpers import add_session, chat, run_sync
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import local_cold
