@@ -81,7 +81,8 @@ class Pseudonyms:
         return None if name is None else self.namespaces[name]
 
     def session(self, session_id: str) -> str:
-        return self.sessions[session_id]
+        """A session's pseudonym; a session not recorded has none of its own."""
+        return self.sessions.get(session_id, UNKNOWN_SESSION)
 
     def path(self, relative: str) -> str:
         """A memory-file path (``<namespace>/...``) with its namespace's pseudonym."""
@@ -89,15 +90,21 @@ class Pseudonyms:
         return self.namespaces.get(head, head) + sep + rest
 
 
+UNKNOWN_SESSION = SESSION_PREFIX + "unknown"
+_SESSION_NAMESPACES = text("SELECT id, namespace FROM chat_sessions WHERE id = ANY(:ids)")
+
+
 def pseudonyms(
-    session: Session,
-    namespaces: Iterable[str | None] = (),
-    sessions: Iterable[tuple[str, str]] = (),
+    session: Session, namespaces: Iterable[str | None] = (), sessions: Iterable[str] = ()
 ) -> Pseudonyms:
-    """Pseudonyms of ``namespaces`` and of ``sessions`` (pairs of namespace and session id)."""
-    pairs = list(sessions)
-    names = {n for n in namespaces if n is not None} | {n for n, _ in pairs}
-    found = keys(session, names)
+    """Pseudonyms of ``namespaces`` and of the recorded ``sessions`` (by id)."""
+    ids = sorted(set(sessions))
+    pairs = [(str(n), str(s)) for s, n in session.execute(_SESSION_NAMESPACES, {"ids": ids})]
+    return _of(session, [n for n in namespaces if n is not None], pairs)
+
+
+def _of(session: Session, namespaces: list[str], pairs: list[tuple[str, str]]) -> Pseudonyms:
+    found = keys(session, [*namespaces, *(n for n, _ in pairs)])
     return Pseudonyms(
         namespaces={n: NAMESPACE_PREFIX + _digest(k, "namespace", n) for n, k in found.items()},
         sessions={s: SESSION_PREFIX + _digest(found[n], "session", s) for n, s in pairs},
@@ -105,11 +112,12 @@ def pseudonyms(
 
 
 def namespace_pseudonym(session: Session, namespace: str) -> str:
-    return pseudonyms(session, [namespace]).namespaces[namespace]
+    return _of(session, [namespace], []).namespaces[namespace]
 
 
 def session_pseudonym(session: Session, namespace: str, session_id: str) -> str:
-    return pseudonyms(session, sessions=[(namespace, session_id)]).sessions[session_id]
+    """A session's pseudonym, its namespace given (its row may be gone already)."""
+    return _of(session, [], [(namespace, session_id)]).sessions[session_id]
 
 
 def reveal(session: Session, text_: str) -> str:

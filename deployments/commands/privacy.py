@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from deployments.commands import AS_OF_FORMATS
+from deployments.commands import AS_OF_FORMATS, revealed
 from deployments.settings_loader import load_settings
 from storage.config import Settings
 
@@ -73,7 +73,7 @@ def aging_command(
         from flows.aging import memory_aging  # Prefect: after following_runs
 
         report = memory_aging(as_of=as_of, namespace=namespace, dry_run=dry_run, shard=shard)
-    click.echo(report.markdown())
+    click.echo(revealed(report.markdown()))
 
 
 @click.command("forget")
