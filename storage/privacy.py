@@ -88,6 +88,17 @@ CLEAR_STATISTIC = text(
     "SELECT pg_clear_attribute_stats(current_schema(), :relation, :column, :inherited)"
 )
 
+# Runs given the namespace as a parameter: the recorded parameter becomes its pseudonym
+# (runs recorded before pseudonyms hold the name); their Prefect flow runs, to rename there.
+PSEUDONYMIZE_RUNS = text(
+    """
+    UPDATE runs
+    SET parameters = jsonb_set(parameters, '{namespace}', to_jsonb(CAST(:pseudonym AS text)))
+    WHERE parameters->>'namespace' IN (:namespace, :pseudonym)
+    RETURNING flow_run_id
+    """
+)
+
 PIN = text(
     "UPDATE memories SET pinned = :pinned, salience = CASE WHEN :pinned THEN 1 ELSE salience END "
     "WHERE id = :id RETURNING namespace"
@@ -163,6 +174,14 @@ def rewrite_statistics_catalog(connection: Connection) -> None:
     otherwise.
     """
     connection.execute(text("VACUUM (FULL) pg_catalog.pg_statistic"))
+
+
+def pseudonymize_runs(session: Session, namespace: str, pseudonym: str) -> list[str]:
+    """Runs recorded with the namespace as a parameter now record its pseudonym; returns
+    their Prefect flow-run ids."""
+    params = {"namespace": namespace, "pseudonym": pseudonym}
+    found = session.execute(PSEUDONYMIZE_RUNS, params).scalars()
+    return sorted({str(run) for run in found if run is not None})
 
 
 def set_pinned(session: Session, memory_id: int, pinned: bool) -> str | None:

@@ -1,11 +1,14 @@
 """Privacy: forget a namespace, pin and unpin, restore from the archive (purge: ``_purge``).
 
 Each action writes one ``audit_log`` row (counts and ids, never content) in the
-transaction of its database change. ``forget`` and ``purge_session`` then scrub the store
-(``_scrub``): the deleted rows leave the table files and the planner's statistics. Files
-go before the rows that point at them are deleted (forget, purge), so an interruption
-leaves something a re-run can finish, never a file the database no longer knows about; a
-repeated ``forget`` finds nothing and says so (and scrubs again).
+transaction of its database change. ``forget`` first renames the namespace to its
+pseudonym in the runs that recorded it as a parameter, in the store and in Prefect
+(``_flow_runs``), while its key still exists (a re-run finds the same pseudonym). Then
+``forget`` and ``purge_session`` scrub the store (``_scrub``): the deleted rows leave the
+table files and the planner's statistics. Files go before the rows that point at them
+are deleted (forget, purge), so an interruption leaves something a re-run can finish,
+never a file the database no longer knows about; a repeated ``forget`` finds nothing and
+says so (and scrubs again).
 """
 
 from __future__ import annotations
@@ -22,22 +25,29 @@ from storage.ann import drop_namespace_index
 from storage.archive import insert_rows
 from storage.embedding import Embedder
 from storage.errors import InputError, StorageError
+from storage.pseudonyms import namespace_pseudonym
 from storage.records import NAMESPACE
 from storage.reembed import refresh_vectors
 from tasks.aging import ColdStore, namespace_folders, take_out_all
 from tasks.files import MemoryRoot
 from tasks.privacy._export import export_namespace
+from tasks.privacy._flow_runs import rename_in_flow_runs
 from tasks.privacy._scrub import scrub
 
 
 @dataclass
 class ForgetOutcome:
+    """What a forget erased; ``pseudonym``: what reports called the namespace, which the
+    runs recorded with it as a parameter (``flow_runs`` of them in Prefect) now say."""
+
     namespace: str
     rows: dict[str, int] = field(default_factory=dict)
     cold_files: int = 0
     memory_files: int = 0
     exported: dict[str, int] | None = None
     vacuumed: list[str] = field(default_factory=list)
+    pseudonym: str = ""
+    flow_runs: int = 0
 
 
 def forget(
@@ -53,11 +63,15 @@ def forget(
 ) -> ForgetOutcome:
     """Erase everything of a namespace (optionally exporting it first); one audit row."""
     if not NAMESPACE.fullmatch(namespace):
-        raise InputError(f"bad namespace {namespace!r}: letters, digits, '.', '_', '-'")
+        raise InputError("bad namespace name: use letters, digits, '.', '_' or '-'")
     out = ForgetOutcome(namespace)
     if export_to is not None:
         options = export_options or {}
         out.exported = export_namespace(engine, cold, root, namespace, export_to, options)
+    with Session(engine) as session, session.begin():  # before the key goes with the rows
+        out.pseudonym = namespace_pseudonym(session, namespace)
+        flow_runs = privacy.pseudonymize_runs(session, namespace, out.pseudonym)
+    out.flow_runs = rename_in_flow_runs(flow_runs, namespace, out.pseudonym)
     out.cold_files = sum(cold.remove_tree(folder) for folder in namespace_folders(namespace))
     out.memory_files = _remove_memory_folder(root, namespace)
     with Session(engine) as session, session.begin():
@@ -65,7 +79,8 @@ def forget(
         left = privacy.remaining(session, namespace)
         if left:
             raise StorageError(
-                f"forget {namespace!r} left rows in {left}; add those tables to storage.privacy"
+                f"forget left rows of the namespace in {sorted(left)}; add those tables to "
+                "storage.privacy"
             )
         details = {**out.rows, "cold_files": out.cold_files, "memory_files": out.memory_files}
         details["exported"] = export_to is not None

@@ -325,3 +325,25 @@ def test_purge_removes_the_whole_block_heading_included(store: Store, tmp_path: 
     assert heading.endswith("· Team offsite (direct, aria)") and "s2@" in marker
     purge_session(store.engine, local_cold(tmp_path), root, "s2", actor="test")
     assert "## " not in log.read_text() and "Team offsite" not in log.read_text()
+
+
+def test_forget_renames_the_namespace_in_the_runs_that_recorded_it(
+    store: Store, tmp_path: Path
+) -> None:
+    with store.engine.begin() as conn:
+        for namespace in ("alice", "bob", None):  # runs recorded before pseudonyms held names
+            conn.execute(
+                text(
+                    "INSERT INTO runs (id, flow, as_of, parameters, status) VALUES "
+                    "(gen_random_uuid(), 'memory-weekly-tidy', now(), :p, 'completed')"
+                ),
+                {"p": json.dumps({"namespace": namespace, "dry_run": False})},
+            )
+    root = open_memory_root(store.settings)
+
+    out = forget(store.engine, local_cold(tmp_path), root, "alice", actor="t")
+
+    recorded = column(store, "SELECT parameters->>'namespace' FROM runs ORDER BY 1")
+    assert out.pseudonym.startswith("ns:") and out.flow_runs == 0  # none ran in Prefect
+    assert sorted(recorded, key=str) == sorted([out.pseudonym, "bob", None], key=str)
+    assert scalar(store, "SELECT count(*) FROM pseudonym_keys WHERE namespace = 'alice'") == 0
