@@ -7,7 +7,8 @@ Derived from a session, besides its own memories, episode, state, messages and b
   entry cites) or by a memory id, and the ``long_term`` memory of each, which search
   returns;
 - the searches that returned one of those memories (``memory_access_log``);
-- the cached vectors of those memories' texts.
+- the cached vectors of those memories' texts;
+- the queued writes into the session (their payload holds its id and text).
 
 The caller runs ``purge_session_rows`` in one transaction with the changes to the files
 (``tasks.privacy``), and ``weekly_summaries`` tells it which weekly summaries to rebuild.
@@ -49,6 +50,11 @@ PURGE_SESSION = {
     "chat_messages": text("DELETE FROM chat_messages WHERE session_id = :session_id"),
     "chat_sessions": text("DELETE FROM chat_sessions WHERE id = :session_id"),
 }
+# Queued writes into the session: a memory for it, or a message of it.
+PURGE_QUEUE = text(
+    "DELETE FROM memory_write_queue "
+    "WHERE payload->>'session_id' = :session_id OR payload->'session'->>'id' = :session_id"
+)
 # The searches that returned one of the session's memories, hot or archived (migration
 # 0020: one row per search, its hits' ids).
 PURGE_ACCESS_LOG = text(
@@ -130,4 +136,7 @@ def purge_session_rows(
     out.counts["memory_file_blocks"] = len(out.blocks)
     for table, statement in PURGE_SESSION.items():
         out.counts[table] = _rowcount(session.execute(statement, params))
+    if table_exists(session, "memory_write_queue"):
+        queued = session.execute(PURGE_QUEUE, {"session_id": session_id})
+        out.counts["memory_write_queue"] = _rowcount(queued)
     return out

@@ -15,6 +15,7 @@ from storage.embedding import HashingEmbedder
 from storage.engine import Store
 from storage.errors import InputError
 from storage.keys import create_key
+from storage.queue import enqueue
 from storage.retrieval._search import Retriever
 from tasks.aging._archival import archive_old
 from tasks.aging._cold_store import ColdStore
@@ -347,3 +348,23 @@ def test_forget_renames_the_namespace_in_the_runs_that_recorded_it(
     assert out.pseudonym.startswith("ns:") and out.flow_runs == 0  # none ran in Prefect
     assert sorted(recorded, key=str) == sorted([out.pseudonym, "bob", None], key=str)
     assert scalar(store, "SELECT count(*) FROM pseudonym_keys WHERE namespace = 'alice'") == 0
+
+
+def test_purge_deletes_the_writes_queued_into_the_session(store: Store, tmp_path: Path) -> None:
+    add_session(store, "s1", "alice", chat(RECENTLY, *TRIP))
+    session = {"id": "s1", "namespace": "alice", "agent": "aria"}
+    message = {"id": "m9", "role": "user", "speaker": "Alice", "content": "Lisbon again"}
+    with Session(store.engine) as db, db.begin():
+        for op, payload in (
+            ("ADD_MEMORY", {"content": "window seat 14A", "session_id": "s1"}),
+            ("RECORD_MESSAGE", {"session": session, "message": message | {"timestamp": RECENTLY}}),
+            ("ADD_MEMORY", {"content": "green tea"}),
+        ):
+            enqueue(db, "alice", op, payload, now=RECENTLY)
+
+    counts = purge_session(
+        store.engine, local_cold(tmp_path), open_memory_root(store.settings), "s1", actor="t"
+    )
+
+    assert counts["memory_write_queue"] == 2
+    assert column(store, "SELECT payload->>'content' FROM memory_write_queue") == ["green tea"]
