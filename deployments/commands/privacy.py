@@ -83,7 +83,8 @@ def aging_command(
 @click.option(
     "--full-vacuum",
     is_flag=True,
-    help="VACUUM FULL the touched tables: rewrites them, locking each while it runs.",
+    help="VACUUM FULL every table that can hold a namespace's rows, and pg_statistic: "
+    "rewrites them, locking each while it runs.",
 )
 def forget_command(namespace: str, confirm: bool, export_to: str | None, full_vacuum: bool) -> None:
     """Erase everything of NAMESPACE: rows, vectors, files, cold tier; one audit entry."""
@@ -141,7 +142,8 @@ def unpin_command(memory_id: int) -> None:
 @click.option(
     "--full-vacuum",
     is_flag=True,
-    help="VACUUM FULL the touched tables: rewrites them, locking each while it runs.",
+    help="VACUUM FULL every table that can hold a namespace's rows, and pg_statistic: "
+    "rewrites them, locking each while it runs.",
 )
 def purge_command(session_id: str, confirm: bool, full_vacuum: bool) -> None:
     """Erase one session and all derived from it (memories, episode, blocks, transcript)."""
