@@ -8,7 +8,9 @@ Derived from a session, besides its own memories, episode, state, messages and b
   returns;
 - the searches that returned one of those memories (``memory_access_log``);
 - the cached vectors of those memories' texts;
-- the queued writes into the session (their payload holds its id and text).
+- the queued writes into the session (their payload holds its id and text);
+- the namespace's counts of common words (``namespace_terms``, large namespaces only),
+  counted again without it: a word only the session used goes.
 
 The caller runs ``purge_session_rows`` in one transaction with the changes to the files
 (``tasks.privacy``), and ``weekly_summaries`` tells it which weekly summaries to rebuild.
@@ -54,6 +56,24 @@ PURGE_SESSION = {
 PURGE_QUEUE = text(
     "DELETE FROM memory_write_queue "
     "WHERE payload->>'session_id' = :session_id OR payload->'session'->>'id' = :session_id"
+)
+# The namespace's common words counted again over the memories left (after the deletes);
+# the rows of words no memory holds any more go. The UPDATE and the DELETE touch disjoint
+# rows, so running them in one statement is safe.
+HAS_TERMS = text("SELECT EXISTS (SELECT 1 FROM namespace_terms WHERE namespace = :namespace)")
+RECOUNT_TERMS = text(
+    """
+    WITH counted AS (
+        SELECT word, ndoc FROM ts_stat(
+            format('SELECT tsv FROM memories WHERE namespace = %L', CAST(:namespace AS text)))
+    ), kept AS (
+        UPDATE namespace_terms t SET df = c.ndoc FROM counted c
+        WHERE t.namespace = :namespace AND t.lexeme = c.word
+        RETURNING t.lexeme
+    )
+    DELETE FROM namespace_terms t
+    WHERE t.namespace = :namespace AND t.lexeme NOT IN (SELECT lexeme FROM kept)
+    """
 )
 # The searches that returned one of the session's memories, hot or archived (migration
 # 0020: one row per search, its hits' ids).
@@ -139,4 +159,14 @@ def purge_session_rows(
     if table_exists(session, "memory_write_queue"):
         queued = session.execute(PURGE_QUEUE, {"session_id": session_id})
         out.counts["memory_write_queue"] = _rowcount(queued)
+    out.counts["namespace_terms"] = _recount_terms(session, namespace)
     return out
+
+
+def _recount_terms(session: Session, namespace: str | None) -> int:
+    """Recount the namespace's common words without the session; how many words went."""
+    if namespace is None or not table_exists(session, "namespace_terms"):
+        return 0
+    if not session.execute(HAS_TERMS, {"namespace": namespace}).scalar_one():
+        return 0
+    return _rowcount(session.execute(RECOUNT_TERMS, {"namespace": namespace}))

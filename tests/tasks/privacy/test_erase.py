@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from storage.ann import refresh_terms
 from storage.embedding import HashingEmbedder
 from storage.engine import Store
 from storage.errors import InputError
@@ -368,3 +369,32 @@ def test_purge_deletes_the_writes_queued_into_the_session(store: Store, tmp_path
 
     assert counts["memory_write_queue"] == 2
     assert column(store, "SELECT payload->>'content' FROM memory_write_queue") == ["green tea"]
+
+
+def test_purge_counts_the_namespaces_common_words_again_without_the_session(
+    store: Store, tmp_path: Path
+) -> None:
+    add_session(store, "s1", "alice", chat(RECENTLY, *TRIP))
+    add_session(store, "s2", "alice", chat(RECENTLY + timedelta(hours=2), *DENTIST))
+    run_sync(store, RECENTLY.replace(hour=23))
+    with Session(store.engine) as session, session.begin():
+        refresh_terms(session, "alice", 1)  # as the index step does for a large namespace
+    terms = "SELECT lexeme, df FROM namespace_terms WHERE lexeme IN ('lisbon', 'dentist')"
+    before = dict(column_pairs(store, terms))
+    assert before["lisbon"] > 0 and before["dentist"] > 0
+
+    counts = purge_session(
+        store.engine, local_cold(tmp_path), open_memory_root(store.settings), "s1", actor="t"
+    )
+
+    after = dict(column_pairs(store, terms))
+    assert "lisbon" not in after and counts["namespace_terms"] > 0  # only s1 said it
+    dentist = scalar(
+        store, "SELECT count(*) FROM memories WHERE tsv @@ to_tsquery('simple', 'dentist')"
+    )
+    assert after == {"dentist": dentist}
+
+
+def column_pairs(store: Store, sql: str) -> list[tuple[str, int]]:
+    with store.engine.connect() as conn:
+        return [(str(a), int(b)) for a, b in conn.execute(text(sql))]
