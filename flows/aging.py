@@ -28,6 +28,7 @@ from tasks.common import (
     finish_run,
     fold_access_task,
     notify_flow_failure,
+    pseudonyms_task,
     publish_report,
     start_run,
 )
@@ -66,9 +67,10 @@ def memory_aging(
     moment = resolve_as_of(as_of, settings)
     store, embedder = connect_task(settings)
     cold, policy, when = open_cold_store(settings), settings.aging, cutoffs(moment, settings.aging)
-    params = {"namespace": namespace, "shard": label, "dry_run": dry_run}
+    pseudonym = pseudonyms_task(store, [namespace]).namespace(namespace)
+    params = {"namespace": pseudonym, "shard": label, "dry_run": dry_run}
     run_id = None if dry_run else start_run(store, FLOW_NAME, moment, params)
-    report = AgingReport(moment.isoformat(), namespace, dry_run, label)
+    report = AgingReport(moment.isoformat(), pseudonym, dry_run, label)
     decay_params = DecayParams(
         moment, policy.half_life_days, policy.salience_epsilon, namespace, dry_run, part
     )

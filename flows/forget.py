@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
 from pydantic import Field
 
 from storage.config import Settings
 from storage.engine import Store
 from storage.records import NAMESPACE_PATTERN
 from tasks.aging import open_cold_store
-from tasks.common import connect_task, notify_flow_failure
+from tasks.common import IO_RETRY, connect_task, notify_flow_failure
 from tasks.files import open_memory_root
-from tasks.privacy import ForgetOutcome, forget
+from tasks.privacy import ForgetOutcome, forget, rename_in_flow_runs
 
 
 @task(name="forget-namespace", cache_policy=NO_CACHE)
@@ -34,6 +36,13 @@ def forget_task(
     )
 
 
+@task(name="pseudonym-in-own-run", cache_policy=NO_CACHE, **IO_RETRY)
+def rename_own_run_task(namespace: str, pseudonym: str) -> int:
+    """The forgotten name out of this flow run's parameters."""
+    own = flow_run.get_id()
+    return rename_in_flow_runs([own] if own else [], namespace, pseudonym)
+
+
 @flow(
     name="memory-forget",
     description="Erase everything of one namespace, optionally exporting it first; audited.",
@@ -50,16 +59,22 @@ def memory_forget(
     """Erase one namespace's data everywhere (database, memory files, cold storage),
     optionally exporting it first; the audit log records who and when, not what.
 
+    Once it is done this run's own namespace parameter is replaced by the namespace's
+    pseudonym, as in every earlier run given the namespace, and the outcome it returns
+    names the namespace by its pseudonym too.
+
     Args:
         namespace: The namespace (one user or project) to erase.
         confirm: Must be true: erasure cannot be undone.
         export_to: Export the namespace to this directory or fsspec URL before erasing.
             Empty: no export.
         actor: Who asked for the erasure, as written in the audit log.
-        full_vacuum: Also rewrite the touched tables (VACUUM FULL) so nothing erased
-            stays on disk; locks them while it runs.
+        full_vacuum: Also rewrite every table that can hold a namespace's rows (VACUUM
+            FULL) so nothing erased stays on disk; locks each while it runs.
     """
     if not confirm:
-        raise ValueError(f"refusing to forget {namespace!r} without confirm=True")
+        raise ValueError("refusing to forget without confirm=True: erasure cannot be undone")
     store, _ = connect_task(Settings())
-    return forget_task(store, namespace, actor, export_to, full_vacuum)
+    outcome = forget_task(store, namespace, actor, export_to, full_vacuum)
+    rename_own_run_task(namespace, outcome.pseudonym)
+    return replace(outcome, namespace=outcome.pseudonym)

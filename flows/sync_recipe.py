@@ -12,7 +12,7 @@ from prefect import get_run_logger
 
 from storage.config import Settings
 from storage.shards import Shard
-from tasks.common import connect_task, finish_run, publish_report, start_run
+from tasks.common import connect_task, finish_run, pseudonyms_task, publish_report, start_run
 from tasks.progress import progress
 from tasks.sync import (
     SESSIONS,
@@ -24,6 +24,8 @@ from tasks.sync import (
     ingest_task,
     plan_task,
     process_batch_task,
+    skipped,
+    touched_namespaces,
     write_files_task,
 )
 
@@ -52,7 +54,7 @@ def sync_sessions(
     params = {
         "window_hours": window_hours,
         "min_user_messages": min_user_messages,
-        "namespace": namespace,
+        "namespace": pseudonyms_task(store, [namespace]).namespace(namespace),
         "dry_run": dry_run,
         "idle_minutes": idle_minutes,
         "transcripts_url": transcripts_url,
@@ -76,6 +78,8 @@ def sync_sessions(
             extra=progress(SESSIONS, done, len(plan.to_process)),
         )
     flushed = FlushOutcome() if dry_run else write_files_task(store, None, shard)
+    touched = touched_namespaces(recovered, flushed)
+    names = pseudonyms_task(store, [namespace, *touched], skipped(plan))
     report = build_report(
         flow,
         plan,
@@ -88,6 +92,7 @@ def sync_sessions(
         started,
         datetime.now(UTC),
         shard=None if shard is None else str(shard),
+        names=names,
     )
     if run_id is not None:
         finish_run(store, run_id, report)

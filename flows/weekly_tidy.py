@@ -16,6 +16,7 @@ from tasks.common import (
     finish_run,
     fold_access_task,
     notify_flow_failure,
+    pseudonyms_task,
     publish_report,
     start_run,
 )
@@ -53,13 +54,15 @@ def memory_weekly_tidy(
     settings = Settings()
     started, moment = datetime.now(UTC), resolve_as_of(as_of, settings)
     store, embedder = connect_task(settings)
-    params = {"namespace": namespace, "dry_run": dry_run}
+    found = namespaces_task(store, namespace)
+    names = pseudonyms_task(store, [namespace, *found])
+    params = {"namespace": names.namespace(namespace), "dry_run": dry_run}
     run_id = None if dry_run else start_run(store, FLOW_NAME, moment, params)
     if not dry_run:  # what stays in MEMORY.md weighs every access searches recorded
         fold_access_task(store, namespace)
     ctx = make_context(settings, embedder, moment, run_id, dry_run)
-    outcomes = [tidy_namespace_task(store, ctx, ns) for ns in namespaces_task(store, namespace)]
-    report = build_report(FLOW_NAME, ctx, namespace, outcomes, started, datetime.now(UTC))
+    outcomes = [tidy_namespace_task(store, ctx, ns, names.namespaces[ns]) for ns in found]
+    report = build_report(FLOW_NAME, ctx, namespace, outcomes, started, datetime.now(UTC), names)
     if run_id is not None:
         finish_run(store, run_id, report)
     publish_report(FLOW_NAME, report)

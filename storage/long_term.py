@@ -1,8 +1,10 @@
 """``long_term_entries``: the lines of each namespace's ``MEMORY.md``, and the tidy's reads.
 
 An entry is keyed by a hash of its normalised text. ``status`` says whether it is in the
-file now; ``memory_ids`` are the memories merged into its line; ``memory_id`` is the
-``long_term`` memory that makes the entry searchable (cleared if that memory goes).
+file now; ``memory_ids`` are the memories merged into its line and ``session_ids`` the
+sessions they came from (a session's later state replaces its memories, so only these
+still lead a ``purge`` to the entry); ``memory_id`` is the ``long_term`` memory that makes
+the entry searchable (cleared if that memory goes).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class LongTermEntry(Base):
     text: Mapped[str] = mapped_column(Text)
     section: Mapped[str] = mapped_column(String(30))
     memory_ids: Mapped[list[int]] = mapped_column(ARRAY(BigInteger))
+    session_ids: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default="{}")
     pinned: Mapped[bool] = mapped_column(Boolean, server_default="false")
     score: Mapped[float] = mapped_column(Float)
     first_seen_week: Mapped[date] = mapped_column(Date)
@@ -59,7 +62,7 @@ class LongTermEntry(Base):
 _CANDIDATES = text(
     """
     SELECT id, kind, content, importance, access_count, last_accessed_at, occurred_at, pinned,
-           NOT (pinned OR (kind = ANY(:kinds) AND occurred_at > :start)) AS carried
+           session_id, NOT (pinned OR (kind = ANY(:kinds) AND occurred_at > :start)) AS carried
     FROM memories
     WHERE namespace = :namespace
       AND kind <> 'long_term'

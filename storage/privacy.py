@@ -1,4 +1,4 @@
-"""Erasure statements: a whole namespace (forget), one session (purge), pin and unpin.
+"""Erasure statements: a whole namespace (forget), then the scrub of the store; pin, unpin.
 
 Each statement is whole and named; the caller runs them in one transaction and reports
 each one's row count. Tables that later migrations add (the write queue, the long-term
@@ -11,13 +11,16 @@ namespace's hot memory texts (by text hash, before the memories go). ``runs`` ho
 content and is left alone.
 
 Deleted rows stay in the table files until a ``VACUUM``; ``vacuum`` runs one on the
-tables an erasure touched (``FULL`` rewrites them, so their old pages are gone).
+tables an erasure touched (``FULL`` rewrites them, so their old pages are gone). ``ANALYZE``
+copies column values into ``pg_statistic`` (most common values, histogram bounds), and
+deleting the rows leaves them there; an ``ANALYZE`` of a table that became empty keeps
+them too. ``refresh_statistics`` clears a table's statistics and those of its expression
+indexes (``pg_clear_attribute_stats``, PostgreSQL 18), then analyzes what is left.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable
 
 from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
@@ -56,6 +59,9 @@ FORGET_IF_PRESENT = {
     "namespace_terms": text("DELETE FROM namespace_terms WHERE namespace = :namespace"),
     # A forgotten namespace's keys go too: nobody writes into it again by an old key.
     "api_keys": text("DELETE FROM api_keys WHERE namespace = :namespace"),
+    "weekly_summaries": text("DELETE FROM weekly_summaries WHERE namespace = :namespace"),
+    # Last: without its key no pseudonym in a report leads back to the namespace.
+    "pseudonym_keys": text("DELETE FROM pseudonym_keys WHERE namespace = :namespace"),
 }
 TABLE_EXISTS = text("SELECT to_regclass(:name) IS NOT NULL")
 
@@ -64,45 +70,32 @@ REMAINING = text(
     "WHERE table_name <> 'audit_log' AND n > 0"
 )
 
-SESSION_NAMESPACE = text("SELECT namespace FROM chat_sessions WHERE id = :session_id")
-PURGE_SESSION = {
-    "embedding_cache": text(
-        "DELETE FROM embedding_cache WHERE text_hash IN ("
-        " SELECT encode(sha256(convert_to(content, 'UTF8')), 'hex')"
-        " FROM memories WHERE session_id = :session_id)"
-    ),
-    "memories": text("DELETE FROM memories WHERE session_id = :session_id"),
-    "episodes": text("DELETE FROM episodes WHERE session_id = :session_id"),
-    "processed_sessions": text("DELETE FROM processed_sessions WHERE session_id = :session_id"),
-    "chat_messages": text("DELETE FROM chat_messages WHERE session_id = :session_id"),
-    "chat_sessions": text("DELETE FROM chat_sessions WHERE id = :session_id"),
-}
-SESSION_MEMORY_IDS = text("SELECT id FROM memories WHERE session_id = :session_id")
-# The searches that returned one of the session's memories, hot or archived (migration
-# 0020: one row per search, its hits' ids).
-PURGE_ACCESS_LOG = text(
-    "DELETE FROM memory_access_log "
-    "WHERE (CAST(:namespace AS text) IS NULL OR namespace = :namespace) "
-    "AND memory_ids && CAST(:ids AS bigint[])"
+# The statistics of a table and of its indexes' expressions (stored under the index).
+STATISTICS = text(
+    """
+    SELECT s.tablename, s.attname, s.inherited FROM pg_stats s
+    WHERE s.schemaname = current_schema()
+      AND (s.tablename = :table OR s.tablename IN (
+          SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+          WHERE i.indrelid = CAST(:table AS regclass)))
+    ORDER BY 1, 2
+    """
 )
-# Long-term entries built (partly) from the session's memories: their text came from it.
-PURGE_LONG_TERM = text("DELETE FROM long_term_entries WHERE memory_ids && CAST(:ids AS bigint[])")
-# The session's blocks, by key prefix: ``daily:<session>@``, ``task:<session>@`` and its
-# timeline lines, ``session:<session>@``.
-PURGE_BLOCKS = text(
-    """
-    DELETE FROM memory_file_blocks
-    WHERE left(block_key, length(:daily)) = :daily OR left(block_key, length(:task)) = :task
-       OR left(block_key, length(:session)) = :session
-    RETURNING path, block_key
-    """
+CAN_CLEAR_STATISTICS = text(
+    "SELECT to_regprocedure('pg_clear_attribute_stats(text,text,text,boolean)') IS NOT NULL"
+)
+CLEAR_STATISTIC = text(
+    "SELECT pg_clear_attribute_stats(current_schema(), :relation, :column, :inherited)"
 )
 
-SESSION_BLOCK_PATHS = text(
+# Runs given the namespace as a parameter: the recorded parameter becomes its pseudonym
+# (runs recorded before pseudonyms hold the name); their Prefect flow runs, to rename there.
+PSEUDONYMIZE_RUNS = text(
     """
-    SELECT DISTINCT path FROM memory_file_blocks
-    WHERE left(block_key, length(:daily)) = :daily OR left(block_key, length(:task)) = :task
-       OR left(block_key, length(:session)) = :session
+    UPDATE runs
+    SET parameters = jsonb_set(parameters, '{namespace}', to_jsonb(CAST(:pseudonym AS text)))
+    WHERE parameters->>'namespace' IN (:namespace, :pseudonym)
+    RETURNING flow_run_id
     """
 )
 
@@ -113,7 +106,7 @@ PIN = text(
 
 
 # Every table an erasure deletes from: the only names ``vacuum`` accepts.
-ERASABLE = frozenset(FORGET) | frozenset(FORGET_IF_PRESENT) | frozenset(PURGE_SESSION)
+ERASABLE = frozenset(FORGET) | frozenset(FORGET_IF_PRESENT)
 
 
 def table_exists(session: Session, name: str) -> bool:
@@ -153,40 +146,42 @@ def vacuum(connection: Connection, tables: Iterable[str], *, full: bool = False)
     return done
 
 
-def session_namespace(session: Session, session_id: str) -> str | None:
-    value = session.execute(SESSION_NAMESPACE, {"session_id": session_id}).scalar()
-    return None if value is None else str(value)
+def present(session: Session | Connection) -> list[str]:
+    """The erasable tables this store has (a table a later migration adds may be missing)."""
+    return [t for t in sorted(ERASABLE) if session.execute(TABLE_EXISTS, {"name": t}).scalar_one()]
 
 
-def _block_prefixes(session_id: str) -> dict[str, str]:
-    return {kind: f"{kind}:{session_id}@" for kind in ("daily", "task", "session")}
+def refresh_statistics(connection: Connection, table: str) -> int:
+    """Clear the planner's statistics of an erasable table and its expression indexes, then
+    ``ANALYZE`` it, so they hold only values of the rows left; returns how many were
+    cleared (none before PostgreSQL 18, where only the ``ANALYZE`` runs)."""
+    if table not in ERASABLE:
+        raise ValueError(f"not an erasable table: {table!r}")
+    cleared = 0
+    if connection.execute(CAN_CLEAR_STATISTICS).scalar_one():
+        for relation, column, inherited in connection.execute(STATISTICS, {"table": table}).all():
+            params = {"relation": relation, "column": column, "inherited": inherited}
+            connection.execute(CLEAR_STATISTIC, params)
+            cleared += 1
+    connection.execute(text(f"ANALYZE {table}"))
+    return cleared
 
 
-def session_block_paths(session: Session, session_id: str) -> list[str]:
-    """The memory files that hold (or will hold) blocks of the session."""
-    return list(session.execute(SESSION_BLOCK_PATHS, _block_prefixes(session_id)).scalars())
+def rewrite_statistics_catalog(connection: Connection) -> None:
+    """``VACUUM FULL pg_statistic``: the statistics replaced above leave its files too.
+
+    Needs a superuser or the MAINTAIN privilege on it; PostgreSQL skips it with a warning
+    otherwise.
+    """
+    connection.execute(text("VACUUM (FULL) pg_catalog.pg_statistic"))
 
 
-def purge_session_rows(
-    session: Session, session_id: str, namespace: str | None, archived_ids: Sequence[int] = ()
-) -> tuple[dict[str, int], list[Any]]:
-    """Delete one session and everything derived from it; ``namespace``: the session's
-    (None: not known, every namespace's access log is searched), ``archived_ids``: its
-    memories that were archived. Counts, and the removed blocks."""
-    params = {"session_id": session_id}
-    counts: dict[str, int] = {}
-    ids = list(session.execute(SESSION_MEMORY_IDS, params).scalars())
-    logged = {"namespace": namespace, "ids": [*ids, *archived_ids]}
-    gone = session.execute(PURGE_ACCESS_LOG, logged) if logged["ids"] else None
-    counts["memory_access_log"] = int(getattr(gone, "rowcount", 0))
-    if ids and table_exists(session, "long_term_entries"):
-        gone = session.execute(PURGE_LONG_TERM, {"ids": ids})
-        counts["long_term_entries"] = int(getattr(gone, "rowcount", 0))
-    blocks = list(session.execute(PURGE_BLOCKS, _block_prefixes(session_id)))
-    counts["memory_file_blocks"] = len(blocks)
-    for table, statement in PURGE_SESSION.items():
-        counts[table] = int(getattr(session.execute(statement, params), "rowcount", 0))
-    return counts, blocks
+def pseudonymize_runs(session: Session, namespace: str, pseudonym: str) -> list[str]:
+    """Runs recorded with the namespace as a parameter now record its pseudonym; returns
+    their Prefect flow-run ids."""
+    params = {"namespace": namespace, "pseudonym": pseudonym}
+    found = session.execute(PSEUDONYMIZE_RUNS, params).scalars()
+    return sorted({str(run) for run in found if run is not None})
 
 
 def set_pinned(session: Session, memory_id: int, pinned: bool) -> str | None:

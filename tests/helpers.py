@@ -162,3 +162,11 @@ def final_bar(stderr: str, label: str) -> list[str]:
     frames = [line for line in re.split(r"[\r\n]", plain) if line.startswith(label)]
     assert frames, f"no bar {label!r} in {plain[-2000:]!r}"
     return frames[-1][len(label) :].split()
+
+
+def pseudonym(store: Store, namespace: str) -> str:
+    """What reports, logs and Prefect call the namespace (``storage.pseudonyms``)."""
+    from storage.pseudonyms import namespace_pseudonym
+
+    with Session(store.engine) as session, session.begin():
+        return namespace_pseudonym(session, namespace)

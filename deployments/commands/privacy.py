@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from deployments.commands import AS_OF_FORMATS
+from deployments.commands import AS_OF_FORMATS, revealed
 from deployments.settings_loader import load_settings
 from storage.config import Settings
 
@@ -73,7 +73,7 @@ def aging_command(
         from flows.aging import memory_aging  # Prefect: after following_runs
 
         report = memory_aging(as_of=as_of, namespace=namespace, dry_run=dry_run, shard=shard)
-    click.echo(report.markdown())
+    click.echo(revealed(report.markdown()))
 
 
 @click.command("forget")
@@ -83,7 +83,8 @@ def aging_command(
 @click.option(
     "--full-vacuum",
     is_flag=True,
-    help="VACUUM FULL the touched tables: rewrites them, locking each while it runs.",
+    help="VACUUM FULL every table that can hold a namespace's rows, and pg_statistic: "
+    "rewrites them, locking each while it runs.",
 )
 def forget_command(namespace: str, confirm: bool, export_to: str | None, full_vacuum: bool) -> None:
     """Erase everything of NAMESPACE: rows, vectors, files, cold tier; one audit entry."""
@@ -141,7 +142,8 @@ def unpin_command(memory_id: int) -> None:
 @click.option(
     "--full-vacuum",
     is_flag=True,
-    help="VACUUM FULL the touched tables: rewrites them, locking each while it runs.",
+    help="VACUUM FULL every table that can hold a namespace's rows, and pg_statistic: "
+    "rewrites them, locking each while it runs.",
 )
 def purge_command(session_id: str, confirm: bool, full_vacuum: bool) -> None:
     """Erase one session and all derived from it (memories, episode, blocks, transcript)."""

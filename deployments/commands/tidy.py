@@ -6,7 +6,7 @@ from datetime import datetime
 
 import click
 
-from deployments.commands import AS_OF_FORMATS
+from deployments.commands import AS_OF_FORMATS, revealed
 
 
 @click.command("tidy")
@@ -22,4 +22,4 @@ def tidy_command(as_of: datetime | None, namespace: str | None, dry_run: bool) -
     from flows.weekly_tidy import memory_weekly_tidy
 
     report = memory_weekly_tidy(as_of=as_of, namespace=namespace, dry_run=dry_run)
-    click.echo(report.markdown())
+    click.echo(revealed(report.markdown()))

@@ -126,7 +126,7 @@ class AgingReport:
     """What one ``memory-aging`` run did, step by step (a dry run: what it would do)."""
 
     as_of: str
-    namespace: str | None
+    namespace: str | None  # the namespace parameter's pseudonym (storage.pseudonyms)
     dry_run: bool
     shard: str | None = None  # "2/4": the namespaces of shard 2 of a split in 4
     decay: DecayOutcome = field(default_factory=DecayOutcome)

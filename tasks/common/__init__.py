@@ -7,6 +7,7 @@ from tasks.common._steps import (
     connect_task,
     finish_run,
     fold_access_task,
+    pseudonyms_task,
     publish_report,
     start_run,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "fold_access_task",
     "notify_flow_failure",
     "open_notifier",
+    "pseudonyms_task",
     "publish_report",
     "readable",
     "start_run",

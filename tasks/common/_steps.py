@@ -1,8 +1,15 @@
-"""Thin Prefect tasks every flow shares: open the store, record the run, publish its report."""
+"""Thin Prefect tasks every flow shares: open the store, pseudonyms, record the run, publish
+its report.
+
+A run's recorded parameters and report, its artifact, its log lines and its task-run
+names name a namespace or a session by its pseudonym (``storage.pseudonyms``), never by
+the name or id a user chose: they outlive a ``forget``.
+"""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -18,6 +25,7 @@ from storage.config import Settings
 from storage.connect import connect
 from storage.embedding import Embedder
 from storage.engine import Store
+from storage.pseudonyms import Pseudonyms, pseudonyms
 from storage.shards import Shard
 from tasks.common._retry import IO_RETRY
 from tasks.common._time import readable
@@ -37,6 +45,15 @@ def fold_access_task(
         out = fold_accesses(session, namespace, shard)
     get_run_logger().info("folded %d accesses into %d memories", out.accesses, out.memories)
     return out
+
+
+@task(name="pseudonyms", cache_policy=NO_CACHE, **IO_RETRY)
+def pseudonyms_task(
+    store: Store, namespaces: Sequence[str | None] = (), sessions: Sequence[str] = ()
+) -> Pseudonyms:
+    """What reports, logs and task-run names call these namespaces and sessions."""
+    with Session(store.engine) as session, session.begin():
+        return pseudonyms(session, namespaces, sessions)
 
 
 @task(name="start-run", cache_policy=NO_CACHE)

@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session
 
 from storage.config import QualitySettings, TidySettings
 from storage.engine import Store
+from storage.pseudonyms import Pseudonyms, pseudonyms
 from tasks.files import MemoryRoot
 from tasks.quality._html import write_html_report
 from tasks.quality._suites import AssetSpec, all_assets
@@ -195,11 +197,21 @@ def _cap_check(
     )
 
 
-def check_memory_files(root: MemoryRoot, caps: TidySettings, examples: int) -> list[CheckOutcome]:
-    """Each MEMORY.md within the tidy's caps; warnings, since the next tidy restores them."""
+def memory_namespaces(root: MemoryRoot) -> list[str]:
+    """The namespaces that have a ``MEMORY.md``."""
+    prefix = root.root.rstrip("/") + "/"
+    return sorted({p.removeprefix(prefix).split("/", 1)[0] for p, _, _ in memory_file_sizes(root)})
+
+
+def check_memory_files(
+    root: MemoryRoot, caps: TidySettings, examples: int, names: Pseudonyms
+) -> list[CheckOutcome]:
+    """Each MEMORY.md within the tidy's caps; warnings, since the next tidy restores them.
+    A file over a cap is named by its namespace's pseudonym (``names``)."""
     prefix = root.root.rstrip("/") + "/"
     sizes = [
-        (path.removeprefix(prefix), lines, size) for path, lines, size in memory_file_sizes(root)
+        (names.path(path.removeprefix(prefix)), lines, size)
+        for path, lines, size in memory_file_sizes(root)
     ]
     return [
         _cap_check("max_lines", [(p, lines) for p, lines, _ in sizes], caps.max_lines, examples),
@@ -214,7 +226,9 @@ def run_quality(store: Store, root: MemoryRoot, as_of: datetime) -> QualityRepor
     assets, skipped = present_assets(store.engine, all_assets(settings, as_of))
     url = store.engine.url.render_as_string(hide_password=False)
     checks, uri = validate_store(url, assets, quality, settings.reports_dir / DATA_DOCS)
-    checks += check_memory_files(root, settings.tidy, quality.examples)
+    with Session(store.engine) as session, session.begin():
+        names = pseudonyms(session, memory_namespaces(root))
+    checks += check_memory_files(root, settings.tidy, quality.examples, names)
     report = QualityReport(
         as_of=as_of, checks=tuple(checks), data_docs_uri=uri, skipped=tuple(skipped)
     )

@@ -23,6 +23,8 @@ from storage.sessions import load_sessions, record_message, record_session
 
 # What an item's execution can raise that is the item's failure rather than a bug here:
 # our own errors (bad references, an embedder that gave up) and the database's refusals.
+# Their messages name the item and the field, never a value it holds: they reach the run's
+# report and log, which outlive a forget of the namespace.
 ITEM_ERRORS = (ArchivistError, DBAPIError)
 
 
@@ -56,8 +58,8 @@ def _record(
         existing = known.get(payload.session.id)
         if existing is not None and existing.namespace != item.namespace:
             raise PermanentError(
-                f"queue item {item.id}: session {payload.session.id!r} belongs to another "
-                "namespace; nothing recorded"
+                f"queue item {item.id}: its session.id belongs to another namespace; "
+                "nothing recorded"
             )
         record_session(session, payload.session)
         record_message(session, payload.session.id, payload.message)
@@ -95,13 +97,13 @@ def _check_sessions(session: Session, items: Sequence[tuple[QueueItem, MemoryTex
         found = known.get(payload.session_id)
         if found is None:  # it may be recorded by an item still queued: retried
             raise InputError(
-                f"queue item {item.id}: session {payload.session_id!r} is not recorded in "
-                f"namespace {item.namespace!r}; record it first (RECORD_MESSAGE)"
+                f"queue item {item.id}: its session_id is not recorded in the item's "
+                "namespace; record it first (RECORD_MESSAGE)"
             )
         if found.namespace != item.namespace:
             raise PermanentError(
-                f"queue item {item.id}: session {payload.session_id!r} belongs to another "
-                f"namespace than {item.namespace!r}; nothing written"
+                f"queue item {item.id}: its session_id belongs to another namespace than "
+                "the item's; nothing written"
             )
 
 
@@ -138,7 +140,7 @@ def _forget(
         if outcome == "foreign":
             raise PermanentError(
                 f"queue item {item.id}: memory {payload.memory_id} belongs to another namespace "
-                f"than {item.namespace!r}; not deleted"
+                "than the item's; not deleted"
             )
         out[item.id] = {"memory_id": payload.memory_id, "deleted": outcome == "deleted"}
     return out

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from storage import queue
@@ -110,6 +111,16 @@ def _execute_and_complete(
         return True
 
 
+def describe_failure(exc: Exception) -> str:
+    """What failed, for the queue row, the report and the log: our own error's message (it
+    names fields, not values), or the database's error class and SQLSTATE, whose message
+    and statement may quote the item's values."""
+    if isinstance(exc, DBAPIError):
+        code = getattr(exc.orig, "sqlstate", None) or "unknown"
+        return f"{type(exc).__name__} ({type(exc.orig).__name__}, SQLSTATE {code})"
+    return f"{type(exc).__name__}: {exc}"
+
+
 def _record_failure(
     conn: Connection,
     item: QueueItem,
@@ -119,7 +130,7 @@ def _record_failure(
     report: DrainReport,
 ) -> None:
     permanent = is_permanent(exc)
-    error = f"{type(exc).__name__}: {exc}" + (" (permanent: not retried)" if permanent else "")
+    error = describe_failure(exc) + (" (permanent: not retried)" if permanent else "")
     with Session(conn) as session, session.begin():
         status = queue.fail(session, item, error, now, settings.queue, permanent=permanent)
     if status == "lost":

@@ -2,7 +2,7 @@
 
 from tasks.files import FlushOutcome
 from tasks.sync._process import plan_sync, process_batch
-from tasks.sync._report import SyncReport, build_report
+from tasks.sync._report import SyncReport, build_report, skipped, touched_namespaces
 from tasks.sync._steps import (
     SESSIONS,
     build_context,
@@ -47,6 +47,8 @@ __all__ = [
     "process_batch",
     "process_batch_task",
     "process_isolated",
+    "skipped",
     "split_lines",
+    "touched_namespaces",
     "write_files_task",
 ]

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from storage.pseudonyms import Pseudonyms
 from tasks.common import readable
 from tasks.files import FlushOutcome, md_inline
 from tasks.sync._transcripts import IngestReport
@@ -105,6 +106,16 @@ def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v) or "none"
 
 
+def skipped(plan: SyncPlan) -> list[str]:
+    """The skipped sessions a report lists (the first 50)."""
+    return list((plan.skipped_few_user_messages + plan.skipped_no_user_message)[:50])
+
+
+def touched_namespaces(*flushed: FlushOutcome) -> list[str]:
+    """The namespaces of the files the run wrote (a file's first path segment)."""
+    return sorted({p.split("/", 1)[0] for outcome in flushed for p in outcome.files})
+
+
 def build_report(
     flow: str,
     plan: SyncPlan,
@@ -117,14 +128,17 @@ def build_report(
     started: datetime,
     finished: datetime,
     shard: str | None = None,
+    *,
+    names: Pseudonyms,
 ) -> SyncReport:
-    """Assemble the report of one run."""
+    """Assemble the report of one run; namespaces, files and sessions by their pseudonyms
+    (``names``: of the ``namespace``, of ``touched_namespaces`` and ``skipped``)."""
     files = sorted(set(recovered.files) | set(flushed.files))
     return SyncReport(
         flow=flow,
         as_of=plan.as_of.isoformat(),
         window_start=plan.window_start.isoformat(),
-        namespace=namespace,
+        namespace=names.namespace(namespace),
         dry_run=dry_run,
         sessions_seen=plan.seen,
         skipped_few_user_messages=len(plan.skipped_few_user_messages),
@@ -134,10 +148,10 @@ def build_report(
         written=written,
         blocks_appended=recovered.blocks_appended + flushed.blocks_appended,
         blocks_recovered=recovered.blocks_appended,
-        files_touched=files,
+        files_touched=[names.path(p) for p in files],
         ingest=ingest.as_dict() if ingest is not None else None,
         seconds=(finished - started).total_seconds(),
-        skipped_sessions=list((plan.skipped_few_user_messages + plan.skipped_no_user_message)[:50]),
+        skipped_sessions=[names.session(s) for s in skipped(plan)],
         skipped_no_user_message=len(plan.skipped_no_user_message),
         shard=shard,
     )

@@ -45,6 +45,17 @@ def planned_moves(root: MemoryRoot, namespace: str, today: date) -> list[LogMove
     return sorted(moves, key=lambda m: (m.source.rsplit("/", 1)[1], m.source))
 
 
+def archived_path(relative: str) -> str | None:
+    """Where the tidy moves a daily log or task file (``<ns>/memory[/tasks]/<date>.md``);
+    None for any other file."""
+    namespace, _, rest = relative.partition("/")
+    folder, _, name = rest.rpartition("/")
+    subs = dict(_LOG_FOLDERS)
+    if folder not in subs or not _DATED.match(name):
+        return None
+    return f"{namespace}/memory/archive/{name[:4]}/{subs[folder]}{name}"
+
+
 def sweep_log_folders(root: MemoryRoot, namespace: str) -> list[str]:
     """Remove the temporary copies killed writes left beside the logs; returns their names."""
     return [n for f, _ in _LOG_FOLDERS for n in sweep_temporaries(root, f"{namespace}/{f}")]

@@ -11,7 +11,8 @@ Order, and what an interruption leaves:
 3. ``MEMORY.md`` is written aside and swapped in atomically, and only when its bytes
    change. When nothing is selected the previous file stays as it was. A failed write
    raises and leaves the previous file; the next run writes it (step 1 selects the same).
-4. The weekly summary is rewritten from the store when its bytes change.
+4. The weekly summary is rewritten from the store when its bytes change, after the
+   record of which sessions it quotes (``_weekly_file``).
 5. Logs dated before today move to the archive (``_archive``).
 
 Step 2's transaction also queues the namespace's ``tidy`` line of ``timeline.jsonl``
@@ -36,7 +37,7 @@ from tasks.tidy._archive import move_log, planned_moves, sweep_log_folders
 from tasks.tidy._render import Caps, header
 from tasks.tidy._select import KINDS, Candidate, Entry, document, score, select
 from tasks.tidy._timeline import tidy_block
-from tasks.tidy._weekly import load_week, render_week, weekly_path
+from tasks.tidy._weekly_file import write_weekly
 
 EXTRACTOR = "weekly-tidy"
 
@@ -158,7 +159,7 @@ def _candidate(row: Any, ctx: TidyContext) -> Candidate:
         ctx.as_of,
         ctx.half_lives,
     )
-    return Candidate(row.id, row.kind, row.content, value, row.pinned, row.carried)
+    return Candidate(row.id, row.kind, row.content, value, row.pinned, row.carried, row.session_id)
 
 
 def diff(plan: MemoryPlan) -> tuple[list[Entry], list[str], list[Entry]]:
@@ -228,6 +229,7 @@ def _entry_row(
         "text": entry.text,
         "section": entry.section,
         "memory_ids": list(entry.memory_ids),
+        "session_ids": list(entry.session_ids),
         "pinned": entry.pinned,
         "score": entry.score,
         "first_seen_week": ctx.monday,
@@ -251,20 +253,6 @@ def write_memory_md(root: MemoryRoot, namespace: str, plan: MemoryPlan, dry_run:
         return "would write"
     atomic_write(root.fs, path, plan.document.encode("utf-8"))
     return "written"
-
-
-def write_weekly(
-    session: Session, root: MemoryRoot, ctx: TidyContext, namespace: str
-) -> str | None:
-    """Rewrite the week's summary if it has episodes and differs; returns its path."""
-    week = load_week(session, namespace, ctx.monday, ctx.window)
-    if not week.episodes:
-        return None
-    relative = weekly_path(namespace, ctx.monday)
-    text = render_week(week, ctx.tz)
-    if not ctx.dry_run and read_text(root.fs, root.path(relative)) != text:
-        atomic_write(root.fs, root.path(relative), text.encode("utf-8"))
-    return relative
 
 
 def archive_logs(root: MemoryRoot, ctx: TidyContext, namespace: str) -> list[str]:
@@ -294,8 +282,7 @@ def tidy_namespace(
             line = tidy_block(namespace, ctx.monday, _counts(outcome), ctx.as_of, ctx.run_id)
             blocks.add_blocks(session, [line])
     outcome.memory_md = write_memory_md(root, namespace, plan, ctx.dry_run)
-    with Session(engine) as session:
-        outcome.weekly_file = write_weekly(session, root, ctx, namespace)
+    outcome.weekly_file = write_weekly(engine, root, ctx, namespace)
     if not ctx.dry_run:  # the timeline's line, and log blocks left pending, before the move
         flush_blocks(engine, root, namespace)
     outcome.logs_moved = archive_logs(root, ctx, namespace)

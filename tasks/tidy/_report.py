@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from storage.pseudonyms import Pseudonyms
 from tasks.common import readable
 from tasks.tidy._namespace import NamespaceOutcome, TidyContext
 
@@ -15,7 +16,8 @@ SHOWN = 20
 
 @dataclass
 class TidyReport:
-    """What one tidy run selected, wrote and moved, per namespace."""
+    """What one tidy run selected, wrote and moved, per namespace: each namespace (and the
+    ``namespace`` parameter) by its pseudonym, the files by paths under it."""
 
     flow: str
     as_of: str
@@ -92,17 +94,28 @@ def build_report(
     outcomes: Sequence[NamespaceOutcome],
     started: datetime,
     finished: datetime,
+    names: Pseudonyms,
 ) -> TidyReport:
-    """Assemble the report of one run."""
+    """Assemble the report of one run, in pseudonyms (``names``)."""
     return TidyReport(
         flow=flow,
         as_of=ctx.as_of.isoformat(),
         week=ctx.monday.isoformat(),
         window_start=ctx.window[0].isoformat(),
-        namespace=namespace,
+        namespace=names.namespace(namespace),
         dry_run=ctx.dry_run,
         max_lines=ctx.caps.max_lines,
         max_bytes=ctx.caps.max_bytes,
-        namespaces=list(outcomes),
+        namespaces=[_pseudonymous(o, names) for o in outcomes],
         seconds=(finished - started).total_seconds(),
+    )
+
+
+def _pseudonymous(outcome: NamespaceOutcome, names: Pseudonyms) -> NamespaceOutcome:
+    weekly = outcome.weekly_file
+    return replace(
+        outcome,
+        namespace=names.namespaces[outcome.namespace],
+        weekly_file=None if weekly is None else names.path(weekly),
+        logs_moved=[names.path(p) for p in outcome.logs_moved],
     )

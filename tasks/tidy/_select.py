@@ -52,11 +52,13 @@ class Candidate:
     score: float
     pinned: bool = False
     carried: bool = False
+    session_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One line of ``MEMORY.md``: merged memories, their text as written, and the line."""
+    """One line of ``MEMORY.md``: merged memories (and their sessions), their text as
+    written, and the line."""
 
     key: str
     text: str
@@ -65,6 +67,7 @@ class Entry:
     pinned: bool
     score: float
     line: str
+    session_ids: tuple[str, ...] = ()
 
 
 def score(
@@ -107,7 +110,8 @@ def to_entry(group: Sequence[Candidate], caps: Caps) -> Entry:
     text, line = entry_line(best.text, ids, caps)
     section = section_for(best.kind, pinned)
     top = max(c.score for c in group)
-    return Entry(entry_key(best.text), text, section, ids, pinned, top, line)
+    sessions = tuple(sorted({c.session_id for c in group if c.session_id is not None}))
+    return Entry(entry_key(best.text), text, section, ids, pinned, top, line, sessions)
 
 
 def rank(entries: Sequence[Entry]) -> list[Entry]:

@@ -21,16 +21,19 @@ def namespaces_task(store: Store, only: str | None) -> list[str]:
 
 @task(
     name="tidy-namespace",
-    task_run_name="tidy-{namespace}",
+    task_run_name="tidy-{label}",
     cache_policy=NO_CACHE,
     **IO_RETRY,
 )
-def tidy_namespace_task(store: Store, ctx: TidyContext, namespace: str) -> NamespaceOutcome:
-    """One namespace; safe to retry, since every step finishes what an earlier try began."""
+def tidy_namespace_task(
+    store: Store, ctx: TidyContext, namespace: str, label: str
+) -> NamespaceOutcome:
+    """One namespace (``label``: its pseudonym, what the run's name and log say); safe to
+    retry, since every step finishes what an earlier try began."""
     outcome = tidy_namespace(store.engine, open_memory_root(store.settings), ctx, namespace)
     get_run_logger().info(
         "%s: MEMORY.md %s (%d lines, %d bytes); %d entered, %d left; %d logs archived",
-        namespace,
+        label,
         outcome.memory_md,
         outcome.lines,
         outcome.bytes,

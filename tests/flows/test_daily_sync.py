@@ -11,11 +11,13 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 from prefect.client.schemas.objects import Artifact
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 from flows.daily_sync import memory_sync_daily
 from storage.config import Settings
 from storage.engine import open_store
 from storage.errors import InputError
+from storage.pseudonyms import pseudonyms, session_pseudonym
 
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)
 
@@ -75,14 +77,19 @@ def test_flow_ingests_syncs_reports_and_is_idempotent(flow_env: Settings, tmp_pa
     assert first.written.sessions == 2 and first.blocks_appended == 4
     assert first.ingest is not None and first.ingest["bad_input"] == 1
     assert "b.jsonl:5: not valid JSON" in first.ingest["problems"][0]
-    assert sorted(first.files_touched) == [
-        "alice/memory/2026-11-20.md",
-        "alice/timeline.jsonl",
-        "bob/memory/tasks/2026-11-20.md",
-        "bob/timeline.jsonl",
-    ]
-    assert second.written.sessions == 0 and second.unchanged == 2 and second.blocks_appended == 0
     store = open_store(flow_env)
+    with Session(store.engine) as session, session.begin():
+        names = pseudonyms(session, ["alice", "bob"]).namespaces
+    # The files by their namespace's pseudonym: the report outlives a forget.
+    assert sorted(first.files_touched) == sorted(
+        [
+            f"{names['alice']}/memory/2026-11-20.md",
+            f"{names['alice']}/timeline.jsonl",
+            f"{names['bob']}/memory/tasks/2026-11-20.md",
+            f"{names['bob']}/timeline.jsonl",
+        ]
+    )
+    assert second.written.sessions == 0 and second.unchanged == 2 and second.blocks_appended == 0
     with store.engine.connect() as conn:
         statuses = [
             tuple(r)
@@ -155,7 +162,10 @@ def test_report_counts_what_stays_unsearchable_without_quoting_it(
     with store.engine.connect() as conn:
         stored = conn.execute(text("SELECT report FROM runs")).scalar_one()
     assert stored["ingest"]["empty_content"] == 1
-    assert stored["skipped_no_user_message"] == 1 and stored["skipped_sessions"] == ["s-notice"]
+    with Session(store.engine) as session, session.begin():
+        notice_label = session_pseudonym(session, "alice", "s-notice")
+    assert stored["skipped_no_user_message"] == 1
+    assert stored["skipped_sessions"] == [notice_label] and "s-notice" not in json.dumps(stored)
     assert (stored["written"]["messages_empty"], stored["written"]["messages_too_short"]) == (1, 1)
     summary = report.markdown()  # what `archivist sync` prints
     assert "| messages without a memory: empty / too short for a turn | 1 / 1 |" in summary

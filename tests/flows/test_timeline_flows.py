@@ -16,7 +16,7 @@ from flows.forget import memory_forget
 from flows.weekly_tidy import memory_weekly_tidy
 from storage.config import Settings
 from storage.engine import open_store
-from tests.helpers import add_session, chat
+from tests.helpers import add_session, chat, pseudonym
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import AS_OF, LONG_AGO, RECENTLY, synced_session
 
@@ -50,7 +50,7 @@ def test_the_daily_sync_flow_writes_each_state_once_with_its_run(flow_env: Setti
     assert first.written.sessions == 1 and second.blocks_appended == 0
     assert line["run"] == str(run_id) and line["as_of"] == SUNDAY.isoformat()
     assert line["title"] == "Offsite" and line["started"] == "2026-11-22T12:00:00+00:00"
-    assert "alice/timeline.jsonl" in first.files_touched
+    assert f"{pseudonym(store, 'alice')}/timeline.jsonl" in first.files_touched
 
 
 def test_the_weekly_tidy_appends_its_counts_once_per_run(flow_env: Settings) -> None:
@@ -75,7 +75,7 @@ def test_the_weekly_tidy_appends_its_counts_once_per_run(flow_env: Settings) -> 
     assert "Porto" not in json.dumps(tidy)  # counts, never text
     later = memory_weekly_tidy(as_of=SUNDAY + timedelta(days=7))
     assert [line["event"] for line in timeline(flow_env, "alice")] == ["session", "tidy", "tidy"]
-    assert later.namespaces[0].namespace == "alice"
+    assert later.namespaces[0].namespace == pseudonym(store, "alice")
 
 
 def test_archival_appends_a_line_per_committed_file(flow_env: Settings) -> None:

@@ -11,7 +11,7 @@ from alembic import command
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage import privacy
+from storage import purge
 from storage.embedding import HashingEmbedder
 from storage.engine import Store
 from storage.migrate import _config
@@ -76,7 +76,7 @@ def test_a_purge_of_a_session_whose_namespace_is_gone_still_finds_its_searches(
         )
 
     with Session(store.engine) as session, session.begin():
-        counts, _ = privacy.purge_session_rows(session, "no-such-session", None, [gone])
+        counts = purge.purge_session_rows(session, "no-such-session", None, [gone]).counts
 
     assert counts["memory_access_log"] == 1
     assert _rows(store, "SELECT context FROM memory_access_log") == [("kept",)]

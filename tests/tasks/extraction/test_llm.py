@@ -21,6 +21,7 @@ from storage.config import ExtractorSettings, Settings
 from storage.embedding import HashingEmbedder
 from storage.engine import Store
 from storage.errors import ConfigurationError
+from storage.pseudonyms import Pseudonyms
 from storage.records import MessageRecord, SessionKind, SessionRecord, SessionState
 from tasks.extraction._command import CommandExtractor
 from tasks.extraction._factory import make_extractor
@@ -403,6 +404,7 @@ def test_daily_sync_step_writes_the_llm_episode_and_counts_tokens(
         None,
         as_of,
         as_of,
+        names=Pseudonyms(),
     )
     assert (
         "| extractor: calls / fallbacks / tokens in / out | 1 / 0 / 321 / 54 |" in report.markdown()

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from storage.config import RedactionSettings
 from storage.embedding import HashingEmbedder
 from storage.engine import Store
+from storage.pseudonyms import Pseudonyms
 from storage.redaction import RedactionPolicy
 from tasks.extraction._command import CommandExtractor
 from tasks.extraction._llm import LLMExtractor
@@ -171,7 +172,7 @@ def test_counts_reach_the_sync_report_and_no_value_reaches_a_log_or_report(
 
     report = build_report(
         "memory-sync-daily", plan, None, False, written, FlushOutcome(), FlushOutcome(), None,
-        as_of, as_of,
+        as_of, as_of, names=Pseudonyms(),
     )  # fmt: skip
     assert written.extractor_fallbacks == 1 and "failed on session" in caplog.text
     assert report.as_dict()["written"]["redactions"]["card"] == 1

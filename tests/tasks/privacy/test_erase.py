@@ -11,16 +11,18 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from storage.ann import refresh_terms
 from storage.embedding import HashingEmbedder
 from storage.engine import Store
 from storage.errors import InputError
 from storage.keys import create_key
+from storage.queue import enqueue
 from storage.retrieval._search import Retriever
 from tasks.aging._archival import archive_old
 from tasks.aging._cold_store import ColdStore
 from tasks.aging._compression import compress_old
 from tasks.files._memory_files import open_memory_root
-from tasks.privacy._erase import forget, purge_session, set_pin
+from tasks.privacy import forget, purge_session, set_pin
 from tests.helpers import add_session, chat, run_sync
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import (
@@ -325,3 +327,74 @@ def test_purge_removes_the_whole_block_heading_included(store: Store, tmp_path: 
     assert heading.endswith("· Team offsite (direct, aria)") and "s2@" in marker
     purge_session(store.engine, local_cold(tmp_path), root, "s2", actor="test")
     assert "## " not in log.read_text() and "Team offsite" not in log.read_text()
+
+
+def test_forget_renames_the_namespace_in_the_runs_that_recorded_it(
+    store: Store, tmp_path: Path
+) -> None:
+    with store.engine.begin() as conn:
+        for namespace in ("alice", "bob", None):  # runs recorded before pseudonyms held names
+            conn.execute(
+                text(
+                    "INSERT INTO runs (id, flow, as_of, parameters, status) VALUES "
+                    "(gen_random_uuid(), 'memory-weekly-tidy', now(), :p, 'completed')"
+                ),
+                {"p": json.dumps({"namespace": namespace, "dry_run": False})},
+            )
+    root = open_memory_root(store.settings)
+
+    out = forget(store.engine, local_cold(tmp_path), root, "alice", actor="t")
+
+    recorded = column(store, "SELECT parameters->>'namespace' FROM runs ORDER BY 1")
+    assert out.pseudonym.startswith("ns:") and out.flow_runs == 0  # none ran in Prefect
+    assert sorted(recorded, key=str) == sorted([out.pseudonym, "bob", None], key=str)
+    assert scalar(store, "SELECT count(*) FROM pseudonym_keys WHERE namespace = 'alice'") == 0
+
+
+def test_purge_deletes_the_writes_queued_into_the_session(store: Store, tmp_path: Path) -> None:
+    add_session(store, "s1", "alice", chat(RECENTLY, *TRIP))
+    session = {"id": "s1", "namespace": "alice", "agent": "aria"}
+    message = {"id": "m9", "role": "user", "speaker": "Alice", "content": "Lisbon again"}
+    with Session(store.engine) as db, db.begin():
+        for op, payload in (
+            ("ADD_MEMORY", {"content": "window seat 14A", "session_id": "s1"}),
+            ("RECORD_MESSAGE", {"session": session, "message": message | {"timestamp": RECENTLY}}),
+            ("ADD_MEMORY", {"content": "green tea"}),
+        ):
+            enqueue(db, "alice", op, payload, now=RECENTLY)
+
+    counts = purge_session(
+        store.engine, local_cold(tmp_path), open_memory_root(store.settings), "s1", actor="t"
+    )
+
+    assert counts["memory_write_queue"] == 2
+    assert column(store, "SELECT payload->>'content' FROM memory_write_queue") == ["green tea"]
+
+
+def test_purge_counts_the_namespaces_common_words_again_without_the_session(
+    store: Store, tmp_path: Path
+) -> None:
+    add_session(store, "s1", "alice", chat(RECENTLY, *TRIP))
+    add_session(store, "s2", "alice", chat(RECENTLY + timedelta(hours=2), *DENTIST))
+    run_sync(store, RECENTLY.replace(hour=23))
+    with Session(store.engine) as session, session.begin():
+        refresh_terms(session, "alice", 1)  # as the index step does for a large namespace
+    terms = "SELECT lexeme, df FROM namespace_terms WHERE lexeme IN ('lisbon', 'dentist')"
+    before = dict(column_pairs(store, terms))
+    assert before["lisbon"] > 0 and before["dentist"] > 0
+
+    counts = purge_session(
+        store.engine, local_cold(tmp_path), open_memory_root(store.settings), "s1", actor="t"
+    )
+
+    after = dict(column_pairs(store, terms))
+    assert "lisbon" not in after and counts["namespace_terms"] > 0  # only s1 said it
+    dentist = scalar(
+        store, "SELECT count(*) FROM memories WHERE tsv @@ to_tsquery('simple', 'dentist')"
+    )
+    assert after == {"dentist": dentist}
+
+
+def column_pairs(store: Store, sql: str) -> list[tuple[str, int]]:
+    with store.engine.connect() as conn:
+        return [(str(a), int(b)) for a, b in conn.execute(text(sql))]

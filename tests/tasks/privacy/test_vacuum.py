@@ -1,4 +1,5 @@
-"""After an erasure the deleted rows leave the table files, and their cached vectors go."""
+"""After an erasure the deleted rows leave the table files and the planner's statistics, and
+their cached vectors go."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from storage.embedding._cache import lookup, text_hash
 from storage.embedding._cache import store as cache_vectors
 from storage.engine import Store
 from tasks.files._memory_files import open_memory_root
-from tasks.privacy._erase import forget, purge_session
+from tasks.privacy import forget, purge_session
 from tests.helpers import add_session, chat, run_sync
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import local_cold
@@ -39,6 +40,15 @@ def table_bytes(conn: Connection, table: str) -> bytes:
     base = Path(conn.execute(text("SHOW data_directory")).scalar_one())
     paths = [base / p for p in conn.execute(FILES, {"table": table}).scalars() if p]
     return b"".join(p.read_bytes() for p in paths if p.exists())
+
+
+STATS = text("SELECT tablename, attname, s::text FROM pg_stats s WHERE schemaname = 'public'")
+
+
+def statistics_holding(conn: Connection, *needles: str) -> list[str]:
+    """``table.column`` of every statistic (most common values, histogram...) quoting one."""
+    rows = conn.execute(STATS).all()
+    return [f"{t}.{a}" for t, a, s in rows if any(n in s.casefold() for n in needles)]
 
 
 def seed(store: Store) -> None:
@@ -118,3 +128,51 @@ def test_purge_vacuums_and_drops_the_session_vectors(store: Store, tmp_path: Pat
     with store.engine.connect() as conn:
         assert b"Zephyrine" not in table_bytes(conn, "chat_messages")
         assert b"Zephyrine" not in table_bytes(conn, "memories")
+
+
+def test_forget_leaves_no_value_of_the_namespace_in_the_planner_statistics(
+    store: Store, tmp_path: Path
+) -> None:
+    seed(store)
+    add_session(store, "s-zebrafog", "alice", chat(DAY, ALICE, "Noted.", f"Also {ALICE}"))
+    with store.engine.begin() as conn:  # what autovacuum's ANALYZE does now and then
+        conn.execute(text("ANALYZE"))
+        held = statistics_holding(conn, "zephyrin", "zebrafog")
+    assert "chat_messages.session_id" in held and "memories.content" in held  # it can see
+
+    forget(store.engine, local_cold(tmp_path), open_memory_root(store.settings), "alice", actor="t")
+
+    with store.engine.connect() as conn:
+        # chat_messages is empty now: ANALYZE alone would have kept its old statistics
+        assert statistics_holding(conn, "zephyrin", "zebrafog") == []
+        assert "memories.content" in statistics_holding(conn, "bartholomew")
+
+
+def test_full_vacuum_rewrites_tables_an_earlier_step_emptied_and_the_statistics(
+    store: Store, tmp_path: Path
+) -> None:
+    seed(store)
+    put(store, "ns-zebrafog", [ALICE] * 3, DAY)
+    with store.engine.begin() as conn:
+        conn.execute(text("ANALYZE memories"))
+        # As archival does: the rows leave memories before forget runs, which finds none.
+        conn.execute(text("DELETE FROM memories WHERE namespace = 'ns-zebrafog'"))
+    with store.engine.connect() as conn:
+        assert b"Zephyrine" in table_bytes(conn, "memories")
+        # A short array of most common values is stored as it is (a long one compressed).
+        assert b"ns-zebrafog" in table_bytes(conn, "pg_statistic")
+
+    out = forget(
+        store.engine,
+        local_cold(tmp_path),
+        open_memory_root(store.settings),
+        "ns-zebrafog",
+        actor="t",
+        full_vacuum=True,
+    )
+
+    assert out.rows["memories"] == 0 and "memories" in out.vacuumed
+    with store.engine.connect() as conn:
+        on_disk = table_bytes(conn, "memories")
+        assert b"ns-zebrafog" not in on_disk and b"Bartholomew" in on_disk
+        assert b"ns-zebrafog" not in table_bytes(conn, "pg_statistic")

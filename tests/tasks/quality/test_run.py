@@ -13,10 +13,11 @@ from sqlalchemy.orm import Session
 from storage import runs
 from storage.config import QualitySettings
 from storage.engine import Store
+from storage.pseudonyms import Pseudonyms
 from tasks.files._memory_files import open_memory_root
 from tasks.quality._run import check_memory_files, run_quality
 from tasks.quality._types import CheckOutcome, QualityReport
-from tests.helpers import add_session, chat, run_sync
+from tests.helpers import add_session, chat, pseudonym, run_sync
 
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)
 MORNING = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
@@ -110,6 +111,7 @@ def test_injected_rows_the_schema_allows_are_caught_with_counts(store: Store) ->
 
     report = check(store)
     got = by_check(report)
+    alice = pseudonym(store, "alice")  # a file is named by its namespace's pseudonym
 
     expected_failures = {
         "memories.created_at_not_future": (True, 1, f"id {future}"),
@@ -119,7 +121,7 @@ def test_injected_rows_the_schema_allows_are_caught_with_counts(store: Store) ->
         "queue.attempts_within_max": (True, 1, None),
         "queue.none_stuck": (False, 1, None),
         "sync_batch.message_ids_not_empty": (True, 1, f"id {bare}"),
-        "memory_files.memory_md_max_lines": (False, 1, "alice/MEMORY.md (200)"),
+        "memory_files.memory_md_max_lines": (False, 1, f"{alice}/MEMORY.md (200)"),
     }
     assert {name for name, c in got.items() if not c.success} == set(expected_failures)
     for name, (critical, count, example) in expected_failures.items():
@@ -130,7 +132,7 @@ def test_injected_rows_the_schema_allows_are_caught_with_counts(store: Store) ->
     assert "memories.created_at_not_future: 1 of" in report.failure_message()
     assert "[warning] queue.none_stuck" in report.markdown()
     page = (store.settings.reports_dir / "quality" / "latest.html").read_text("utf-8")
-    assert "failed: 5 critical" in page and "alice/MEMORY.md (200)" in page
+    assert "failed: 5 critical" in page and f"{alice}/MEMORY.md (200)" in page
     assert report.html_report is not None and report.html_report in report.failure_message()
 
 
@@ -216,19 +218,32 @@ def test_memory_files_within_caps_pass_and_an_empty_root_passes(store: Store) ->
     root = open_memory_root(store.settings)
     assert all(
         c.success and c.unexpected_count == 0
-        for c in check_memory_files(root, store.settings.tidy, 5)
+        for c in check_memory_files(root, store.settings.tidy, 5, Pseudonyms())
     )
     folder = Path(store.settings.memory_root_url) / "bob"
     folder.mkdir(parents=True)
     (folder / "MEMORY.md").write_text("# Memory\n- likes tea\n", "utf-8")
     (folder / "NOTES.md").write_text("x" * 100_000, "utf-8")  # not a MEMORY.md: ignored
 
-    outcomes = check_memory_files(root, store.settings.tidy, 5)
+    outcomes = check_memory_files(root, store.settings.tidy, 5, Pseudonyms())
 
     assert [(c.check, c.success, c.observed) for c in outcomes] == [
         ("memory_md_max_lines", True, "0 of 1 files over 80"),
         ("memory_md_max_bytes", True, "0 of 1 files over 5120"),
     ]
+
+
+def test_a_memory_file_over_a_cap_is_named_by_its_namespace_pseudonym(store: Store) -> None:
+    folder = Path(store.settings.memory_root_url) / "ns-zebrafog"
+    folder.mkdir(parents=True)
+    (folder / "MEMORY.md").write_text("- a line\n" * 100, "utf-8")
+
+    report = check(store)
+
+    (lines,) = [c for c in report.checks if c.check == "memory_md_max_lines"]
+    label = pseudonym(store, "ns-zebrafog")
+    assert not lines.success and lines.examples == (f"{label}/MEMORY.md (100)",)
+    assert "zebrafog" not in report.markdown()
 
 
 def test_quality_settings_refuse_the_builtin_site_name() -> None:

@@ -19,7 +19,7 @@ from storage.errors import InputError, PermanentError
 from storage.queue import _table as queue
 from storage.retrieval._search import Retriever
 from tasks.queue._execute import is_permanent
-from tasks.queue._ops import DrainReport, drain_once, run_worker
+from tasks.queue._ops import DrainReport, describe_failure, drain_once, run_worker
 from tests.helpers import add_session, chat
 from tests.storage.memory_factory import put
 
@@ -124,8 +124,11 @@ def test_a_bad_item_fails_alone_backs_off_and_dies_with_its_error(store: Store) 
     assert {items(store)[i]["status"] for i in good} == {"completed"}
     dead = items(store)[bad]
     assert dead["status"] == "dead" and dead["attempts"] == 3
-    assert "session 'nope' is not recorded in namespace 'alice'" in dead["last_error"]
-    assert "session 'nope'" in third.errors[0]
+    assert "its session_id is not recorded in the item's namespace" in dead["last_error"]
+    assert f"item {bad} " in third.errors[0]
+    # The report and the log outlive a forget: the item's values stay out of them.
+    assert "nope" not in third.errors[0] + dead["last_error"]
+    assert "alice" not in third.errors[0]
     assert len(memories(store)) == 2
 
 
@@ -142,7 +145,9 @@ def test_forget_deletes_only_the_namespaces_own_memory(store: Store) -> None:
     assert state[ids[0]]["result"] == {"memory_id": mine, "deleted": True}
     assert state[ids[2]]["result"] == {"memory_id": 999_999, "deleted": False}
     assert state[ids[1]]["status"] == "dead" and (report.dead, report.retried) == (1, 0)
-    assert "belongs to another namespace than 'alice'; not deleted" in state[ids[1]]["last_error"]
+    assert (
+        "belongs to another namespace than the item's; not deleted" in (state[ids[1]]["last_error"])
+    )
 
 
 def test_a_permanent_refusal_is_dead_at_once_with_its_reason(store: Store) -> None:
@@ -164,9 +169,9 @@ def test_a_permanent_refusal_is_dead_at_once_with_its_reason(store: Store) -> No
     state = items(store)
     assert state[fine]["status"] == "completed"
     reasons = {
-        forget: f"memory {theirs} belongs to another namespace than 'alice'; not deleted",
-        note: "session 's-bob' belongs to another namespace than 'alice'; nothing written",
-        msg: "session 's-bob' belongs to another namespace; nothing recorded",
+        forget: f"memory {theirs} belongs to another namespace than the item's; not deleted",
+        note: "its session_id belongs to another namespace than the item's; nothing written",
+        msg: "its session.id belongs to another namespace; nothing recorded",
     }
     for item_id, reason in reasons.items():
         assert (state[item_id]["status"], state[item_id]["attempts"]) == ("dead", 1)
@@ -186,6 +191,15 @@ def test_values_the_database_rejects_are_permanent_other_errors_are_not(store: S
 
     assert is_permanent(bad_value.value) and is_permanent(PermanentError("another namespace"))
     assert not is_permanent(missing.value) and not is_permanent(InputError("not recorded yet"))
+
+
+def test_a_database_refusal_is_described_without_the_values_it_quotes(store: Store) -> None:
+    with store.engine.connect() as conn, pytest.raises(DataError) as refused:
+        conn.execute(text("SELECT CAST(:v AS integer)"), {"v": "zebrafog"})
+
+    assert "zebrafog" in str(refused.value)  # statement, parameters and message quote it
+    described = describe_failure(refused.value)
+    assert described == "DataError (InvalidTextRepresentation, SQLSTATE 22P02)"
 
 
 def test_a_crash_between_claim_and_complete_is_recovered_exactly_once(store: Store) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -327,6 +327,11 @@ def test_weekly_summary_from_the_weeks_episodes(store: Store) -> None:
     )
     assert ids and found == [(len(ids),)]
     assert not (Path(store.settings.memory_root_url) / "alice/memory/2026-11-19.md").exists()
+    # What each view quotes, by session: a purge of "trip" finds both.
+    recorded = rows(store, "SELECT monday, window_end, timezone, session_ids FROM weekly_summaries")
+    assert recorded == [(date(2026, 11, 16), AS_OF, "UTC", ["trip"])]
+    sessions = rows(store, "SELECT DISTINCT session_ids FROM long_term_entries")
+    assert sessions == [(["trip"],)]
 
 
 def test_dry_run_writes_nothing(store: Store) -> None:
