@@ -208,9 +208,10 @@ class WaitingEmbedder(HashingEmbedder):
 
     def __init__(self, dim: int, go: threading.Event) -> None:
         super().__init__(dim)
-        self.go = go
+        self.go, self.waiting = go, threading.Event()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.waiting.set()
         assert self.go.wait(timeout=60)
         return super().embed(texts)
 
@@ -230,7 +231,8 @@ def test_two_ingests_of_the_same_new_file_end_with_one_document(store: Store, tm
             outcome["error"] = exc
 
     waiting = threading.Thread(target=first)
-    waiting.start()  # it found no document and waits to embed
+    waiting.start()
+    assert slow.waiting.wait(timeout=60)  # it found no document and waits to embed
     other = ingest(store, str(tmp_path))  # the same file, in meanwhile
     go.set()
     waiting.join(timeout=120)
