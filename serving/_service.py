@@ -232,8 +232,8 @@ class MemoryService:
     def _database(self) -> Iterator[None]:
         try:
             yield
-        except DBAPIError as exc:
-            raise ServiceUnavailable(f"the store failed: {type(exc.orig).__name__}") from exc
+        except DBAPIError as exc:  # its text is for the server's log (error_reply), not a client
+            raise ServiceUnavailable(f"the store failed: {exc.orig}") from exc
 
     def _missing(self, session: Session, grant: Grant, memory_id: int) -> Exception:
         if serving_reads.archived(session, grant.namespace, memory_id):

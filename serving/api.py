@@ -20,15 +20,16 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi_offline import FastAPIOffline
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 
 from serving._api_models import PrimeRequest, RememberRequest, SearchRequest
 from serving._body_limit import BodyLimit
-from serving._errors import ServiceError, error_reply
+from serving._errors import INTERNAL, ServiceError, error_reply
 from serving._search_route import SearchRoute, search_answer
 from serving._service import MAX_EPISODES, KeyFor, MemoryService
 from storage.config import Settings
-from storage.errors import InputError, RetrievalError
+from storage.errors import InputError, RetrievalError, StorageError
 from storage.keys import Grant
 from storage.records import NAMESPACE
 
@@ -153,9 +154,15 @@ def _errors(app: FastAPI, service: MemoryService) -> None:
     @app.exception_handler(ServiceError)
     @app.exception_handler(InputError)
     @app.exception_handler(RetrievalError)
+    @app.exception_handler(StorageError)
+    @app.exception_handler(DBAPIError)
     def service_error(_: Request, exc: Exception) -> JSONResponse:
-        status, message = error_reply(exc) or (500, str(exc))
-        return reply(status, message)
+        return reply(*error_reply(exc))
+
+    @app.exception_handler(Exception)
+    def server_error(_: Request, exc: Exception) -> JSONResponse:
+        # Starlette raises it again after this answer, and uvicorn logs its traceback.
+        return reply(500, INTERNAL)
 
     @app.exception_handler(RequestValidationError)
     def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
