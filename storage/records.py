@@ -12,9 +12,11 @@ Role = Literal["user", "assistant", "tool", "system"]
 SessionKind = Literal["direct", "group", "subagent"]
 
 _ID_PATTERN = r"^[^\s/\\]{1,200}$"
-# A namespace: 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit.
+# A namespace: 1-100 lowercase letters, digits, '.', '_' or '-', starting with a letter or
+# digit. Lowercase: it names a folder, and ALICE's and alice's would be one on a filesystem
+# that ignores case (macOS's and Windows' defaults).
 # Check it with NAMESPACE.fullmatch: `$` alone also matches before a trailing newline.
-NAMESPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+NAMESPACE_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
 NAMESPACE = re.compile(NAMESPACE_PATTERN)
 # PostgreSQL stores neither NUL in text or jsonb nor lone surrogates, which are not Unicode
 # (JSON's "\ud800" escape, or a transcript's bytes that were not UTF-8).

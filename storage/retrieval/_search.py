@@ -156,7 +156,9 @@ class Retriever:
     ) -> Priming:
         """What to remember when a conversation starts (seed 003), with readable text."""
         if not NAMESPACE.fullmatch(namespace):
-            raise RetrievalError(f"bad namespace {namespace!r}")
+            raise RetrievalError(
+                f"bad namespace {namespace!r}: lowercase letters, digits, '.', '_', '-'"
+            )
         now = aware(as_of) if as_of is not None else datetime.now(UTC)
         try:
             return build_priming(self, namespace, initial_message, now, record_access)

@@ -82,7 +82,7 @@ class Source:
 def check_names(namespace: str, tag: str | None) -> None:
     """Refuse a bad namespace or tag before anything is read."""
     if not NAMESPACE.fullmatch(namespace):
-        raise InputError(f"bad namespace {namespace!r}: letters, digits, '.', '_', '-'")
+        raise InputError(f"bad namespace {namespace!r}: lowercase letters, digits, '.', '_', '-'")
     if tag is not None and not (0 < len(tag) <= MAX_TAG and tag.isprintable()):
         raise InputError(f"bad tag {tag[:120]!r}: 1 to {MAX_TAG} printable characters")
 
