@@ -332,3 +332,26 @@ def test_bad_input_to_every_tool_is_a_clear_tool_error(stores: Store, tmp_path: 
         left = session.execute(text("SELECT count(*) FROM memories WHERE id = :id"), {"id": bob_id})
         assert left.scalar_one() == 1
     assert "Traceback" not in (tmp_path / "stderr").read_text()
+
+
+def test_http_keeps_no_sessions_so_one_key_cannot_crowd_out_another(
+    stores: Store, tmp_path: Path
+) -> None:
+    _, reader = new_key(stores, "alice", read_only=True)
+    _, bob = new_key(stores, "bob")
+
+    async def bobs_search(url: str) -> dict[str, Any]:
+        async with keyed(url, bob) as client:
+            return data(await client.call_tool("search_memory", {"query": "passport"}))
+
+    with http_server(stores.settings, tmp_path / "stderr") as url:
+        headers = ACCEPT | {"Authorization": f"Bearer {reader}"}
+        with httpx.Client(headers=headers, timeout=30) as client:
+            opened = [client.post(url, json=INITIALIZE) for _ in range(200)]  # never closed
+        found = anyio.run(bobs_search, url)
+
+    assert {reply.status_code for reply in opened} == {200}
+    # No session id handed out: nothing is kept for a client between its requests, so
+    # nothing one key opens can fill a pool that another key needs.
+    assert [r.headers.get("mcp-session-id") for r in opened] == [None] * len(opened)
+    assert found["namespace"] == "bob" and found["hits"]
