@@ -93,6 +93,8 @@ class MemoryService:
             raise Forbidden(f"this key is for another namespace than {namespace!r}")
         if write and grant.read_only:
             self._refused(grant, "read_only")
+            if grant.key_id is None:  # bound by configuration: there is no key to blame
+                raise Forbidden("this server is read-only (started with --read-only)")
             raise Forbidden("this key is read-only")
 
     # -- reading ---------------------------------------------------------------------------

@@ -171,7 +171,9 @@ def test_stdio_read_only_refuses_writes_as_tool_errors(stores: Store, tmp_path: 
 
     wrote, forgot, hits = anyio.run(session)
 
-    assert "this key is read-only" in wrote and "this key is read-only" in forgot
+    for refused in (wrote, forgot):
+        assert "this server is read-only (started with --read-only)" in refused, refused
+        assert "key" not in refused  # over stdio there is no key
     assert hits > 0
 
 
@@ -288,6 +290,8 @@ def test_bad_input_to_every_tool_is_a_clear_tool_error(stores: Store, tmp_path: 
     with Session(stores.engine) as session:
         bobs = session.execute(text("SELECT min(id) FROM memories WHERE namespace = 'bob'"))
         bob_id = int(bobs.scalar_one())
+        alices = session.execute(text("SELECT min(id) FROM memories WHERE namespace = 'alice'"))
+        alice_id = int(alices.scalar_one())
     calls: list[tuple[str, dict[str, Any], str]] = [
         ("search_memory", {"query": "x" * 10_001}, "at most 10000 characters"),
         ("search_memory", {"query": "   "}, "empty query"),
@@ -311,6 +315,12 @@ def test_bad_input_to_every_tool_is_a_clear_tool_error(stores: Store, tmp_path: 
         ("forget_memory", {"memory_id": bob_id}, f"no memory {bob_id} in namespace 'alice'"),
         ("recent_episodes", {"limit": 0}, "greater than or equal to 1"),
         ("recent_episodes", {"limit": 51}, "less than or equal to 50"),
+        # Never coerced: a number in a string is not a number.
+        ("forget_memory", {"memory_id": str(alice_id)}, "memory_id: Input should be a valid int"),
+        ("forget_memory", {"memory_id": True}, "memory_id: Input should be a valid integer"),
+        ("search_memory", {"query": "q", "limit": "5"}, "limit: Input should be a valid integer"),
+        ("recent_episodes", {"limit": 2.0}, "limit: Input should be a valid integer"),
+        ("remember", {"content": "ok", "importance": "0.5"}, "importance: Input should be a"),
         # Never dropped unread: the namespace is the server's, whatever a model sends.
         ("search_memory", {"query": "passport", "namespace": "bob"}, "unknown argument(s)"),
         ("forget_memory", {"memory_id": bob_id, "namespace": "bob"}, "the key's)"),
@@ -328,9 +338,14 @@ def test_bad_input_to_every_tool_is_a_clear_tool_error(stores: Store, tmp_path: 
 
     for (name, args, expected), answer in zip(calls, answers, strict=True):
         assert expected in answer, (name, args, answer)
+        # What a model reads: the field and the rule, not pydantic's links or the input.
+        assert "pydantic" not in answer and "input_value" not in answer, answer
     with Session(stores.engine) as session:
-        left = session.execute(text("SELECT count(*) FROM memories WHERE id = :id"), {"id": bob_id})
-        assert left.scalar_one() == 1
+        for kept in (bob_id, alice_id):
+            left = session.execute(
+                text("SELECT count(*) FROM memories WHERE id = :id"), {"id": kept}
+            )
+            assert left.scalar_one() == 1
     assert "Traceback" not in (tmp_path / "stderr").read_text()
 
 
