@@ -9,6 +9,8 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validato
 from storage.retrieval import TimeRange
 
 TimeRangeName = Literal["today", "week", "month", "recent", "all"]
+# When a remembered memory happened: one type for the API's body and MCP's remember.
+OccurredAt = AwareDatetime
 
 
 class _Body(BaseModel):
@@ -54,7 +56,7 @@ class RememberRequest(_Body):
     content: str = Field(description="the memory, as a sentence", max_length=20_000)
     kind: Literal["note", "fact", "preference", "goal", "decision"] = "note"
     importance: float | None = Field(None, ge=0, le=1)
-    occurred_at: AwareDatetime | None = Field(None, description="when it happened (default now)")
+    occurred_at: OccurredAt | None = Field(None, description="when it happened (default now)")
     idempotency_key: str | None = Field(
         None, max_length=200, description="the same key again is not queued twice"
     )

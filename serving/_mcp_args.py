@@ -19,7 +19,7 @@ from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_meta
 from mcp_types import CallToolResult, TextContent
 from pydantic import AwareDatetime, Field, Strict, ValidationError
 
-from serving._api_models import TimeRangeName
+from serving._api_models import OccurredAt, TimeRangeName
 from serving._service import MAX_EPISODES
 from storage.queue import MemoryKind
 
@@ -78,6 +78,10 @@ Importance = Annotated[
     float | None,
     Strict(),
     Field(description="How much it matters, 0 to 1 (default 0.5).", ge=0, le=1),
+]
+Occurred = Annotated[
+    OccurredAt | None,
+    Field(description="When it happened (ISO 8601 with a UTC offset; default now)."),
 ]
 IdempotencyKey = Annotated[
     str | None,

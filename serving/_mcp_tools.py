@@ -38,6 +38,7 @@ from serving._mcp_args import (
     Kinds,
     Limit,
     MemoryId,
+    Occurred,
     Query,
     Range,
     Start,
@@ -113,16 +114,19 @@ class MemoryTools:
         content: Content,
         kind: Kind = "note",
         importance: Importance = None,
+        occurred_at: Occurred = None,
         idempotency_key: IdempotencyKey = None,
     ) -> dict[str, Any]:
         """Store a memory now, through the durable write queue: it is searchable as soon as the
-        worker has embedded it (well under a second while `archivist worker` runs)."""
+        worker has embedded it (well under a second while `archivist worker` runs).
+        occurred_at: when it happened, if not now."""
         with refusals_as(ToolError):
             return self.service.remember(
                 current_grant(),
                 content,
                 kind=kind,
                 importance=importance,
+                occurred_at=occurred_at,
                 idempotency_key=idempotency_key,
             )
 

@@ -286,6 +286,29 @@ def test_remembered_is_searchable_within_two_seconds_with_the_worker(
     assert duplicate is True  # the same idempotency key is not queued twice
 
 
+def test_remember_takes_when_it_happened(stores: Store, tmp_path: Path) -> None:
+    when = "2026-11-02T08:30:00+01:00"
+
+    async def remember() -> tuple[dict[str, Any], str]:
+        with (tmp_path / "stderr").open("w") as errlog:
+            async with stdio(stores.settings, "--namespace", "alice", errlog=errlog) as client:
+                wrote = {"content": "Flew to Lisbon.", "occurred_at": when}
+                queued = data(await client.call_tool("remember", wrote))
+                naive = {"content": "Flew back.", "occurred_at": "2026-11-05T18:00:00"}
+                refused = error(await client.call_tool("remember", naive))
+        return queued, refused
+
+    queued, refused = anyio.run(remember)
+
+    with Session(stores.engine) as session:
+        payload = session.execute(
+            text("SELECT payload FROM memory_write_queue WHERE id = :id"),
+            {"id": queued["queue_item"]},
+        ).scalar_one()
+    assert payload["occurred_at"] == "2026-11-02T08:30:00+01:00"
+    assert "occurred_at: Input should have timezone info" in refused
+
+
 def test_bad_input_to_every_tool_is_a_clear_tool_error(stores: Store, tmp_path: Path) -> None:
     with Session(stores.engine) as session:
         bobs = session.execute(text("SELECT min(id) FROM memories WHERE namespace = 'bob'"))
