@@ -7,7 +7,8 @@ from datetime import datetime
 
 import click
 
-from deployments.commands import AS_OF_FORMATS
+from deployments.cli_errors import Group
+from deployments.commands import AS_OF, check_namespace
 from deployments.commands.docs import docs_group
 from deployments.commands.embedding import reembed_command
 from deployments.commands.eval import eval_command
@@ -18,29 +19,10 @@ from deployments.commands.serving import COMMANDS as SERVING_COMMANDS
 from deployments.commands.status import status_command
 from deployments.commands.tidy import tidy_command
 from deployments.settings_loader import load_settings
-from deployments.storage_errors import storage_problem
 from storage.config import Settings
-from storage.errors import ArchivistError
 
 
-class _Group(click.Group):
-    """Turns Archivist's own errors and storage failures into one line and exit code 1."""
-
-    def invoke(self, ctx: click.Context) -> object:
-        try:
-            return super().invoke(ctx)
-        except ArchivistError as exc:
-            raise click.ClickException(str(exc)) from exc
-        except BrokenPipeError:
-            raise  # the reader left (`archivist search ... | head`): click exits quietly
-        except Exception as exc:
-            problem = storage_problem(exc)
-            if problem is None:
-                raise
-            raise click.ClickException(problem) from exc
-
-
-@click.group(cls=_Group)
+@click.group(cls=Group)
 @click.version_option(
     package_name="archivist", prog_name="archivist", message="%(prog)s %(version)s"
 )
@@ -49,6 +31,11 @@ def main(ctx: click.Context) -> None:
     """Archivist: the memory lifecycle for AI assistants."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
+    if ctx.invoked_subcommand != "serve":  # a one-shot command: its error says it in a line
+        os.environ.setdefault(
+            "PREFECT_LOGGING_HANDLERS_CONSOLE_CLASS",
+            "deployments.cli_logging.ConsoleWithoutTracebacks",
+        )
     from storage.engine import install_signal_handlers
 
     install_signal_handlers()
@@ -114,10 +101,10 @@ def ingest(url: str) -> None:
 @main.command()
 @click.option(
     "--as-of",
-    type=click.DateTime(AS_OF_FORMATS),
+    type=AS_OF,
     help="Run as if it were this time (default now); without an offset, in ARCHIVIST_TIMEZONE.",
 )
-@click.option("--namespace", help="Only this namespace.")
+@click.option("--namespace", callback=check_namespace, help="Only this namespace.")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
 @click.option("--window-hours", type=float, default=None, help="Look-back window (default 26).")
 @click.option("--min-user-messages", type=int, default=None, help="Default 2.")
@@ -131,9 +118,12 @@ def sync(
     transcripts_url: str | None,
 ) -> None:
     """Run memory-sync-daily once and print its report."""
+    from deployments.commands.inputs import check_transcripts
     from deployments.progress import progress_bars
 
     settings = load_settings()
+    if transcripts_url is not None:
+        check_transcripts(settings, transcripts_url)  # before a flow run that would fail
     with progress_bars() as bars, bars.following_runs():
         from deployments.commands.sync import run_sync  # Prefect: after following_runs
 
@@ -181,7 +171,7 @@ _TIME_RANGES = ["today", "week", "month", "recent", "all"]
 @click.option("--kind", "kinds", multiple=True, help="Only these kinds (repeatable).")
 @click.option("--preset", type=click.Choice(["archivist", "librarian"]), default=None)
 @click.option("--weights", help="Custom weights, e.g. semantic=0.7,recency=0.3.")
-@click.option("--as-of", type=click.DateTime(AS_OF_FORMATS), default=None)
+@click.option("--as-of", type=AS_OF, default=None)
 @click.option("--explain", is_flag=True, help="Show each factor of each score.")
 @click.option("--no-record", is_flag=True, help="Do not count this search as an access.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as one JSON document.")
@@ -199,7 +189,12 @@ def search(
     as_json: bool,
 ) -> None:
     """Search NAMESPACE's memories for QUERY."""
-    from deployments.commands.retrieval import render_hits, render_hits_json, run_search
+    from deployments.commands.retrieval import (
+        namespace_hint,
+        render_hits,
+        render_hits_json,
+        run_search,
+    )
 
     settings = load_settings()
     hits = run_search(
@@ -218,6 +213,9 @@ def search(
         render_hits_json(namespace, query, hits, explain, click.echo)
     else:
         render_hits(hits, explain, click.echo)
+    hint = None if hits else namespace_hint(settings, namespace)
+    if hint is not None:
+        click.echo(f"note: {hint}", err=True)
 
 
 @main.command()
@@ -283,7 +281,7 @@ def queue_stats() -> None:
 
 
 @queue_group.command("drain")
-@click.option("--as-of", type=click.DateTime(AS_OF_FORMATS), default=None)
+@click.option("--as-of", type=AS_OF, default=None)
 @click.option("--max-batches", type=click.IntRange(1, 100_000), default=50, show_default=True)
 def queue_drain(as_of: datetime | None, max_batches: int) -> None:
     """Run memory-queue-drain once and print its report."""

@@ -18,6 +18,7 @@ import click
 
 from deployments.settings_loader import load_settings
 from storage.config import Settings
+from storage.errors import InputError
 
 if TYPE_CHECKING:
     from deployments.progress import Bars
@@ -95,6 +96,12 @@ def run_ingest(
         f"{report.unchanged} unchanged, {report.retagged} retagged; {report.chunks} chunks "
         f"written; skipped: {skipped or 'none'}"
     )
+    missing = [uri for uri, reason, _ in report.problems if reason == "not_found"]
+    if missing:  # a path typed wrong is an error, though the others were ingested
+        raise InputError(
+            f"not found: {', '.join(missing)}; give a folder, a file or s3://bucket/prefix "
+            "that exists"
+        )
     return report
 
 

@@ -9,7 +9,7 @@ from datetime import datetime
 
 import click
 
-from deployments.commands import AS_OF_FORMATS
+from deployments.commands import AS_OF
 from deployments.settings_loader import load_settings
 
 
@@ -25,7 +25,7 @@ def serve_command(limit: int | None) -> None:
 @click.command("watchdog")
 @click.option(
     "--as-of",
-    type=click.DateTime(AS_OF_FORMATS),
+    type=AS_OF,
     help="Check as if it were this time (default now); without an offset, in ARCHIVIST_TIMEZONE.",
 )
 @click.option("--dry-run", is_flag=True, help="Check and report; send and remember nothing.")

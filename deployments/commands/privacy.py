@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from deployments.commands import AS_OF_FORMATS
+from deployments.commands import AS_OF, check_namespace
 from deployments.settings_loader import load_settings
 from storage.config import Settings
 
@@ -51,8 +51,8 @@ def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> s
 
 
 @click.command("aging")
-@click.option("--as-of", type=click.DateTime(AS_OF_FORMATS), default=None)
-@click.option("--namespace", help="Only this namespace.")
+@click.option("--as-of", type=AS_OF, default=None)
+@click.option("--namespace", callback=check_namespace, help="Only this namespace.")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
 @click.option(
     "--shard",

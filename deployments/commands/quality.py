@@ -7,7 +7,7 @@ from datetime import datetime
 
 import click
 
-from deployments.commands import AS_OF_FORMATS
+from deployments.commands import AS_OF
 from deployments.settings_loader import load_settings
 from storage.config import Settings
 
@@ -26,7 +26,7 @@ def run_quality_report(
 @click.command("quality")
 @click.option(
     "--as-of",
-    type=click.DateTime(AS_OF_FORMATS),
+    type=AS_OF,
     default=None,
     help="Reference time (default now); without an offset, in ARCHIVIST_TIMEZONE.",
 )

@@ -54,9 +54,11 @@ def stop_embedded(settings: Settings) -> str:
 
 def ingest_transcripts(settings: Settings, url: str, bars: Bars) -> IngestReport:
     """Load transcripts and print counts and every problem."""
+    from deployments.commands.inputs import check_transcripts
     from storage.migrate import require_current
 
     echo = bars.echo
+    check_transcripts(settings, url)
     store = open_store(settings)
     require_current(store.engine, settings)
     fs, root = fsspec.core.url_to_fs(url, **settings.storage_options)

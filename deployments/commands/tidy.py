@@ -6,16 +6,16 @@ from datetime import datetime
 
 import click
 
-from deployments.commands import AS_OF_FORMATS
+from deployments.commands import AS_OF, check_namespace
 
 
 @click.command("tidy")
 @click.option(
     "--as-of",
-    type=click.DateTime(AS_OF_FORMATS),
+    type=AS_OF,
     help="Run as if it were this time (default now); without an offset, in ARCHIVIST_TIMEZONE.",
 )
-@click.option("--namespace", help="Only this namespace.")
+@click.option("--namespace", callback=check_namespace, help="Only this namespace.")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
 def tidy_command(as_of: datetime | None, namespace: str | None, dry_run: bool) -> None:
     """Run memory-weekly-tidy once: MEMORY.md, the weekly summary, logs to the archive."""

@@ -124,7 +124,7 @@ def read_sessions(name: str, text: str) -> tuple[list[Transcript], list[Problem]
     ]
     transcripts: list[Transcript] = []
     first_line: dict[str, int] = {}
-    for start, end in zip(starts, [*starts[1:], len(lines)], strict=True):
+    for start, end in zip(starts, [*starts[1:], len(lines)][: len(starts)], strict=True):
         transcript, found = parse_transcript(name, "\n".join(lines[start:end]))
         problems += [_shift(p, start) for p in found]
         if transcript is None:
@@ -173,6 +173,11 @@ class EvalInputs:
 def load_inputs(sessions: tuple[str, str], queries: tuple[str, str]) -> EvalInputs:
     """Parse ``(name, text)`` of the sessions and queries files; no valid question is an error."""
     transcripts, problems = read_sessions(*sessions)
+    if not transcripts:
+        raise InputError(
+            f"no session in {sessions[0]}: each session starts with a line "
+            '{"type": "session", ...} (the transcript format), its messages after it'
+        )
     numbered, query_problems = read_queries(*queries)
     checked, evidence_problems = check_evidence(queries[0], numbered, transcripts)
     if not checked:

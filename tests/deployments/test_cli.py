@@ -54,8 +54,8 @@ def test_bad_configuration_is_one_clear_line_per_setting(monkeypatch: pytest.Mon
     result = CliRunner().invoke(main, ["db", "upgrade"])
     assert result.exit_code == 1
     assert result.output.splitlines() == [
-        "Error: bad configuration:",
-        "ARCHIVIST_TIMEZONE: unknown time zone 'Mars/Olympus'; use an IANA name",
+        "Error: bad configuration: "
+        "ARCHIVIST_TIMEZONE: unknown time zone 'Mars/Olympus'; use an IANA name; "
         "ARCHIVIST_EMBEDDING__DIM: Input should be a valid integer, unable to parse string as "
         "an integer",
     ]

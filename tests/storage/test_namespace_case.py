@@ -26,9 +26,7 @@ def session_line(namespace: str) -> SessionRecord:
 
 
 @pytest.mark.parametrize("namespace", ["ALICE", "Alice", "aLICE", "Team-Atlas"])
-def test_a_namespace_with_a_capital_is_refused_at_every_door(
-    store: Store, namespace: str
-) -> None:
+def test_a_namespace_with_a_capital_is_refused_at_every_door(store: Store, namespace: str) -> None:
     retriever = Retriever.from_settings(store.settings)
     with pytest.raises(ValidationError, match="namespace"):
         session_line(namespace)  # transcripts and the messages table

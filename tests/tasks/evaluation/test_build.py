@@ -255,6 +255,12 @@ def test_evidence_must_exist_in_the_question_s_namespace() -> None:
     assert "not sessions of namespace 'alice'" in problems[1].reason
 
 
+@pytest.mark.parametrize("text", ["", "\n\n", "not json at all\n", '{"id": "q1"}\n', "\x00\x01"])
+def test_a_sessions_file_without_a_session_is_one_clear_error(text: str) -> None:
+    with pytest.raises(InputError, match="no session in s.jsonl: each session starts with a line"):
+        load_inputs(("s.jsonl", text), ("q.jsonl", json.dumps({"id": "q"})))
+
+
 def test_a_set_without_a_usable_question_is_an_error() -> None:
     with pytest.raises(InputError, match="no usable question in q.jsonl"):
         load_inputs(("s.jsonl", session("s1")), ("q.jsonl", "{oops"))
