@@ -12,7 +12,7 @@ from deployments.commands import AS_OF, check_namespace
 from deployments.commands.docs import docs_group
 from deployments.commands.embedding import reembed_command
 from deployments.commands.eval import eval_command
-from deployments.commands.ops import serve_command, watchdog_command
+from deployments.commands.ops import prefect_group, serve_command, watchdog_command
 from deployments.commands.privacy import COMMANDS as PRIVACY_COMMANDS
 from deployments.commands.quality import quality_command
 from deployments.commands.serving import COMMANDS as SERVING_COMMANDS
@@ -39,30 +39,6 @@ def main(ctx: click.Context) -> None:
     from storage.engine import install_signal_handlers
 
     install_signal_handlers()
-    if ctx.invoked_subcommand in FLOW_COMMANDS:
-        _choose_prefect_api(ctx.invoked_subcommand)
-
-
-# Commands that run Prefect flows (``queue``: its ``drain``).
-FLOW_COMMANDS = frozenset(
-    {"sync", "demo", "tidy", "aging", "quality", "watchdog", "serve", "queue"}
-)
-
-
-def _choose_prefect_api(command: str) -> None:
-    from deployments.prefect_api import prefect_may_be_configured, use_running_server
-
-    found = use_running_server()
-    if found is not None:
-        click.echo(
-            f"using the Prefect server at {found} (PREFECT_API_URL chooses another)", err=True
-        )
-    elif command == "serve" and not prefect_may_be_configured():
-        click.echo(
-            "warning: no Prefect server: serving through a temporary one that stops with this "
-            "process, and no UI shows its runs; run `prefect server start` first (see README)",
-            err=True,
-        )
 
 
 @main.group()
@@ -119,11 +95,13 @@ def sync(
 ) -> None:
     """Run memory-sync-daily once and print its report."""
     from deployments.commands.inputs import check_transcripts
+    from deployments.local_prefect import use_prefect
     from deployments.progress import progress_bars
 
     settings = load_settings()
     if transcripts_url is not None:
         check_transcripts(settings, transcripts_url)  # before a flow run that would fail
+    use_prefect(settings)
     with progress_bars() as bars, bars.following_runs():
         from deployments.commands.sync import run_sync  # Prefect: after following_runs
 
@@ -145,9 +123,11 @@ def demo(days: int) -> None:
     """Generate sample conversations, load them, and back-fill the daily sync up to today."""
     # A quiet terminal, yet every flow run's INFO logs reach the API and its UI.
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
+    from deployments.local_prefect import use_prefect
     from deployments.progress import progress_bars
 
     settings = load_settings()
+    use_prefect(settings)
     with progress_bars() as bars, bars.following_runs():
         from deployments.commands.sync import run_demo  # Prefect: after following_runs
 
@@ -285,9 +265,13 @@ def queue_stats() -> None:
 @click.option("--max-batches", type=click.IntRange(1, 100_000), default=50, show_default=True)
 def queue_drain(as_of: datetime | None, max_batches: int) -> None:
     """Run memory-queue-drain once and print its report."""
-    from deployments.commands.queue import run_drain
+    from deployments.local_prefect import use_prefect
 
-    click.echo(run_drain(load_settings(), as_of, max_batches).markdown())
+    settings = load_settings()
+    use_prefect(settings)
+    from deployments.commands.queue import run_drain  # Prefect: after its API is chosen
+
+    click.echo(run_drain(settings, as_of, max_batches).markdown())
 
 
 @main.command()
@@ -307,6 +291,7 @@ for _command in (
     quality_command,
     tidy_command,
     serve_command,
+    prefect_group,
     watchdog_command,
     *PRIVACY_COMMANDS,
     *SERVING_COMMANDS,

@@ -78,7 +78,7 @@ def prefect_problem(exc: BaseException) -> str | None:
     module = type(exc).__module__
     if module.startswith(("httpx", "httpcore")) and "Connect" in type(exc).__name__:
         return f"the Prefect API does not answer ({type(exc).__name__}: {exc}); " + (
-            "check PREFECT_API_URL and the server it names"
+            "check PREFECT_API_URL, or unset it to let Archivist start a local server"
         )
     return None
 

@@ -20,6 +20,7 @@ from pydantic_settings import (
 )
 
 from storage.config_sections import DocumentSettings as DocumentSettings
+from storage.config_sections import PrefectSettings as PrefectSettings
 from storage.config_sections import RedactionSettings as RedactionSettings
 from storage.config_sections import ServingSettings as ServingSettings
 from storage.config_sections import SyncSettings as SyncSettings
@@ -271,6 +272,7 @@ class Settings(BaseSettings):
     serving: ServingSettings = Field(default_factory=ServingSettings)
     redaction: RedactionSettings = Field(default_factory=RedactionSettings)
     documents: DocumentSettings = Field(default_factory=DocumentSettings)
+    prefect: PrefectSettings = Field(default_factory=PrefectSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -144,3 +144,16 @@ class DocumentSettings(BaseModel):
         0.1, gt=0, le=0.5, description="importance a chunk gains or loses per +1 / -1"
     )
     embed_batch: int = Field(256, ge=1, le=10_000, description="chunks embedded together")
+
+
+class PrefectSettings(BaseModel):
+    """How the CLI's flow commands reach Prefect when ``PREFECT_API_URL`` chooses no server:
+    a local server that the first of them starts and keeps (``deployments.local_prefect``)."""
+
+    startup_seconds: float = Field(
+        300.0,
+        gt=0,
+        le=3600,
+        description="how long a flow command waits for the local Prefect server it starts to "
+        "answer (4-10 s on an idle machine, several times that on a busy one)",
+    )

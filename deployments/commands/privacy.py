@@ -64,11 +64,13 @@ def aging_command(
     as_of: datetime | None, namespace: str | None, dry_run: bool, shard: str | None
 ) -> None:
     """Run memory-aging once: decay, compress, archive, delete (when enabled)."""
+    from deployments.local_prefect import use_prefect
     from deployments.progress import progress_bars
 
     settings = load_settings()
     if as_of is not None and as_of.tzinfo is None:
         as_of = as_of.replace(tzinfo=settings.tz)
+    use_prefect(settings)
     with progress_bars() as bars, bars.following_runs():
         from flows.aging import memory_aging  # Prefect: after following_runs
 

@@ -32,4 +32,8 @@ def run_quality_report(
 )
 def quality_command(as_of: datetime | None) -> None:
     """Run memory-quality-report once; exits 1 when a critical expectation fails."""
-    run_quality_report(load_settings(), as_of, click.echo)
+    from deployments.local_prefect import use_prefect
+
+    settings = load_settings()
+    use_prefect(settings)
+    run_quality_report(settings, as_of, click.echo)

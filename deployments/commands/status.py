@@ -2,11 +2,11 @@
 
 Every section degrades to ``n/a (why)`` when its table, the store or the Prefect API is
 missing. The first line says which Prefect API flow commands would use and whether it
-answers a health check (httpx, 0.5 s). Its runs are listed only when ``PREFECT_API_URL`` is
-set and the API answered: without it Prefect would start a temporary server just to
-answer, which takes seconds and knows no runs. Prefect itself is imported only to list
-those runs, or to read the URL when a project settings file may set it, so ``status``
-starts fast.
+answers a health check (0.5 s): the configured one, or else the local server that flow
+commands start and keep (``deployments.local_prefect``). Its runs are listed when it
+answered; status never starts a server just to ask. Prefect itself is imported only to
+list those runs, or to read the URL when a project settings file may set it, so
+``status`` starts fast.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ def _when(moment: datetime | None, now: datetime) -> str:
 
 
 def _no_runs_why(api: ApiCheck) -> str | None:
-    if not api.configured:
-        return "PREFECT_API_URL is not set; start `prefect server start` and set it"
+    if not api.configured and not api.reachable:
+        return "no Prefect server answers; flow commands start one (`archivist prefect start`)"
     if not api.reachable:
         return f"Prefect API at {api.url} unreachable: {api.problem}"
     return None
@@ -53,21 +53,22 @@ def prefect_lines(api: ApiCheck, now: datetime) -> list[str]:
     import httpx  # as Prefect's client, which reads the runs, loads it anyway
 
     try:
-        return [api.line(), *_prefect_runs(now)]
+        return [api.line(), *_prefect_runs(api.url, now)]
     except (httpx.HTTPError, OSError) as exc:
         return [api.line(), f"n/a (Prefect API at {api.url} failed: {type(exc).__name__}: {exc})"]
 
 
-def _prefect_runs(now: datetime) -> list[str]:
+def _prefect_runs(url: str, now: datetime) -> list[str]:
     lines = [
         f"{flow:<28} {state:<10} {_when(started, now)}"
-        for flow, state, started in latest_prefect_runs()
+        for flow, state, started in latest_prefect_runs(url)
     ]
     return lines or ["no runs of memory-* flows yet"]
 
 
-def latest_prefect_runs() -> list[tuple[str, str, datetime | None]]:
-    """Flow name, state and start of the latest started run of each ``memory-*`` flow."""
+def latest_prefect_runs(url: str) -> list[tuple[str, str, datetime | None]]:
+    """Flow name, state and start of the latest started run of each ``memory-*`` flow, as the
+    API at ``url`` knows them."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         FlowFilter,
@@ -79,7 +80,9 @@ def latest_prefect_runs() -> list[tuple[str, str, datetime | None]]:
 
     started = FlowRunFilter(start_time=FlowRunFilterStartTime(is_null_=False))
     runs: list[tuple[str, str, datetime | None]] = []
-    with get_client(sync_client=True) as client:
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: url}), get_client(sync_client=True) as client:
         flows = client.read_flows(flow_filter=FlowFilter(name=FlowFilterName(like_=FLOW_PREFIX)))
         for flow in sorted(flows, key=lambda f: f.name):
             latest = client.read_flow_runs(
@@ -242,7 +245,7 @@ def _prefect_data(api: ApiCheck) -> dict[str, Any]:
     import httpx  # as Prefect's client, which reads the runs, loads it anyway
 
     try:
-        runs = latest_prefect_runs()
+        runs = latest_prefect_runs(api.url)
     except (httpx.HTTPError, OSError) as exc:
         return {"unavailable": f"Prefect API at {api.url} failed: {type(exc).__name__}: {exc}"}
     return {"runs": [{"flow": f, "state": s, "started_at": t} for f, s, t in runs]}

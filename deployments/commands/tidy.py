@@ -7,6 +7,7 @@ from datetime import datetime
 import click
 
 from deployments.commands import AS_OF, check_namespace
+from deployments.settings_loader import load_settings
 
 
 @click.command("tidy")
@@ -19,6 +20,9 @@ from deployments.commands import AS_OF, check_namespace
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
 def tidy_command(as_of: datetime | None, namespace: str | None, dry_run: bool) -> None:
     """Run memory-weekly-tidy once: MEMORY.md, the weekly summary, logs to the archive."""
+    from deployments.local_prefect import use_prefect
+
+    use_prefect(load_settings())  # bad configuration fails here, before a flow run
     from flows.weekly_tidy import memory_weekly_tidy
 
     report = memory_weekly_tidy(as_of=as_of, namespace=namespace, dry_run=dry_run)

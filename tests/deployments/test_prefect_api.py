@@ -1,4 +1,5 @@
-"""Flow commands use a Prefect server already running here instead of a temporary one."""
+"""Flow commands use the Prefect server already running here, or the one chosen, and say so
+in one line when the chosen one does not answer."""
 
 from __future__ import annotations
 
@@ -11,13 +12,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlparse
 
-import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowFilter, FlowFilterName
 from prefect.settings import PREFECT_API_URL
 
-from deployments.cli import _choose_prefect_api
-from deployments.prefect_api import health_problem, use_running_server
+from deployments.prefect_api import health_problem
 from storage.config import Settings
 
 ARCHIVIST = str(Path(sys.executable).parent / "archivist")
@@ -54,26 +53,31 @@ def test_a_flow_command_runs_on_the_server_already_running(
     assert "Starting temporary server" not in result.stderr + result.stdout
 
 
-def test_a_chosen_url_is_never_replaced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
-    assert use_running_server() is None
-    assert os.environ["PREFECT_API_URL"] == "http://127.0.0.1:9/api"
-
-
-def test_serve_without_a_server_says_so(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_a_chosen_url_that_does_not_answer_is_one_line_before_any_flow_runs(
+    settings: Settings, tmp_path: Path
 ) -> None:
-    with socket.socket() as probe:  # a port nothing listens on
+    with socket.socket() as probe:  # a port nothing listens on once closed
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    for name, value in _clean_env(tmp_path, PREFECT_SERVER_API_PORT=str(port)).items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/api"
+    assert settings.database_url is not None
+    env = _clean_env(
+        tmp_path,
+        PREFECT_API_URL=url,
+        ARCHIVIST_DATABASE_URL=settings.database_url.get_secret_value(),
+        ARCHIVIST_EMBEDDING__PROVIDER="hashing",
+    )
 
-    _choose_prefect_api("serve")
+    result = subprocess.run(
+        [ARCHIVIST, "sync", "--dry-run"], env=env, capture_output=True, text=True, timeout=300
+    )
 
-    assert "warning: no Prefect server" in capsys.readouterr().err
-    assert "PREFECT_API_URL" not in os.environ
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"Error: the Prefect API at {url} does not answer (ConnectionRefusedError: [Errno 111] "
+        "Connection refused); start that server, or unset PREFECT_API_URL to let Archivist "
+        "start a local one"
+    ]
+    assert result.stdout == ""
 
 
 class _Answers(BaseHTTPRequestHandler):
