@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
+import sys
 from datetime import datetime
 
 import click
@@ -131,7 +134,19 @@ def demo(days: int) -> None:
     with progress_bars() as bars, bars.following_runs():
         from deployments.commands.sync import run_demo  # Prefect: after following_runs
 
-        run_demo(settings, days, bars)
+        run_demo(settings, days, bars, command=invoked_as())
+
+
+def invoked_as() -> str:
+    """How to type ``archivist`` again: so when it is on PATH, else the path it was run by
+    (``.venv/bin/archivist`` right after the README's first command)."""
+    typed = sys.argv[0]
+    if os.path.basename(typed) != "archivist":
+        return "archivist"  # not the console script (python -m, a test's runner)
+    found = shutil.which("archivist")
+    if found is not None and os.path.realpath(found) == os.path.realpath(typed):
+        return "archivist"
+    return shlex.quote(typed)
 
 
 _TIME_RANGES = ["today", "week", "month", "recent", "all"]
