@@ -23,6 +23,25 @@ from storage.records import NAMESPACE_PATTERN
 from tasks.sync import Problem, Transcript, not_utf8, parse_transcript, split_lines
 
 _FIRST_ON = re.compile(r"first on line (\d+)")
+# The categories of the labelled sets (bench/data/eval/README.md); another one is kept and
+# scored under its own name, but reported, since a typo would split a category in two.
+CATEGORIES = frozenset(
+    {
+        "single-hop",
+        "paraphrase",
+        "multi-hop",
+        "temporal",
+        "knowledge-update",
+        "preference",
+        "unanswerable",
+        "nonsense",
+        "adversarial-namespace",
+        "old-evidence",
+        "multilingual-de",
+        "multilingual-es",
+        "multilingual-ja",
+    }
+)
 
 
 class EvalQuery(BaseModel):
@@ -144,21 +163,36 @@ def check_evidence(
 ) -> tuple[list[EvalQuery], list[Problem]]:
     """Questions whose evidence is in the sessions file, in their namespace; the rest reported."""
     namespaces = {t.session.id: t.session.namespace for t in transcripts}
-    messages = {f"{t.session.id}:{m.id}" for t in transcripts for m in t.messages}
+    said_at = {f"{t.session.id}:{m.id}": m.timestamp for t in transcripts for m in t.messages}
     kept: list[EvalQuery] = []
     problems: list[Problem] = []
     for lineno, query in queries:
         wrong = [s for s in query.evidence_session_ids if namespaces.get(s) != query.namespace]
-        missing = [m for m in query.evidence_message_ids if m not in messages]
+        missing = [m for m in query.evidence_message_ids if m not in said_at]
+        later = [
+            m for m in query.evidence_message_ids if m in said_at and said_at[m] > query.asked_at
+        ]
         if wrong:
             reason = f"evidence sessions {wrong} are not sessions of namespace {query.namespace!r}"
         elif missing:
             reason = f"evidence messages {missing} are not in the sessions file"
+        elif later:
+            asked = query.asked_at.isoformat()
+            reason = f"evidence messages {later} were said after the question (asked_at {asked})"
         else:
             kept.append(query)
+            if query.category not in CATEGORIES:
+                problems.append(Problem(name, lineno, _unknown_category(query)))
             continue
         problems.append(Problem(name, lineno, f"question {query.id!r}: {reason}; skipped"))
     return kept, problems
+
+
+def _unknown_category(query: EvalQuery) -> str:
+    return (
+        f"question {query.id!r}: unknown category {query.category!r} (known: "
+        f"{', '.join(sorted(CATEGORIES))}); kept, scored under its own name"
+    )
 
 
 @dataclass(frozen=True)
