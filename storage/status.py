@@ -1,5 +1,5 @@
-"""Read-only overview queries behind ``archivist status``: runs, queue, memory counts, and
-which namespaces the store knows (the CLI's hint for a namespace typed wrong)."""
+"""Read-only overview queries behind ``archivist status``: runs, queue, memory and document
+counts, and which namespaces the store knows (the CLI's hint for a namespace typed wrong)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,15 @@ OLDEST_PENDING = text("SELECT min(available_at) FROM memory_write_queue WHERE st
 MEMORIES_BY_NAMESPACE_TIER = text(
     """
     SELECT namespace, tier, count(*) AS n FROM memories GROUP BY namespace, tier
+    """
+)
+DOCUMENTS_BY_NAMESPACE = text(
+    """
+    SELECT d.namespace, count(*), coalesce(sum(c.n), 0)
+    FROM documents d
+    LEFT JOIN (SELECT document_id, count(*) AS n FROM document_chunks GROUP BY document_id) c
+        ON c.document_id = d.id
+    GROUP BY d.namespace
     """
 )
 HOLDS_ANYTHING = text(
@@ -95,6 +104,12 @@ def memory_counts(conn: Connection) -> dict[str, dict[str, int]]:
     for namespace, tier, n in conn.execute(MEMORIES_BY_NAMESPACE_TIER):
         counts.setdefault(str(namespace), {})[str(tier)] = int(n)
     return counts
+
+
+def document_counts(conn: Connection) -> dict[str, tuple[int, int]]:
+    """Documents and their chunks per namespace."""
+    rows = conn.execute(DOCUMENTS_BY_NAMESPACE)
+    return {str(ns): (int(docs), int(chunks)) for ns, docs, chunks in rows}
 
 
 def holds_anything(conn: Connection, namespace: str) -> bool:

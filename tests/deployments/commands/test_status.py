@@ -27,7 +27,13 @@ from tests.helpers import add_session, chat, run_sync
 from tests.storage.run_process import RunningFlow
 
 NOW = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
-SECTIONS = ("== Prefect flow runs", "== Runs", "== Write queue", "== Memories per tier")
+SECTIONS = (
+    "== Prefect flow runs",
+    "== Runs",
+    "== Write queue",
+    "== Memories per tier",
+    "== Documents",
+)
 
 
 def screen(settings: Settings) -> str:
@@ -204,3 +210,29 @@ def test_the_store_line_says_which_server_and_how_long_the_embedded_one_stays_up
     )
     assert server_line(alone) == f"embedded PostgreSQL in {tmp_path / 'pgdata'}; stops with it"
     assert "== Store\n  PostgreSQL at ARCHIVIST_DATABASE_URL\n" in screen(store.settings)
+
+
+def test_documents_are_counted_per_namespace(store: Store, tmp_path: Path) -> None:
+    from storage.embedding import HashingEmbedder
+    from tasks.documents import Chunking, ingest_documents
+
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    for name in ("boiler", "garden"):
+        paragraphs = [f"The {name} note, part {n}: " + "words " * 150 for n in range(4)]
+        (folder / f"{name}.md").write_text(f"# {name}\n\n" + "\n\n".join(paragraphs))
+    embedder = HashingEmbedder(store.settings.embedding.dim)
+    before = screen(store.settings).split("== Documents")[1].split("==")[0]
+    report = ingest_documents(
+        store.engine, embedder, "acme", [str(folder)], chunking=Chunking(1200, 150),
+        max_bytes=1_000_000, at=NOW,
+    )  # fmt: skip
+
+    out = screen(store.settings).split("== Documents")[1].split("==")[0]
+    document = status_document(store.settings, NOW)
+
+    assert report.added == 2 and report.chunks > 2
+    assert f"acme                                  2 {report.chunks:>10}" in out
+    assert f"total (1 namespaces)                  2 {report.chunks:>10}" in out
+    assert document["documents"] == {"acme": {"documents": 2, "chunks": report.chunks}}
+    assert "no documents (archivist docs ingest NS PATH)" in before
