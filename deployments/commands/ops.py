@@ -15,15 +15,33 @@ from deployments.settings_loader import load_settings
 
 @click.command("serve")
 @click.option("--limit", type=click.IntRange(1), default=None, help="Most flow runs at once.")
-def serve_command(limit: int | None) -> None:
-    """Serve every Archivist deployment on its schedule from this process (Ctrl-C stops)."""
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Delete the deployments `prefect deploy` made with the same names, then serve.",
+)
+@click.option(
+    "--remove",
+    is_flag=True,
+    help="Delete the deployments `archivist serve` made (for `prefect deploy`), then exit.",
+)
+def serve_command(limit: int | None, replace: bool, remove: bool) -> None:
+    """Serve every Archivist deployment on its schedule from this process (Ctrl-C stops).
+
+    It never takes over the deployments `prefect deploy` made with the same names: it
+    refuses, or with --replace deletes them first."""
     from deployments.local_prefect import use_prefect
 
+    if replace and remove:
+        raise click.UsageError("--replace serves, --remove deletes: give one of them")
     settings = load_settings()
     use_prefect(settings)
-    from deployments.serve import serve_all  # Prefect: after its API is chosen
+    from deployments.serve import remove_served, serve_all  # Prefect: after its API is chosen
 
-    serve_all(settings, limit)
+    if remove:
+        click.echo(remove_served())
+        return
+    serve_all(settings, limit, replace=replace)
 
 
 @click.command("watchdog")
