@@ -9,9 +9,12 @@ deletes them first.
 On SIGTERM or Ctrl-C the runner stops polling, then pauses every served deployment
 (``pause_on_shutdown``), so the UI shows them paused while nothing serves them; the next
 ``archivist serve`` resumes them. Runs it had claimed but not started (Pending) go back
-to Scheduled, to start at the next serve. Prefect's own SIGTERM handler exits from inside
-the event loop (a traceback, and only some deployments paused), so the signals are
-handled here, in the loop.
+to Scheduled, to start at the next serve. A run in progress is cancelled by the stop; it
+is not lost: a new run of its deployment is scheduled with the same parameters and its
+``as_of`` pinned to the time it was due (so the night's sync syncs that night), to run
+when ``archivist serve`` starts again, and serve says so on stderr. Prefect's own SIGTERM
+handler exits from inside the event loop (a traceback, and only some deployments paused),
+so the signals are handled here, in the loop.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ from deployments import owners
 from deployments.schedule import DEPLOYMENTS, DeploymentSpec, load_flow
 from flows.common import TAG
 from storage.config import Settings
+
+# What a run that the stop cut short is left in (the runner cancels what it runs).
+CUT_SHORT = frozenset({StateType.CANCELLED, StateType.CANCELLING, StateType.CRASHED})
 
 
 def schedules_of(spec: DeploymentSpec, timezone: str) -> list[Schedule]:
@@ -125,11 +131,14 @@ async def _serve_until_signal(runner: Runner) -> None:
         loop.add_signal_handler(signum, stop.set)
     stopped = asyncio.create_task(stop.wait())
     await asyncio.wait({serving, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    in_flight = await _runs_in(StateType.RUNNING)
     if not serving.done():
         await runner.astop()
         await serving  # leaving the runner pauses every deployment
     stopped.cancel()
     await _reschedule_pending()
+    for line in await _reschedule_cut_short(in_flight):
+        _say(line)
 
 
 async def _runs_in(state: StateType) -> list[FlowRun]:
@@ -151,3 +160,32 @@ async def _reschedule_pending() -> None:
             await client.set_flow_run_state(
                 run.id, Scheduled(message="archivist serve stopped before it started"), force=True
             )
+
+
+async def _reschedule_cut_short(runs: Sequence[FlowRun]) -> list[str]:
+    """A new run for each run the stop cut short (same parameters, ``as_of`` pinned to when
+    it was due); a line for each, saying so."""
+    said: list[str] = []
+    async with get_client() as client:
+        for run in runs:
+            now = await client.read_flow_run(run.id)
+            if run.deployment_id is None or now.state_type not in CUT_SHORT:
+                continue  # it finished (or failed) by itself before the stop
+            deployment = await client.read_deployment(run.deployment_id)
+            parameters = dict(run.parameters)
+            due = run.expected_start_time or run.start_time
+            takes = (deployment.parameter_openapi_schema or {}).get("properties", {})
+            if "as_of" in takes and parameters.get("as_of") is None and due is not None:
+                parameters["as_of"] = due.isoformat()
+            again = await client.create_flow_run_from_deployment(
+                deployment.id,
+                parameters=parameters,
+                state=Scheduled(message=f"archivist serve stopped during run {run.name}"),
+                tags=[*run.tags, "rescheduled"],
+            )
+            said.append(
+                f"{deployment.name}: run {run.name} was in progress and the stop cancelled it; "
+                f"run {again.name} (as_of {parameters.get('as_of', 'now')}) is scheduled in its "
+                "place and runs when `archivist serve` starts again"
+            )
+    return said
