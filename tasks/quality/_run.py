@@ -114,7 +114,10 @@ def _observed(success: bool, result: dict[str, Any], error: str | None) -> str:
     if error is not None:
         return f"error: {error}"
     if "unexpected_count" in result:
-        return f"{result['unexpected_count']} of {result.get('element_count', '?')} rows unexpected"
+        total = result.get("element_count")
+        if total == 0:
+            return "no rows to check"
+        return f"{result['unexpected_count'] or 0} of {total} rows unexpected"
     if "observed_value" in result:
         return f"observed {result['observed_value']}"
     return "ok" if success else "failed"

@@ -279,3 +279,12 @@ def test_document_chunks_are_checked(store: Store, tmp_path: Path) -> None:
     }
     assert got["documents.span_within_document_and_equal_to_text"].unexpected_count == 2
     assert f"id {second}" in got["documents.text_not_empty"].examples
+
+
+def test_an_empty_table_is_said_to_have_no_rows_to_check(store: Store) -> None:
+    report = check(store)  # a new store: every table empty
+
+    observed = {f"{c.suite}.{c.check}": c.observed for c in report.checks}
+    assert report.success
+    assert observed["memories.embedding_present"] == "no rows to check"
+    assert not [o for o in observed.values() if o.startswith("None") or " of 0 rows" in o]
