@@ -87,14 +87,14 @@ def test_a_clean_store_passes_every_suite_and_writes_data_docs(store: Store) -> 
     # Static: its lists are in the page, not drawn by scripts from CDNs (blank offline).
     assert "<script" not in page and "http" not in page
     links = re.findall(r'href="([^"]+)"', page)
-    results = [link for link in links if link.startswith("validations/")]
+    shown = [link for link in links if link.startswith("validations/")]
     written = [
         p.relative_to(index.parent).as_posix() for p in index.parent.glob("validations/**/*.html")
     ]
-    assert results and sorted(results) == sorted(written)  # every result page, listed
+    assert shown and sorted(shown) == sorted(written)  # every result page, listed
     assert all((index.parent / link).is_file() for link in links)
     assert "expectations/memories/rows.html" in links
-    assert page.count('class="ok">Succeeded<') == len(results)
+    assert page.count('class="ok">Succeeded<') == len(shown)
 
 
 def test_injected_rows_the_schema_allows_are_caught_with_counts(store: Store) -> None:
