@@ -174,3 +174,9 @@ class QueueSettings(BaseModel):
     )
     purge_completed_after_hours: float = Field(24.0, gt=0)
     poll_seconds: float = Field(0.2, gt=0, description="continuous worker's idle poll")
+    fold_seconds: float = Field(
+        60.0,
+        gt=0,
+        description="how often the continuous worker adds the accesses searches counted to "
+        "their memories' counters (as each memory-queue-drain run does)",
+    )

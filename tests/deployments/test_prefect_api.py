@@ -53,6 +53,24 @@ def test_a_flow_command_runs_on_the_server_already_running(
     assert "Starting temporary server" not in result.stderr + result.stdout
 
 
+def test_a_command_that_runs_no_flow_never_names_a_prefect_server(
+    flow_env: Settings, tmp_path: Path
+) -> None:
+    where = urlparse(str(PREFECT_API_URL.value()))  # a Prefect server that answers
+    env = _clean_env(
+        tmp_path,
+        PREFECT_SERVER_API_HOST=str(where.hostname),
+        PREFECT_SERVER_API_PORT=str(where.port),
+    )
+
+    stats = subprocess.run(
+        [ARCHIVIST, "queue", "stats"], env=env, capture_output=True, text=True, timeout=300
+    )
+
+    assert stats.returncode == 0, stats.stderr
+    assert "Prefect" not in stats.stdout + stats.stderr
+
+
 def test_a_chosen_url_that_does_not_answer_is_one_line_before_any_flow_runs(
     settings: Settings, tmp_path: Path
 ) -> None:
