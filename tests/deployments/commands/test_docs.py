@@ -82,3 +82,25 @@ def test_bad_input_is_one_line(env: Settings, args: list[str], message: str) -> 
     code, out = run(*args)
     assert code != 0 and message in out, out
     assert "Traceback" not in out
+
+
+def test_ingest_says_which_files_are_gone_and_prune_drops_them(env: Settings, tmp_path: Path):
+    folder = tmp_path / "kb"
+    write_samples(folder)
+    run("docs", "ingest", "acme", str(folder))
+    (folder / "bike.html").unlink()
+
+    code, offered = run("docs", "ingest", "acme", str(folder))
+    searched = run("search", "acme", "oil the bicycle chain", "--kind", "doc", "--no-record")[1]
+    code_pruned, pruned = run("docs", "ingest", "acme", str(folder), "--prune")
+    after = run("search", "acme", "oil the bicycle chain", "--kind", "doc", "--no-record")[1]
+
+    assert code == 0 and code_pruned == 0
+    assert f"  file gone: {folder / 'bike.html'}" in offered
+    assert "1 documents whose files are gone are still searchable; run the same ingest with " in (
+        offered
+    )
+    assert "Oil the chain" in searched
+    assert f"  dropped: {folder / 'bike.html'}" in pruned
+    assert "dropped 1 documents whose files are gone, with their chunks" in pruned
+    assert "Oil the chain" not in after

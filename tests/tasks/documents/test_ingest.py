@@ -266,3 +266,30 @@ def test_bytes_that_are_not_what_their_mark_says_are_skipped_as_binary(
 
     assert report.skipped == {"binary": 1}
     assert report.problems[0][2] == "not UTF-16 (its byte order mark) at byte 10"
+
+
+def test_a_file_deleted_from_an_ingested_folder_is_reported_and_pruned_when_asked(
+    store: Store, tmp_path: Path
+) -> None:
+    folder = tmp_path / "kb"
+    write_samples(folder)
+    (tmp_path / "single.md").write_text("# Single\n\nA file named on its own.\n")
+    ingest(store, str(folder), str(tmp_path / "single.md"))
+    (folder / "garden.md").unlink()
+    (tmp_path / "single.md").unlink()  # not under a folder ingested again: left alone
+
+    kept = ingest(store, str(folder))
+    still = {Path(row.uri).name for row in chunks_of(store)}
+    pruned = ingest(store, str(folder), prune=True, actor="cli:test")
+    left = {Path(row.uri).name for row in chunks_of(store)}
+
+    assert kept.gone == [str(folder / "garden.md")] and kept.pruned == 0
+    assert "garden.md" in still  # reported, still searchable
+    assert pruned.gone == [str(folder / "garden.md")] and pruned.pruned == 1
+    assert left == {"boiler.txt", "bike.html", "passport.pdf", "single.md"}
+    with store.engine.connect() as conn:
+        audited = conn.execute(
+            text("SELECT actor, details FROM audit_log WHERE target = 'gone_files'")
+        ).one()
+    assert audited.actor == "cli:test" and audited.details["documents"] == 1
+    assert ingest(store, str(folder)).gone == []
