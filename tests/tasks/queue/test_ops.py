@@ -257,9 +257,7 @@ def test_the_worker_folds_the_accesses_searches_counted(store: Store) -> None:
     assert access_state(store, memory_id) == (0, 1)  # counted, not folded yet
     stop, reports = threading.Event(), list[DrainReport]()
     worker = threading.Thread(
-        target=lambda: reports.append(
-            run_worker(store.engine, EMBEDDER, store.settings, stop=stop)
-        )
+        target=lambda: reports.append(run_worker(store.engine, EMBEDDER, store.settings, stop=stop))
     )
     worker.start()
     try:
