@@ -35,7 +35,12 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from deployments.prefect_api import configured_api_url, health_problem, local_server_url
+from deployments.prefect_api import (
+    configured_api_url,
+    health_problem,
+    local_server_url,
+    project_files_may_configure,
+)
 from storage.config import Settings
 from storage.errors import ConfigurationError
 
@@ -103,7 +108,7 @@ def use_prefect(settings: Settings, echo: Echo = _stderr) -> str:
     """Point this process at the Prefect API its flows should use, before Prefect loads;
     its URL. A configured URL must answer; with none, the local server (started if need be).
     """
-    configured = configured_api_url()
+    configured = _configured_url()
     if configured is not None:
         problem = health_problem(configured, CONFIGURED_PROBE)
         if problem is not None and not problem.startswith("its /health answered"):
@@ -122,6 +127,24 @@ def use_prefect(settings: Settings, echo: Echo = _stderr) -> str:
             _start(server, settings.prefect.startup_seconds, echo)
     os.environ["PREFECT_API_URL"] = server.url
     return server.url
+
+
+def _configured_url() -> str | None:
+    """``PREFECT_API_URL`` as Prefect reads it. When a settings file of this folder may set
+    it, Prefect is asked in a child process: this one must load Prefect only once the URL
+    is chosen (Prefect reads its settings once, as it loads)."""
+    if "prefect" in sys.modules or not project_files_may_configure():
+        return configured_api_url()
+    asked = subprocess.run(
+        [sys.executable, "-c", _ASK_PREFECT], capture_output=True, text=True, timeout=300
+    )
+    if asked.returncode != 0:
+        said = (asked.stderr.strip().splitlines() or ["no message"])[-1]
+        raise ConfigurationError(f"Prefect cannot read its settings in this folder: {said}")
+    return asked.stdout.strip() or None
+
+
+_ASK_PREFECT = "from prefect.settings import PREFECT_API_URL as u; print(u.value() or '')"
 
 
 def _answers(server: LocalServer) -> bool:

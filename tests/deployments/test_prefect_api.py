@@ -53,6 +53,35 @@ def test_a_flow_command_runs_on_the_server_already_running(
     assert "Starting temporary server" not in result.stderr + result.stdout
 
 
+def test_a_folder_whose_prefect_toml_sets_no_url_still_gets_the_local_server(
+    flow_env: Settings, tmp_path: Path
+) -> None:
+    """Prefect must be asked what such a file sets, and asking it loads it: this process
+    then could no longer point it at the local server."""
+    where = urlparse(str(PREFECT_API_URL.value()))  # stands in for the kept local server
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "prefect.toml").write_text('[logging]\nlevel = "WARNING"\n')
+    env = _clean_env(
+        tmp_path,
+        PREFECT_SERVER_API_HOST=str(where.hostname),
+        PREFECT_SERVER_API_PORT=str(where.port),
+    )
+
+    drained = subprocess.run(
+        [ARCHIVIST, "queue", "drain"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert drained.returncode == 0, drained.stderr[-3000:]
+    assert f"using the Prefect server at {where.geturl()}" in drained.stderr
+    assert "temporary server" not in drained.stderr
+
+
 def test_a_command_that_runs_no_flow_never_names_a_prefect_server(
     flow_env: Settings, tmp_path: Path
 ) -> None:
