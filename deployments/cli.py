@@ -3,44 +3,29 @@
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
+import sys
 from datetime import datetime
 
 import click
 
-from deployments.commands import AS_OF_FORMATS
+from deployments.cli_errors import Group
+from deployments.commands import AS_OF, check_namespace
 from deployments.commands.docs import docs_group
 from deployments.commands.embedding import reembed_command
 from deployments.commands.eval import eval_command
-from deployments.commands.ops import serve_command, watchdog_command
+from deployments.commands.ops import prefect_group, serve_command, watchdog_command
 from deployments.commands.privacy import COMMANDS as PRIVACY_COMMANDS
 from deployments.commands.quality import quality_command
 from deployments.commands.serving import COMMANDS as SERVING_COMMANDS
 from deployments.commands.status import status_command
 from deployments.commands.tidy import tidy_command
 from deployments.settings_loader import load_settings
-from deployments.storage_errors import storage_problem
 from storage.config import Settings
-from storage.errors import ArchivistError
 
 
-class _Group(click.Group):
-    """Turns Archivist's own errors and storage failures into one line and exit code 1."""
-
-    def invoke(self, ctx: click.Context) -> object:
-        try:
-            return super().invoke(ctx)
-        except ArchivistError as exc:
-            raise click.ClickException(str(exc)) from exc
-        except BrokenPipeError:
-            raise  # the reader left (`archivist search ... | head`): click exits quietly
-        except Exception as exc:
-            problem = storage_problem(exc)
-            if problem is None:
-                raise
-            raise click.ClickException(problem) from exc
-
-
-@click.group(cls=_Group)
+@click.group(cls=Group)
 @click.version_option(
     package_name="archivist", prog_name="archivist", message="%(prog)s %(version)s"
 )
@@ -49,33 +34,14 @@ def main(ctx: click.Context) -> None:
     """Archivist: the memory lifecycle for AI assistants."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
+    if ctx.invoked_subcommand != "serve":  # a one-shot command: its error says it in a line
+        os.environ.setdefault(
+            "PREFECT_LOGGING_HANDLERS_CONSOLE_CLASS",
+            "deployments.cli_logging.ConsoleWithoutTracebacks",
+        )
     from storage.engine import install_signal_handlers
 
     install_signal_handlers()
-    if ctx.invoked_subcommand in FLOW_COMMANDS:
-        _choose_prefect_api(ctx.invoked_subcommand)
-
-
-# Commands that run Prefect flows (``queue``: its ``drain``).
-FLOW_COMMANDS = frozenset(
-    {"sync", "demo", "tidy", "aging", "quality", "watchdog", "serve", "queue"}
-)
-
-
-def _choose_prefect_api(command: str) -> None:
-    from deployments.prefect_api import prefect_may_be_configured, use_running_server
-
-    found = use_running_server()
-    if found is not None:
-        click.echo(
-            f"using the Prefect server at {found} (PREFECT_API_URL chooses another)", err=True
-        )
-    elif command == "serve" and not prefect_may_be_configured():
-        click.echo(
-            "warning: no Prefect server: serving through a temporary one that stops with this "
-            "process, and no UI shows its runs; run `prefect server start` first (see README)",
-            err=True,
-        )
 
 
 @main.group()
@@ -114,10 +80,10 @@ def ingest(url: str) -> None:
 @main.command()
 @click.option(
     "--as-of",
-    type=click.DateTime(AS_OF_FORMATS),
+    type=AS_OF,
     help="Run as if it were this time (default now); without an offset, in ARCHIVIST_TIMEZONE.",
 )
-@click.option("--namespace", help="Only this namespace.")
+@click.option("--namespace", callback=check_namespace, help="Only this namespace.")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
 @click.option("--window-hours", type=float, default=None, help="Look-back window (default 26).")
 @click.option("--min-user-messages", type=int, default=None, help="Default 2.")
@@ -131,9 +97,14 @@ def sync(
     transcripts_url: str | None,
 ) -> None:
     """Run memory-sync-daily once and print its report."""
+    from deployments.commands.inputs import check_transcripts
+    from deployments.local_prefect import use_prefect
     from deployments.progress import progress_bars
 
     settings = load_settings()
+    if transcripts_url is not None:
+        check_transcripts(settings, transcripts_url)  # before a flow run that would fail
+    use_prefect(settings)
     with progress_bars() as bars, bars.following_runs():
         from deployments.commands.sync import run_sync  # Prefect: after following_runs
 
@@ -155,13 +126,27 @@ def demo(days: int) -> None:
     """Generate sample conversations, load them, and back-fill the daily sync up to today."""
     # A quiet terminal, yet every flow run's INFO logs reach the API and its UI.
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
+    from deployments.local_prefect import use_prefect
     from deployments.progress import progress_bars
 
     settings = load_settings()
+    use_prefect(settings)
     with progress_bars() as bars, bars.following_runs():
         from deployments.commands.sync import run_demo  # Prefect: after following_runs
 
-        run_demo(settings, days, bars)
+        run_demo(settings, days, bars, command=invoked_as())
+
+
+def invoked_as() -> str:
+    """How to type ``archivist`` again: so when it is on PATH, else the path it was run by
+    (``.venv/bin/archivist`` right after the README's first command)."""
+    typed = sys.argv[0]
+    if os.path.basename(typed) != "archivist":
+        return "archivist"  # not the console script (python -m, a test's runner)
+    found = shutil.which("archivist")
+    if found is not None and os.path.realpath(found) == os.path.realpath(typed):
+        return "archivist"
+    return shlex.quote(typed)
 
 
 _TIME_RANGES = ["today", "week", "month", "recent", "all"]
@@ -181,7 +166,7 @@ _TIME_RANGES = ["today", "week", "month", "recent", "all"]
 @click.option("--kind", "kinds", multiple=True, help="Only these kinds (repeatable).")
 @click.option("--preset", type=click.Choice(["archivist", "librarian"]), default=None)
 @click.option("--weights", help="Custom weights, e.g. semantic=0.7,recency=0.3.")
-@click.option("--as-of", type=click.DateTime(AS_OF_FORMATS), default=None)
+@click.option("--as-of", type=AS_OF, default=None)
 @click.option("--explain", is_flag=True, help="Show each factor of each score.")
 @click.option("--no-record", is_flag=True, help="Do not count this search as an access.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as one JSON document.")
@@ -199,7 +184,12 @@ def search(
     as_json: bool,
 ) -> None:
     """Search NAMESPACE's memories for QUERY."""
-    from deployments.commands.retrieval import render_hits, render_hits_json, run_search
+    from deployments.commands.retrieval import (
+        namespace_hint,
+        render_hits,
+        render_hits_json,
+        run_search,
+    )
 
     settings = load_settings()
     hits = run_search(
@@ -218,6 +208,9 @@ def search(
         render_hits_json(namespace, query, hits, explain, click.echo)
     else:
         render_hits(hits, explain, click.echo)
+    hint = None if hits else namespace_hint(settings, namespace)
+    if hint is not None:
+        click.echo(f"note: {hint}", err=True)
 
 
 @main.command()
@@ -283,13 +276,17 @@ def queue_stats() -> None:
 
 
 @queue_group.command("drain")
-@click.option("--as-of", type=click.DateTime(AS_OF_FORMATS), default=None)
+@click.option("--as-of", type=AS_OF, default=None)
 @click.option("--max-batches", type=click.IntRange(1, 100_000), default=50, show_default=True)
 def queue_drain(as_of: datetime | None, max_batches: int) -> None:
     """Run memory-queue-drain once and print its report."""
-    from deployments.commands.queue import run_drain
+    from deployments.local_prefect import use_prefect
 
-    click.echo(run_drain(load_settings(), as_of, max_batches).markdown())
+    settings = load_settings()
+    use_prefect(settings)
+    from deployments.commands.queue import run_drain  # Prefect: after its API is chosen
+
+    click.echo(run_drain(settings, as_of, max_batches).markdown())
 
 
 @main.command()
@@ -309,6 +306,7 @@ for _command in (
     quality_command,
     tidy_command,
     serve_command,
+    prefect_group,
     watchdog_command,
     *PRIVACY_COMMANDS,
     *SERVING_COMMANDS,

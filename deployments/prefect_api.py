@@ -1,16 +1,12 @@
 """Which Prefect API a command talks to, and whether it answers, decided without importing
 Prefect (importing it takes about 2 s) unless a project settings file may set the URL.
 
-Without ``PREFECT_API_URL``, every flow command would start and stop a temporary Prefect
-server of its own: 9 to 19 s for under a second of work, and runs the UI never shows. A
-server already running on this machine, where ``prefect server start`` puts it
-(``PREFECT_SERVER_API_HOST`` and ``PREFECT_SERVER_API_PORT``, default 127.0.0.1:4200), is
-used instead, and the command says so. A URL set anywhere Prefect reads settings wins.
-
 Prefect reads the URL from, first to last: the environment, ``./.env``,
 ``./prefect.toml``, ``[tool.prefect]`` in ``./pyproject.toml``, the active profile in
 ``profiles.toml``. The environment and the profile are read here; the project files only
-say that Prefect itself must be asked.
+say that Prefect itself must be asked. With no URL set, flow commands use the local server
+of ``deployments.local_prefect``, where ``prefect server start`` listens
+(``PREFECT_SERVER_API_HOST`` and ``PREFECT_SERVER_API_PORT``, default 127.0.0.1:4200).
 """
 
 from __future__ import annotations
@@ -45,14 +41,6 @@ def project_files_may_configure() -> bool:
         path.is_file() and marker in path.read_text(errors="replace")
         for path, marker in sources.items()
     )
-
-
-def prefect_may_be_configured() -> bool:
-    """Whether the environment or a Prefect settings file may set the API URL (cheap)."""
-    if os.environ.get("PREFECT_API_URL") or project_files_may_configure():
-        return True
-    profiles = _profiles_path()
-    return profiles.is_file() and "PREFECT_API_URL" in profiles.read_text(errors="replace")
 
 
 def profile_api_url() -> str | None:
@@ -122,17 +110,6 @@ def health_problem(url: str, timeout: float = PROBE_TIMEOUT) -> str | None:
     return None
 
 
-def use_running_server(timeout: float = PROBE_TIMEOUT) -> str | None:
-    """Point this process at a Prefect server running here, if nothing chose one; its URL."""
-    if prefect_may_be_configured():
-        return None
-    url = local_server_url()
-    if health_problem(url, timeout) is not None:
-        return None
-    os.environ["PREFECT_API_URL"] = url
-    return url
-
-
 @dataclass(frozen=True)
 class ApiCheck:
     """The Prefect API a command would use, and whether it answered just now."""
@@ -155,7 +132,7 @@ class ApiCheck:
             return f"Prefect API: {self.url} (reachable, not configured: flow commands use it)"
         return (
             f"Prefect API: none (nothing answers at {self.url}); "
-            "flow commands start a temporary server, see README"
+            "flow commands start a local server there, see README"
         )
 
     def as_dict(self) -> dict[str, Any]:

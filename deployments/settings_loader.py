@@ -21,4 +21,5 @@ def load_settings() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:
-        raise click.ClickException(f"bad configuration:\n{describe(exc)}") from exc
+        problems = "; ".join(describe(exc).splitlines())
+        raise click.ClickException(f"bad configuration: {problems}") from exc

@@ -42,8 +42,10 @@ def sync_sessions(
     idle_minutes: float | None = None,
     transcripts_url: str | None = None,
     shard: Shard | None = None,
+    publish_idle: bool = True,
 ) -> SyncReport:
-    """Load, plan, write each batch, deliver the file blocks, report."""
+    """Load, plan, write each batch, deliver the file blocks, report (an idle pass's report
+    becomes an artifact only with ``publish_idle``)."""
     if shard is not None and transcripts_url:
         raise ValueError(
             "a shard does not load transcripts: load them once (archivist ingest, or the "
@@ -96,5 +98,6 @@ def sync_sessions(
     )
     if run_id is not None:
         finish_run(store, run_id, report)
-    publish_report(flow, report)
+    if publish_idle or not report.idle:
+        publish_report(flow, report)
     return report

@@ -10,6 +10,8 @@ from storage.inputs import Instant, Moment, StorableText
 from storage.retrieval import TimeRange
 
 TimeRangeName = Literal["today", "week", "month", "recent", "all"]
+# When a remembered memory happened: one type for the API's body and MCP's remember.
+OccurredAt = Moment
 
 
 class _Body(BaseModel):
@@ -57,7 +59,7 @@ class RememberRequest(_Body):
     content: StorableText = Field(description="the memory, as a sentence", max_length=20_000)
     kind: Literal["note", "fact", "preference", "goal", "decision"] = "note"
     importance: float | None = Field(None, ge=0, le=1)
-    occurred_at: Moment | None = Field(
+    occurred_at: OccurredAt | None = Field(
         None,
         description="when it happened (default now): ISO 8601 with a UTC offset, from "
         "1900-01-01 to a day from now",

@@ -1,12 +1,24 @@
 """Errors of the serving layer, each with the HTTP status the API answers with.
 
 Bad input raised by the store (``InputError``, ``RetrievalError``) answers 422 with its
-own message; these are the rest.
+own message; a refusal of the service (``ServiceError`` below 500) with its own status and
+message. A server error never shows its text to a client: a failing store (``StorageError``,
+a database error, ``ServiceUnavailable``) answers 503 and anything else 500, each with a
+fixed message, while the detail and its traceback go to the server's log.
 """
 
 from __future__ import annotations
 
-from storage.errors import ArchivistError, InputError, RetrievalError
+import logging
+
+from sqlalchemy.exc import DBAPIError
+
+from storage.errors import ArchivistError, InputError, RetrievalError, StorageError
+
+log = logging.getLogger("archivist.serving")
+
+UNAVAILABLE = "the store is unavailable; the server's log has the details"
+INTERNAL = "internal error; the server's log has the details"
 
 
 class ServiceError(ArchivistError):
@@ -33,11 +45,12 @@ class ServiceUnavailable(ServiceError):
     status = 503
 
 
-def error_reply(exc: BaseException) -> tuple[int, str] | None:
-    """The status and message the API answers an error of the service with (None: not one
-    of its errors, a server error)."""
-    if isinstance(exc, ServiceError):
+def error_reply(exc: BaseException) -> tuple[int, str]:
+    """The status and message a client gets for ``exc``; a server error is logged here."""
+    if isinstance(exc, ServiceError) and exc.status < 500:
         return exc.status, str(exc)
     if isinstance(exc, InputError | RetrievalError):
         return 422, str(exc)
-    return None
+    unavailable = isinstance(exc, ServiceUnavailable | StorageError | DBAPIError)
+    log.error("%s: %s", type(exc).__name__, exc, exc_info=exc)
+    return (503, UNAVAILABLE) if unavailable else (500, INTERNAL)

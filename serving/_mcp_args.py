@@ -2,6 +2,10 @@
 a model. Bounds match the HTTP API's bodies (``serving._api_models``); what depends on
 configuration (``ARCHIVIST_RETRIEVAL__MAX_LIMIT``) is checked by the service. An argument
 a tool does not take is refused (``StrictArguments``), as the API refuses unknown fields.
+
+Numbers and text are strict: ``{"memory_id": "1"}`` is refused, not read as memory 1 (the
+SDK validates in pydantic's lax mode, which would coerce it). A refusal names each field
+and what it should be, never the value sent or pydantic's links.
 """
 
 from __future__ import annotations
@@ -11,20 +15,23 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata, func_metadata
 from mcp_types import CallToolResult, TextContent
-from pydantic import Field
+from pydantic import Field, Strict, ValidationError
 
-from serving._api_models import TimeRangeName
+from serving._api_models import OccurredAt, TimeRangeName
 from serving._service import MAX_EPISODES
-from storage.inputs import Instant
+from storage.inputs import Instant, printable
 from storage.queue import MemoryKind
 
 Query = Annotated[
     str,
+    Strict(),
     Field(description="What to look for, in the user's words.", min_length=1, max_length=10_000),
 ]
 Limit = Annotated[
     int,
+    Strict(),
     Field(
         description="How many memories to return, best first (at most "
         "ARCHIVIST_RETRIEVAL__MAX_LIMIT, 100 unless configured).",
@@ -57,39 +64,53 @@ Kinds = Annotated[
 ]
 FirstMessage = Annotated[
     str | None,
+    Strict(),
     Field(description="The conversation's first message, if there is one yet.", max_length=10_000),
 ]
 Content = Annotated[
     str,
+    Strict(),
     Field(
         description="The memory, as one self-contained sentence.", min_length=1, max_length=20_000
     ),
 ]
 Kind = Annotated[MemoryKind, Field(description="What sort of memory it is.")]
 Importance = Annotated[
-    float | None, Field(description="How much it matters, 0 to 1 (default 0.5).", ge=0, le=1)
+    float | None,
+    Strict(),
+    Field(description="How much it matters, 0 to 1 (default 0.5).", ge=0, le=1),
+]
+Occurred = Annotated[
+    OccurredAt | None,
+    Field(description="When it happened (ISO 8601 with a UTC offset; default now)."),
 ]
 IdempotencyKey = Annotated[
     str | None,
+    Strict(),
     Field(
         description="Any text naming this write: the same key again is not queued twice.",
         min_length=1,
         max_length=200,
     ),
 ]
-MemoryId = Annotated[int, Field(description="The memory_id of a search hit.", ge=1, le=2**63 - 1)]
+MemoryId = Annotated[
+    int, Strict(), Field(description="The memory_id of a search hit.", ge=1, le=2**63 - 1)
+]
 EpisodeLimit = Annotated[
-    int, Field(description="How many sessions, newest first.", ge=1, le=MAX_EPISODES)
+    int, Strict(), Field(description="How many sessions, newest first.", ge=1, le=MAX_EPISODES)
 ]
 
 
 class StrictArguments:
-    """Server middleware: a tool call with an argument its tool does not take is a tool error
-    that names it. The SDK would drop it unread: a model that sent ``namespace`` would take
-    another namespace's answer for the one it asked about."""
+    """Server middleware: a tool call with an argument its tool does not take, or one of the
+    wrong type or out of bounds, is a tool error that names it. The SDK would drop an unknown
+    argument unread (a model that sent ``namespace`` would take another namespace's answer
+    for the one it asked about), and its own refusals quote pydantic's text and the input."""
 
     def __init__(self, tools: Iterable[Callable[..., Any]]) -> None:
-        self.takes = {fn.__name__: frozenset(inspect.signature(fn).parameters) for fn in tools}
+        listed = tuple(tools)
+        self.takes = {fn.__name__: frozenset(inspect.signature(fn).parameters) for fn in listed}
+        self.checks: dict[str, FuncMetadata] = {fn.__name__: func_metadata(fn) for fn in listed}
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
@@ -100,15 +121,31 @@ class StrictArguments:
         return CallToolResult(content=[TextContent(type="text", text=refused)], is_error=True)
 
     def refusal(self, params: Mapping[str, Any] | None) -> str | None:
-        """What is wrong with a call's arguments; None: nothing this checks (the SDK checks
-        their types, and answers an unknown tool)."""
+        """What is wrong with a call's arguments; None: nothing (the SDK answers an unknown
+        tool)."""
         name = str((params or {}).get("name"))
-        arguments = (params or {}).get("arguments")
+        arguments = (params or {}).get("arguments") or {}
         takes = self.takes.get(name)
-        if takes is None or not isinstance(arguments, Mapping) or set(arguments) <= takes:
+        if takes is None or not isinstance(arguments, Mapping):
             return None
         unknown = sorted(set(arguments) - takes)
-        message = f"unknown argument(s) {unknown}; {name} takes {sorted(takes)}"
-        if "namespace" in unknown:
-            message += " (the namespace is the server's: its --namespace, or the key's)"
-        return message
+        if unknown:
+            message = f"unknown argument(s) {unknown}; {name} takes {sorted(takes)}"
+            if "namespace" in unknown:
+                message += " (the namespace is the server's: its --namespace, or the key's)"
+            return message
+        try:
+            self.checks[name].validate_arguments(dict(arguments))
+        except ValidationError as exc:
+            return f"{name}: {problems(exc)}"
+        return None
+
+
+def problems(exc: ValidationError) -> str:
+    """Each field's problem, without the value sent or pydantic's documentation links."""
+    said = (
+        f"{printable('.'.join(str(part) for part in error['loc']), 80) or 'arguments'}: "
+        + str(error["msg"]).removeprefix("Value error, ")
+        for error in exc.errors(include_url=False, include_input=False, include_context=False)
+    )
+    return "; ".join(dict.fromkeys(said))

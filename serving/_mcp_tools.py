@@ -9,7 +9,9 @@ per-connection state (``Connection.state``) but offers tools no public way to it
 
 Every refusal the service raises (bad input, an unknown id, another namespace's id, which
 row-level security makes simply unknown, a read-only key's write) comes back as a tool error
-carrying its message: ``isError`` and the text, never a traceback.
+carrying its message: ``isError`` and the text, never a traceback. A server error (the store
+failing, a bug) is a tool error with a fixed message, as the HTTP API answers it; its detail
+goes to the server's log (``serving._errors.error_reply``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
 
 from serving._api_models import SearchRequest, TimeRangeName
-from serving._errors import ServiceError
+from serving._errors import error_reply
 from serving._mcp_args import (
     Content,
     End,
@@ -36,6 +38,7 @@ from serving._mcp_args import (
     Kinds,
     Limit,
     MemoryId,
+    Occurred,
     Query,
     Range,
     Start,
@@ -43,10 +46,8 @@ from serving._mcp_args import (
 from serving._mcp_grant import current_grant
 from serving._service import MemoryService
 from serving._views import search_view
-from storage.errors import InputError, RetrievalError
 from storage.retrieval import render_citations
 
-REFUSALS = (ServiceError, InputError, RetrievalError)
 DAILY_DAYS = 7
 
 READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -59,11 +60,12 @@ Answer = Annotated[CallToolResult, dict[str, Any]]
 
 @contextmanager
 def refusals_as(error: type[Exception]) -> Iterator[None]:
-    """The service's refusals as the SDK's anticipated errors, message kept."""
+    """The service's refusals as the SDK's anticipated errors, message kept; a server error
+    as one with the API's fixed message (its detail logged)."""
     try:
         yield
-    except REFUSALS as exc:
-        raise error(str(exc)) from exc
+    except Exception as exc:  # the protocol's boundary: every error becomes a tool error
+        raise error(error_reply(exc)[1]) from exc
 
 
 class MemoryTools:
@@ -112,16 +114,19 @@ class MemoryTools:
         content: Content,
         kind: Kind = "note",
         importance: Importance = None,
+        occurred_at: Occurred = None,
         idempotency_key: IdempotencyKey = None,
     ) -> dict[str, Any]:
         """Store a memory now, through the durable write queue: it is searchable as soon as the
-        worker has embedded it (well under a second while `archivist worker` runs)."""
+        worker has embedded it (well under a second while `archivist worker` runs).
+        occurred_at: when it happened, if not now."""
         with refusals_as(ToolError):
             return self.service.remember(
                 current_grant(),
                 content,
                 kind=kind,
                 importance=importance,
+                occurred_at=occurred_at,
                 idempotency_key=idempotency_key,
             )
 

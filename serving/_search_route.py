@@ -72,11 +72,9 @@ class SearchRoute:
         """The endpoint's search (in a worker thread): its status and JSON."""
         try:
             answer = search_answer(self.service, KeyFor(key, namespace), request)
-        except Exception as exc:
-            reply = error_reply(exc)
-            if reply is None:
-                raise
-            return reply[0], orjson.dumps({"error": reply[1]})
+        except Exception as exc:  # every error answers as the app's handlers answer it
+            status, message = error_reply(exc)
+            return status, orjson.dumps({"error": message})
         return 200, orjson.dumps(answer)
 
     def _sized_json(self, scope: Scope) -> bool:

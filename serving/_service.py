@@ -93,6 +93,8 @@ class MemoryService:
             raise Forbidden(f"this key is for another namespace than {namespace!r}")
         if write and grant.read_only:
             self._refused(grant, "read_only")
+            if grant.key_id is None:  # bound by configuration: there is no key to blame
+                raise Forbidden("this server is read-only (started with --read-only)")
             raise Forbidden("this key is read-only")
 
     # -- reading ---------------------------------------------------------------------------
@@ -232,8 +234,8 @@ class MemoryService:
     def _database(self) -> Iterator[None]:
         try:
             yield
-        except DBAPIError as exc:
-            raise ServiceUnavailable(f"the store failed: {type(exc.orig).__name__}") from exc
+        except DBAPIError as exc:  # its text is for the server's log (error_reply), not a client
+            raise ServiceUnavailable(f"the store failed: {exc.orig}") from exc
 
     def _missing(self, session: Session, grant: Grant, memory_id: int) -> Exception:
         if serving_reads.archived(session, grant.namespace, memory_id):

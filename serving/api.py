@@ -16,20 +16,16 @@ from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import Depends, FastAPI, Path, Query, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi_offline import FastAPIOffline
-from starlette.exceptions import HTTPException
 
+from serving import _api_errors as errors
 from serving._api_models import PrimeRequest, RememberRequest, SearchRequest
 from serving._body_limit import BodyLimit
-from serving._errors import ServiceError, error_reply
 from serving._search_route import SearchRoute, search_answer
 from serving._service import MAX_EPISODES, KeyFor, MemoryService
 from storage.config import Settings
-from storage.errors import InputError, RetrievalError
-from storage.inputs import printable
 from storage.keys import Grant
 from storage.records import NAMESPACE
 
@@ -73,7 +69,7 @@ def create_app(service: MemoryService) -> FastAPI:
     )
     app.state.service = service
     app.add_middleware(BodyLimit, max_bytes=service.settings.serving.max_body_bytes)
-    _errors(app, service)
+    errors.install(app, service)
 
     @app.get("/v1/health", tags=["service"])
     def health() -> dict[str, Any]:
@@ -142,46 +138,6 @@ def create_app(service: MemoryService) -> FastAPI:
         return service.queue_stats(granted(key, namespace))
 
     return app
-
-
-def _errors(app: FastAPI, service: MemoryService) -> None:
-    """Every error as ``{"error": message}`` with its status."""
-
-    def reply(status: int, message: str) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-        return JSONResponse({"error": message}, status_code=status, headers=headers)
-
-    @app.exception_handler(ServiceError)
-    @app.exception_handler(InputError)
-    @app.exception_handler(RetrievalError)
-    def service_error(_: Request, exc: Exception) -> JSONResponse:
-        status, message = error_reply(exc) or (500, str(exc))
-        return reply(status, message)
-
-    @app.exception_handler(RequestValidationError)
-    def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        # FastAPI judges the body before the endpoint checks the key: a key that is not
-        # valid still answers 401 first (this handler runs in a worker thread).
-        scheme, _, key = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and key.strip():
-            try:
-                service.authenticate(key.strip())
-            except ServiceError as refused:
-                return reply(refused.status, str(refused))
-        return reply(422, "; ".join(_problem(e) for e in exc.errors()))
-
-    @app.exception_handler(HTTPException)
-    def http_error(_: Request, exc: HTTPException) -> JSONResponse:
-        return reply(exc.status_code, str(exc.detail))
-
-
-def _problem(error: dict[str, Any]) -> str:
-    if error.get("type") == "json_invalid":  # its place is a character, not a field
-        reason = (error.get("ctx") or {}).get("error", "cannot be parsed")
-        return f"body: not valid JSON: {reason} (character {error['loc'][-1]})"
-    where = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
-    rule = str(error.get("msg", "invalid")).removeprefix("Value error, ")
-    return f"{printable(where, 80) or 'body'}: {rule}"
 
 
 def serving_app(service: MemoryService) -> SearchRoute:

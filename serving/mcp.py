@@ -10,7 +10,8 @@ The namespace is never an argument a model could change. Over stdio it is bound 
 command line (``archivist mcp --namespace NS [--read-only]``); over streamable HTTP
 (``--http``, at ``/mcp``) by the key each request presents as ``Authorization: Bearer
 <key>`` (``archivist keys create``, the HTTP API's keys): no key or a revoked one answers
-401, and a read-only key's ``remember`` or ``forget_memory`` is a tool error.
+401, and a read-only key's ``remember`` or ``forget_memory`` is a tool error. Over HTTP it
+keeps no sessions (``serve_http``).
 """
 
 from __future__ import annotations
@@ -66,7 +67,15 @@ def serve_stdio(settings: Settings, namespace: str, *, read_only: bool) -> None:
 
 
 def serve_http(settings: Settings, *, host: str, port: int) -> None:
-    """Serve streamable HTTP at ``http://host:port/mcp``, one namespace per key."""
+    """Serve streamable HTTP at ``http://host:port/mcp``, one namespace per key.
+
+    Stateless: each request is served on its own, under the grant of the key it carries,
+    and no session outlives it. Nothing here needs a session (no tool asks the client
+    anything, and the key picks the namespace on every request anyway), while the SDK's
+    sessions were one global pool (10,000, idle for 30 minutes) that a single key could
+    fill, locking every other namespace out until they expired."""
     service = MemoryService.open(settings)
     server = build_server(service, by_key, issuer=f"http://{host}:{port}")
-    server.run("streamable-http", host=host, port=port, streamable_http_path=PATH)
+    server.run(
+        "streamable-http", host=host, port=port, streamable_http_path=PATH, stateless_http=True
+    )

@@ -20,6 +20,8 @@ from pydantic_settings import (
 )
 
 from storage.config_sections import DocumentSettings as DocumentSettings
+from storage.config_sections import PrefectSettings as PrefectSettings
+from storage.config_sections import QueueSettings as QueueSettings
 from storage.config_sections import RedactionSettings as RedactionSettings
 from storage.config_sections import ServingSettings as ServingSettings
 from storage.config_sections import SyncSettings as SyncSettings
@@ -157,23 +159,6 @@ class ExtractorSettings(BaseModel):
         return self
 
 
-class QueueSettings(BaseModel):
-    """The durable write queue (seed 000), every threshold configurable."""
-
-    claim_batch: int = Field(20, ge=1, le=1000)
-    max_attempts: int = Field(3, ge=1, le=50)
-    backoff_base_seconds: float = Field(2.0, gt=0, description="retry n waits base * 2**(n-1)")
-    backoff_max_seconds: float = Field(300.0, gt=0)
-    stuck_after_seconds: float = Field(600.0, gt=0, description="processing longer is reclaimed")
-    detect_gone_workers: bool = Field(
-        True,
-        description="reclaim at once what a worker whose backend left pg_stat_activity held; "
-        "off behind a transaction-pooling proxy or where other sessions are hidden",
-    )
-    purge_completed_after_hours: float = Field(24.0, gt=0)
-    poll_seconds: float = Field(0.2, gt=0, description="continuous worker's idle poll")
-
-
 class SummariesSettings(BaseModel):
     """Near-real-time session summaries: idle sessions get their memory within minutes."""
 
@@ -271,6 +256,7 @@ class Settings(BaseSettings):
     serving: ServingSettings = Field(default_factory=ServingSettings)
     redaction: RedactionSettings = Field(default_factory=RedactionSettings)
     documents: DocumentSettings = Field(default_factory=DocumentSettings)
+    prefect: PrefectSettings = Field(default_factory=PrefectSettings)
 
     @classmethod
     def settings_customise_sources(

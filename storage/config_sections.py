@@ -144,3 +144,39 @@ class DocumentSettings(BaseModel):
         0.1, gt=0, le=0.5, description="importance a chunk gains or loses per +1 / -1"
     )
     embed_batch: int = Field(256, ge=1, le=10_000, description="chunks embedded together")
+
+
+class PrefectSettings(BaseModel):
+    """How the CLI's flow commands reach Prefect when ``PREFECT_API_URL`` chooses no server:
+    a local server that the first of them starts and keeps (``deployments.local_prefect``)."""
+
+    startup_seconds: float = Field(
+        300.0,
+        gt=0,
+        le=3600,
+        description="how long a flow command waits for the local Prefect server it starts to "
+        "answer (4-10 s on an idle machine, several times that on a busy one)",
+    )
+
+
+class QueueSettings(BaseModel):
+    """The durable write queue (seed 000), every threshold configurable."""
+
+    claim_batch: int = Field(20, ge=1, le=1000)
+    max_attempts: int = Field(3, ge=1, le=50)
+    backoff_base_seconds: float = Field(2.0, gt=0, description="retry n waits base * 2**(n-1)")
+    backoff_max_seconds: float = Field(300.0, gt=0)
+    stuck_after_seconds: float = Field(600.0, gt=0, description="processing longer is reclaimed")
+    detect_gone_workers: bool = Field(
+        True,
+        description="reclaim at once what a worker whose backend left pg_stat_activity held; "
+        "off behind a transaction-pooling proxy or where other sessions are hidden",
+    )
+    purge_completed_after_hours: float = Field(24.0, gt=0)
+    poll_seconds: float = Field(0.2, gt=0, description="continuous worker's idle poll")
+    fold_seconds: float = Field(
+        60.0,
+        gt=0,
+        description="how often the continuous worker adds the accesses searches counted to "
+        "their memories' counters (as each memory-queue-drain run does)",
+    )

@@ -82,7 +82,7 @@ def create_key(
     """A new key for ``namespace``: its id and the key, which is not stored and not shown
     again."""
     if not NAMESPACE.fullmatch(namespace):
-        raise InputError(f"bad namespace {namespace!r}")
+        raise InputError(f"bad namespace {namespace!r}: lowercase letters, digits, '.', '_', '-'")
     if label is not None and not 1 <= len(label) <= 100:
         raise InputError("a key's label is 1 to 100 characters")
     key = PREFIX + secrets.token_urlsafe(32)

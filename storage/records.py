@@ -16,9 +16,11 @@ from storage.inputs import Identifier, Label, Moment, StorableText, storable
 Role = Literal["user", "assistant", "tool", "system"]
 SessionKind = Literal["direct", "group", "subagent"]
 
-# A namespace: 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit.
+# A namespace: 1-100 lowercase letters, digits, '.', '_' or '-', starting with a letter or
+# digit. Lowercase: it names a folder, and ALICE's and alice's would be one on a filesystem
+# that ignores case (macOS's and Windows' defaults).
 # Check it with NAMESPACE.fullmatch: `$` alone also matches before a trailing newline.
-NAMESPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+NAMESPACE_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
 NAMESPACE = re.compile(NAMESPACE_PATTERN)
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""Read-only overview queries behind ``archivist status``: runs, queue, memory counts."""
+"""Read-only overview queries behind ``archivist status``: runs, queue, memory and document
+counts, and which namespaces the store knows (the CLI's hint for a namespace typed wrong)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,28 @@ OLDEST_PENDING = text("SELECT min(available_at) FROM memory_write_queue WHERE st
 MEMORIES_BY_NAMESPACE_TIER = text(
     """
     SELECT namespace, tier, count(*) AS n FROM memories GROUP BY namespace, tier
+    """
+)
+DOCUMENTS_BY_NAMESPACE = text(
+    """
+    SELECT d.namespace, count(*), coalesce(sum(c.n), 0)
+    FROM documents d
+    LEFT JOIN (SELECT document_id, count(*) AS n FROM document_chunks GROUP BY document_id) c
+        ON c.document_id = d.id
+    GROUP BY d.namespace
+    """
+)
+HOLDS_ANYTHING = text(
+    """
+    SELECT EXISTS (SELECT 1 FROM memories WHERE namespace = :ns)
+        OR EXISTS (SELECT 1 FROM chat_sessions WHERE namespace = :ns)
+        OR EXISTS (SELECT 1 FROM documents WHERE namespace = :ns)
+    """
+)
+KNOWN_NAMESPACES = text(
+    """
+    SELECT namespace FROM memories UNION SELECT namespace FROM chat_sessions
+    UNION SELECT namespace FROM documents ORDER BY 1 LIMIT :limit
     """
 )
 
@@ -81,3 +104,19 @@ def memory_counts(conn: Connection) -> dict[str, dict[str, int]]:
     for namespace, tier, n in conn.execute(MEMORIES_BY_NAMESPACE_TIER):
         counts.setdefault(str(namespace), {})[str(tier)] = int(n)
     return counts
+
+
+def document_counts(conn: Connection) -> dict[str, tuple[int, int]]:
+    """Documents and their chunks per namespace."""
+    rows = conn.execute(DOCUMENTS_BY_NAMESPACE)
+    return {str(ns): (int(docs), int(chunks)) for ns, docs, chunks in rows}
+
+
+def holds_anything(conn: Connection, namespace: str) -> bool:
+    """Whether ``namespace`` has a memory, a session or a document."""
+    return bool(conn.execute(HOLDS_ANYTHING, {"ns": namespace}).scalar())
+
+
+def known_namespaces(conn: Connection, limit: int = 20) -> list[str]:
+    """The first ``limit`` namespaces that hold memories, sessions or documents, by name."""
+    return [str(ns) for ns in conn.execute(KNOWN_NAMESPACES, {"limit": limit}).scalars()]

@@ -1,5 +1,12 @@
 """The CLI's commands: a public module each, imported lazily to keep ``archivist --help`` fast."""
 
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import click
+
 # What --as-of accepts: a day, or a time with or without a UTC offset (without one, the time
 # is read in ARCHIVIST_TIMEZONE).
 AS_OF_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
@@ -16,3 +23,46 @@ def revealed(text: str) -> str:
 
     with Session(open_store(load_settings()).engine) as session:
         return reveal(session, text)
+
+
+class AsOf(click.DateTime):
+    """``--as-of``: click's DateTime over ``AS_OF_FORMATS``, refusing with examples to type
+    rather than strptime patterns."""
+
+    name = "as_of"
+
+    def __init__(self) -> None:
+        super().__init__(AS_OF_FORMATS)
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        return "YYYY-MM-DD[THH:MM:SS[+HH:MM]]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, datetime):
+            return value
+        for format in AS_OF_FORMATS:
+            try:
+                return datetime.strptime(value, format)
+            except ValueError:
+                continue
+        self.fail(
+            f"{value!r} is not a day or a time: type 2026-11-20, 2026-11-20T23:00:00 "
+            "or 2026-11-20T23:00:00+01:00",
+            param,
+            ctx,
+        )
+
+
+AS_OF = AsOf()
+
+
+def check_namespace(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """``--namespace``, checked before anything runs (a flow would refuse it as it starts)."""
+    from storage.records import NAMESPACE
+
+    if value is not None and not NAMESPACE.fullmatch(value):
+        raise click.BadParameter(
+            f"{value!r}: 1 to 100 lowercase letters, digits, '.', '_' or '-', starting with a "
+            "letter or digit"
+        )
+    return value

@@ -18,6 +18,7 @@ import click
 
 from deployments.settings_loader import load_settings
 from storage.config import Settings
+from storage.errors import InputError
 from storage.inputs import printable
 
 if TYPE_CHECKING:
@@ -39,19 +40,23 @@ def docs_group() -> None:
 @click.option("--tag", help="Label the documents (purge --tag removes them together).")
 @click.option("--chunk-size", type=int, default=None, help="Characters per chunk, at most.")
 @click.option("--overlap", type=int, default=None, help="Characters a long section's chunks share.")
+@click.option(
+    "--prune", is_flag=True, help="Drop documents of the folders whose files are gone from them."
+)
 def ingest_command(
     namespace: str,
     urls: tuple[str, ...],
     tag: str | None,
     chunk_size: int | None,
     overlap: int | None,
+    prune: bool,
 ) -> None:
     """Read Markdown, text, HTML and PDF files (folders, files, s3://...) into NAMESPACE."""
     from deployments.progress import progress_bars
 
     settings = load_settings()
     with progress_bars() as bars:
-        run_ingest(settings, namespace, urls, tag, chunk_size, overlap, bars)
+        run_ingest(settings, namespace, urls, tag, chunk_size, overlap, bars, prune=prune)
 
 
 def run_ingest(
@@ -63,8 +68,11 @@ def run_ingest(
     overlap: int | None,
     bars: Bars,
     at: datetime | None = None,
+    *,
+    prune: bool = False,
 ) -> DocsReport:
-    """Ingest with progress, then counts and every skipped file with its reason."""
+    """Ingest with progress, then counts, every skipped file with its reason, and the
+    documents whose files are gone (dropped with ``prune``)."""
     from storage.connect import connect
     from tasks.documents import Chunking, check_names, ingest_documents
 
@@ -87,6 +95,8 @@ def run_ingest(
         on_progress=lambda done, total: bars.update(
             FILES, done, total, line=f"  {done}/{total} files read"
         ),
+        prune=prune,
+        actor=f"cli:{getpass.getuser()}",
     )
     for uri, reason, detail in report.problems:
         shown = f"  skipped {printable(uri, 300)}: {reason}"
@@ -97,7 +107,29 @@ def run_ingest(
         f"{report.unchanged} unchanged, {report.retagged} retagged; {report.chunks} chunks "
         f"written; skipped: {skipped or 'none'}"
     )
+    _say_gone(report, bars.echo)
+    missing = [uri for uri, reason, _ in report.problems if reason == "not_found"]
+    if missing:  # a path typed wrong is an error, though the others were ingested
+        raise InputError(
+            f"not found: {', '.join(missing)}; give a folder, a file or s3://bucket/prefix "
+            "that exists"
+        )
     return report
+
+
+def _say_gone(report: DocsReport, echo: Echo) -> None:
+    """The documents whose files left the ingested folders: dropped, or how to drop them."""
+    if not report.gone:
+        return
+    for uri in report.gone:
+        echo(f"  {'dropped' if report.pruned else 'file gone'}: {uri}")
+    if report.pruned:
+        echo(f"dropped {report.pruned} documents whose files are gone, with their chunks")
+    else:
+        echo(
+            f"{len(report.gone)} documents whose files are gone are still searchable; "
+            "run the same ingest with --prune to drop them"
+        )
 
 
 @docs_group.command("list")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from deployments.commands import AS_OF_FORMATS, revealed
+from deployments.commands import AS_OF, check_namespace, revealed
 from deployments.settings_loader import load_settings
 from storage.config import Settings
 
@@ -51,8 +51,8 @@ def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> s
 
 
 @click.command("aging")
-@click.option("--as-of", type=click.DateTime(AS_OF_FORMATS), default=None)
-@click.option("--namespace", help="Only this namespace.")
+@click.option("--as-of", type=AS_OF, default=None)
+@click.option("--namespace", callback=check_namespace, help="Only this namespace.")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
 @click.option(
     "--shard",
@@ -64,11 +64,13 @@ def aging_command(
     as_of: datetime | None, namespace: str | None, dry_run: bool, shard: str | None
 ) -> None:
     """Run memory-aging once: decay, compress, archive, delete (when enabled)."""
+    from deployments.local_prefect import use_prefect
     from deployments.progress import progress_bars
 
     settings = load_settings()
     if as_of is not None and as_of.tzinfo is None:
         as_of = as_of.replace(tzinfo=settings.tz)
+    use_prefect(settings)
     with progress_bars() as bars, bars.following_runs():
         from flows.aging import memory_aging  # Prefect: after following_runs
 

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import click
 
-from deployments.commands import AS_OF_FORMATS
+from deployments.commands import AS_OF
 from deployments.settings_loader import load_settings
 from storage.config import Settings
 
@@ -26,10 +26,14 @@ def run_quality_report(
 @click.command("quality")
 @click.option(
     "--as-of",
-    type=click.DateTime(AS_OF_FORMATS),
+    type=AS_OF,
     default=None,
     help="Reference time (default now); without an offset, in ARCHIVIST_TIMEZONE.",
 )
 def quality_command(as_of: datetime | None) -> None:
     """Run memory-quality-report once; exits 1 when a critical expectation fails."""
-    run_quality_report(load_settings(), as_of, click.echo)
+    from deployments.local_prefect import use_prefect
+
+    settings = load_settings()
+    use_prefect(settings)
+    run_quality_report(settings, as_of, click.echo)

@@ -25,7 +25,7 @@ from storage.errors import InputError
 from storage.json_depth import NestedTooDeeply, load_json
 from storage.migrate import require_current
 from storage.queue import Enqueued
-from tasks.queue import DrainReport, default_worker_name, drain_once, run_worker
+from tasks.queue import DrainReport, default_worker_name, drain_once, fold_pending, run_worker
 
 Echo = Callable[[str], None]
 
@@ -97,6 +97,7 @@ def work(settings: Settings, once: bool, echo: Echo) -> DrainReport:
 
     if once:
         report = drain_once(store.engine, embedder, settings, name, on_batch=show)
+        report.accesses_folded = fold_pending(store.engine)
     else:
         echo(f"worker {name}: draining; Ctrl-C or SIGTERM stops")
         with _stop_on_signals() as stop:
@@ -105,7 +106,8 @@ def work(settings: Settings, once: bool, echo: Echo) -> DrainReport:
             )
     echo(
         f"worker stopped: {report.completed} completed, {report.retried} retry later, "
-        f"{report.dead} dead, {report.reclaimed} reclaimed"
+        f"{report.dead} dead, {report.reclaimed} reclaimed; {report.accesses_folded} "
+        "accesses folded into their memories"
     )
     return report
 

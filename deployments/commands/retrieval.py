@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import click
+
 from storage.config import Settings
 from storage.embedding import preload_model
 from storage.retrieval import Hit, Retriever, TimeRange, cite, source_entries
@@ -50,6 +52,20 @@ def run_search(
         weights=chosen,
         record_access=record_access,
     )
+
+
+def namespace_hint(settings: Settings, namespace: str) -> str | None:
+    """For a namespace that holds nothing (a typo?), the namespaces that do; else None."""
+    from storage.engine import open_store
+    from storage.status import holds_anything, known_namespaces
+
+    with open_store(settings).engine.connect() as conn:
+        if holds_anything(conn, namespace):
+            return None
+        known = known_namespaces(conn)
+    if not known:
+        return "the store holds no namespace yet: `archivist ingest PATH` or `archivist demo`"
+    return f"namespace {namespace!r} holds nothing; namespaces that do: {', '.join(known)}"
 
 
 def render_hits(hits: Sequence[Hit], explain: bool, echo: Echo) -> None:
@@ -99,6 +115,10 @@ def run_prime(
     if message:  # only a first message is searched for, and so embedded
         preload_model(settings.embedding)  # the model loads while the store opens
     priming = Retriever.from_settings(settings).prime(namespace, message)
+    if not (priming.facts or priming.episodes or priming.open_threads):
+        hint = namespace_hint(settings, namespace)
+        if hint is not None:
+            click.echo(f"note: {hint}", err=True)
     if as_document:
         from serving import priming_view
 

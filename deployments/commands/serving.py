@@ -69,7 +69,10 @@ def mcp_command(
     if namespace is None:
         raise click.UsageError("stdio serves one namespace: give --namespace NS")
     if not NAMESPACE.fullmatch(namespace):
-        raise click.BadParameter(f"bad namespace {namespace!r}", param_hint="--namespace")
+        raise click.BadParameter(
+            f"bad namespace {namespace!r}: lowercase letters, digits, '.', '_', '-'",
+            param_hint="--namespace",
+        )
     serve_stdio(settings, namespace, read_only=read_only)
 
 

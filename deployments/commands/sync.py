@@ -54,9 +54,11 @@ def stop_embedded(settings: Settings) -> str:
 
 def ingest_transcripts(settings: Settings, url: str, bars: Bars) -> IngestReport:
     """Load transcripts and print counts and every problem."""
+    from deployments.commands.inputs import check_transcripts
     from storage.migrate import require_current
 
     echo = bars.echo
+    check_transcripts(settings, url)
     store = open_store(settings)
     require_current(store.engine, settings)
     fs, root = fsspec.core.url_to_fs(url, **settings.storage_options)
@@ -78,8 +80,9 @@ def ingest_transcripts(settings: Settings, url: str, bars: Bars) -> IngestReport
     for problem in report.problems:
         echo(f"  bad input: {problem}")
     echo(
-        f"ingested {report.sessions} sessions, {report.messages} messages from {report.files} "
-        f"files; {len(report.problems)} problems, {report.empty_content} empty messages"
+        f"ingested {counted(report.sessions, 'session')}, {counted(report.messages, 'message')} "
+        f"from {counted(report.files, 'file')}; {counted(len(report.problems), 'problem')}, "
+        f"{counted(report.empty_content, 'empty message')}"
     )
     return report
 
@@ -119,8 +122,20 @@ def demo_days(settings: Settings, days: int, now: datetime) -> list[datetime]:
     ]
 
 
-def run_demo(settings: Settings, days: int, bars: Bars, now: datetime | None = None) -> None:
-    """Sample data in, daily sync back-filled day by day, and where to look."""
+def counted(n: int, thing: str, things: str | None = None) -> str:
+    """``1 session``, ``2 sessions`` (``things``: a plural that is not ``thing`` + s)."""
+    return f"{n} {thing}" if n == 1 else f"{n} {things or thing + 's'}"
+
+
+def run_demo(
+    settings: Settings,
+    days: int,
+    bars: Bars,
+    now: datetime | None = None,
+    command: str = "archivist",
+) -> None:
+    """Sample data in, daily sync back-filled day by day, and where to look; ``command`` is
+    how the user types ``archivist`` (``.venv/bin/archivist`` when it is not on PATH)."""
     from flows.daily_sync import memory_sync_daily
     from flows.weekly_tidy import memory_weekly_tidy
     from storage.embedding import preload_model
@@ -136,18 +151,19 @@ def run_demo(settings: Settings, days: int, bars: Bars, now: datetime | None = N
     written = write_transcripts(fs, root, files)
     echo(f"sample transcripts: {len(files)} files in {root} ({written} new or changed)")
     ingest_transcripts(settings, root, bars)
-    echo(f"back-filling memory-sync-daily for {len(runs)} days (Prefect starts first)...")
+    echo(f"back-filling memory-sync-daily for {len(runs)} days...")
     bars.update(DAYS, 0, len(runs))
     for number, as_of in enumerate(runs, start=1):
         report = memory_sync_daily(as_of=as_of)
         bars.update(DAYS, number, len(runs), f"{as_of:%Y-%m-%d}")
         w = report.written
         echo(
-            f"  [{number:>2}/{len(runs)}] {as_of:%Y-%m-%d %H:%M}: {report.sessions_seen} sessions,"
+            f"  [{number:>2}/{len(runs)}] {as_of:%Y-%m-%d %H:%M}: "
+            f"{counted(report.sessions_seen, 'session')},"
             f" {w.sessions} written, {report.unchanged + report.later_state} unchanged,"
             f" {report.skipped_few_user_messages + report.skipped_no_user_message} too short,"
-            f" {w.memories_added} memories,"
-            f" {report.blocks_appended} blocks"
+            f" {counted(w.memories_added, 'memory', 'memories')},"
+            f" {counted(report.blocks_appended, 'block')}"
         )
     # The model's query graph, built (once per machine) and kept while the tidy runs: the
     # search suggested below then starts at once. The process waits for it at exit.
@@ -164,10 +180,21 @@ def run_demo(settings: Settings, days: int, bars: Bars, now: datetime | None = N
         count = len(memory.fs.glob(f"{memory.root}/{name}/memory/**/*.md"))
         has = "MEMORY.md and " if memory.fs.exists(f"{memory.root}/{name}/MEMORY.md") else ""
         echo(f"  {name}: {has}{count} daily files")
-    echo("run `archivist demo` or `archivist sync` again: an unchanged day writes nothing.")
+    echo(f"run `{command} demo` or `{command} sync` again: an unchanged day writes nothing.")
+    ui = _prefect_ui()
+    if ui is not None:
+        echo(f"Prefect UI: {ui}/runs (this demo's {len(runs)} runs of memory-sync-daily are there)")
     if namespaces:
         first = namespaces[0]
         echo("try next:")
-        echo(f'  archivist search {first} "what did we plan?" --explain')
-        echo(f'  archivist prime {first} "Hi again!"')
-        echo("  archivist status")
+        echo(f'  {command} search {first} "what did we plan?" --explain')
+        echo(f'  {command} prime {first} "Hi again!"')
+        echo(f"  {command} status")
+
+
+def _prefect_ui() -> str | None:
+    """The address of the UI of the Prefect API this process used (Prefect is loaded)."""
+    from prefect.settings import PREFECT_UI_URL
+
+    ui = PREFECT_UI_URL.value()
+    return str(ui).rstrip("/") if ui else None

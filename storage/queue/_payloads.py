@@ -101,7 +101,7 @@ def validate_payload(namespace: str, op: str, payload: object) -> Payload:
     """The payload parsed for ``op``; anything wrong raises ``InputError`` naming the field."""
     if not isinstance(namespace, str) or not NAMESPACE.fullmatch(namespace):
         raise InputError(
-            f"namespace {namespace!r} is not valid: use 1-100 letters, digits, '.', '_' or '-', "
+            f"namespace {namespace!r} is not valid: use 1-100 lowercase letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
         )
     model = MODELS.get(op)

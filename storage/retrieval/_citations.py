@@ -53,7 +53,7 @@ class CitationBook:
     def label(self, hit: Hit) -> str:
         """The hit's label in this conversation, given it now if it has none yet."""
         noun = "Doc" if hit.kind == DOC_KIND else "Memory"
-        key = (noun, hit.memory_id)
+        key = (noun, hit.ref[1])
         if key not in self._labels:
             self._counts[noun] = self._counts.get(noun, 0) + 1
             self._labels[key] = f"[{noun} {self._counts[noun]}]"
@@ -95,7 +95,7 @@ def doc_provenance(hit: Hit) -> str:
     document, its title, the heading the chunk sits under, the source and the span."""
     doc = hit.doc
     if doc is None:  # a hit of kind doc built without its source (not from search)
-        return f"chunk {hit.memory_id}"
+        return f"chunk {hit.ref[1]}"
     under = f" § {doc.heading}" if doc.heading and doc.heading != doc.title else ""
     tag = f", tag {doc.tag}" if doc.tag else ""
     return (

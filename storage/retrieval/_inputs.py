@@ -43,7 +43,9 @@ def check_request(
     """Refuse a search that cannot be answered, saying why; ``what`` names the query as the
     caller was given it (priming's first message)."""
     if not NAMESPACE.fullmatch(namespace):
-        raise RetrievalError(f"bad namespace {namespace!r}: letters, digits, '.', '_', '-'")
+        raise RetrievalError(
+            f"bad namespace {namespace!r}: lowercase letters, digits, '.', '_', '-'"
+        )
     if not query or not query.strip():
         raise RetrievalError(f"empty {what}: say what to search for")
     try:

@@ -152,7 +152,7 @@ def one_per_source(hits: Iterable[Hit], limit: int | None = None) -> list[Hit]:
                 continue
             seen.append(messages)
         kept.append(hit)
-        if hit.kind != DOC_KIND:
+        if hit.memory_id is not None:  # a memory (a chunk's id is no memory's)
             shown.add(hit.memory_id)
         if limit is not None and len(kept) >= limit:
             break
@@ -208,8 +208,9 @@ def hit_of(
     *,
     low_confidence: bool = False,
 ) -> Hit:
+    doc = doc_source(row)
     return Hit(
-        memory_id=row.id,
+        memory_id=None if doc is not None else row.id,
         namespace=row.namespace,
         kind=row.kind,
         content=row.content,
@@ -223,5 +224,5 @@ def hit_of(
         tier=row.tier,
         sources=tuple(getattr(row, "sources", None) or ()),
         low_confidence=low_confidence,
-        doc=doc_source(row),
+        doc=doc,
     )

@@ -28,7 +28,7 @@ from sqlalchemy.exc import DBAPIError
 from storage import scoring
 from storage.config import RetrievalSettings, Settings
 from storage.embedding import Embedder
-from storage.errors import RetrievalError
+from storage.errors import RetrievalError, StorageError
 from storage.records import NAMESPACE
 from storage.retrieval._archived import ArchiveReader, ColdQuery, archived_candidates, demote
 from storage.retrieval._candidates import (
@@ -143,7 +143,7 @@ class Retriever:
                 if record_access and hits:
                     self._record(tx, namespace, hits, query, now)
         except DBAPIError as exc:
-            raise RetrievalError(f"search in namespace {namespace!r} failed: {exc.orig}") from exc
+            raise StorageError(f"search in namespace {namespace!r} failed: {exc.orig}") from exc
         return hits
 
     def prime(
@@ -156,12 +156,14 @@ class Retriever:
     ) -> Priming:
         """What to remember when a conversation starts (seed 003), with readable text."""
         if not NAMESPACE.fullmatch(namespace):
-            raise RetrievalError(f"bad namespace {namespace!r}")
+            raise RetrievalError(
+                f"bad namespace {namespace!r}: lowercase letters, digits, '.', '_', '-'"
+            )
         now = aware(as_of) if as_of is not None else datetime.now(UTC)
         try:
             return build_priming(self, namespace, initial_message, now, record_access)
         except DBAPIError as exc:
-            raise RetrievalError(f"priming namespace {namespace!r} failed: {exc.orig}") from exc
+            raise StorageError(f"priming namespace {namespace!r} failed: {exc.orig}") from exc
 
     def query_vector(self, namespace: str, query: str, *, what: str = "query") -> np.ndarray:
         """The query's vector, once the request is known to be well-formed (errors name it

@@ -31,12 +31,13 @@ class DocSource:
 class Hit:
     """One retrieved memory, its score, why it scored so, and where it came from.
 
-    A chunk of a knowledge document is a hit of kind ``"doc"``: its ``memory_id`` is the
-    chunk's id (not a memory's), ``tier`` is ``"document"``, ``occurred_at`` the time its
-    text was ingested, and ``doc`` says which document and span it is.
+    A chunk of a knowledge document is a hit of kind ``"doc"``: it is no memory, so its
+    ``memory_id`` is None (a memory call given the chunk's id would act on another row);
+    ``doc`` says which document, chunk (``doc.chunk_id``) and span it is, ``tier`` is
+    ``"document"`` and ``occurred_at`` the time its text was ingested.
     """
 
-    memory_id: int
+    memory_id: int | None
     namespace: str
     kind: str
     content: str
@@ -54,6 +55,14 @@ class Hit:
     # embedder's ``min_cosine``): ranked, but likely not what was asked for.
     low_confidence: bool = False
     doc: DocSource | None = None
+
+    @property
+    def ref(self) -> tuple[str, int]:
+        """What the hit is, as ``("memory", id)`` or ``("doc", chunk id)``."""
+        if self.doc is not None:
+            return "doc", self.doc.chunk_id
+        assert self.memory_id is not None, "a memory hit has its memory's id"
+        return "memory", self.memory_id
 
     def explain(self) -> str:
         """The score from its factors (``scoring.composite``), then the unweighted parts."""

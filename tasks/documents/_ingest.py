@@ -30,6 +30,8 @@ from storage.errors import ROWS_REFUSED, InputError
 from storage.inputs import storable
 from storage.records import NAMESPACE
 from tasks.documents._chunk import Span, chunk
+from tasks.documents._gone import gone_documents, ingested_folders
+from tasks.documents._gone import prune as prune_gone
 from tasks.documents._read import Skip, format_of, parse
 
 OnProgress = Callable[[int, int], None]
@@ -65,6 +67,8 @@ class DocsReport:
     chunks: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     problems: list[tuple[str, str, str]] = field(default_factory=list)
+    gone: list[str] = field(default_factory=list)  # documents whose files left the folder
+    pruned: int = 0  # of those, dropped (prune)
 
     def skip(self, uri: str, reason: str, detail: str = "") -> None:
         self.skipped[reason] += 1
@@ -83,7 +87,7 @@ class Source:
 def check_names(namespace: str, tag: str | None) -> None:
     """Refuse a bad namespace or tag before anything is read."""
     if not NAMESPACE.fullmatch(namespace):
-        raise InputError(f"bad namespace {namespace!r}: letters, digits, '.', '_', '-'")
+        raise InputError(f"bad namespace {namespace!r}: lowercase letters, digits, '.', '_', '-'")
     if tag is not None and not (0 < len(tag) <= MAX_TAG and tag.isprintable()):
         raise InputError(f"bad tag {tag[:120]!r}: 1 to {MAX_TAG} printable characters")
 
@@ -133,8 +137,12 @@ def ingest_documents(
     options: dict[str, Any] | None = None,
     on_progress: OnProgress | None = None,
     embed_batch: int = 256,
+    prune: bool = False,
+    actor: str = "ingest",
 ) -> DocsReport:
-    """Ingest the files under ``urls`` into ``namespace``; bad files are skipped, counted."""
+    """Ingest the files under ``urls`` into ``namespace``; bad files are skipped, counted.
+    Documents under an ingested folder whose files are gone are reported, and with
+    ``prune`` dropped (audited under ``actor``)."""
     check_names(namespace, tag)
     chunking.check()
     report = DocsReport()
@@ -158,6 +166,11 @@ def ingest_documents(
         )
         if on_progress is not None:
             on_progress(done, len(files))
+    gone = gone_documents(ingested_folders(urls, options or {}), stored)
+    report.gone = sorted(gone)
+    if prune and gone:
+        prune_gone(engine, namespace, gone, actor)
+        report.pruned = len(gone)
     return report
 
 

@@ -1,10 +1,12 @@
 """Readers: a file's bytes to a title and Markdown-like text (headings as ``#`` lines,
 paragraphs apart by a blank line), or a ``Skip`` with its reason.
 
-Markdown and plain text are decoded as UTF-8; HTML goes through BeautifulSoup (the standard
-library's ``html.parser``), its headings becoming ``#`` lines; PDF through pypdf, one page
-after another. What cannot give text is skipped with a reason, never raised further:
-``binary`` (not UTF-8, or control characters), ``empty`` (no text), ``unreadable_pdf``
+Markdown and plain text are decoded as UTF-8, or as UTF-16 or UTF-32 when a byte order
+mark says so (Windows editors save "Unicode" text that way); HTML goes through
+BeautifulSoup (the standard library's ``html.parser``), its headings becoming ``#`` lines;
+PDF through pypdf, one page after another. What cannot give text is skipped with a
+reason, never raised further: ``binary`` (not UTF-8 or what its byte order mark says, or
+control characters), ``empty`` (no text), ``unreadable_pdf``
 (pypdf cannot parse it, or it is encrypted), ``unsupported_format`` (no reader for the
 extension). Ingest adds ``too_large`` (over the size cap, checked before reading),
 ``unreadable`` (the file system refused it), ``not_found``, ``outside_folder`` (a file
@@ -14,6 +16,7 @@ cannot hold, such as one whose bytes are not UTF-8, or a row the database refuse
 
 from __future__ import annotations
 
+import codecs
 import io
 import logging
 import re
@@ -115,11 +118,23 @@ def parse(path: str, data: bytes) -> Parsed:
     return Parsed(kind, _title(title and _storable(title), text, stem), text)
 
 
+# Text that says its encoding by a byte order mark: UTF-32 first (its little-endian mark
+# begins with UTF-16's). Without one, text is read as UTF-8.
+_MARKS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
 def _decode(data: bytes) -> str:
+    encoding = next((name for mark, name in _MARKS if data.startswith(mark)), "utf-8-sig")
     try:
-        text = data.decode("utf-8-sig")
+        text = data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise Skip("binary", f"not UTF-8 at byte {exc.start}") from None
+        said = "UTF-8" if encoding == "utf-8-sig" else f"{encoding.upper()} (its byte order mark)"
+        raise Skip("binary", f"not {said} at byte {exc.start}") from None
     if len(_CONTROL.findall(text[:65536])) > 0:
         raise Skip("binary", "control characters")
     return text

@@ -24,6 +24,25 @@ from storage.records import NAMESPACE_PATTERN
 from tasks.sync import Problem, Transcript, not_utf8, parse_transcript, split_lines
 
 _FIRST_ON = re.compile(r"first on line (\d+)")
+# The categories of the labelled sets (bench/data/eval/README.md); another one is kept and
+# scored under its own name, but reported, since a typo would split a category in two.
+CATEGORIES = frozenset(
+    {
+        "single-hop",
+        "paraphrase",
+        "multi-hop",
+        "temporal",
+        "knowledge-update",
+        "preference",
+        "unanswerable",
+        "nonsense",
+        "adversarial-namespace",
+        "old-evidence",
+        "multilingual-de",
+        "multilingual-es",
+        "multilingual-ja",
+    }
+)
 
 
 class EvalQuery(BaseModel):
@@ -122,7 +141,7 @@ def read_sessions(
     ]
     transcripts: list[Transcript] = []
     first_line: dict[str, int] = {}
-    for start, end in zip(starts, [*starts[1:], len(lines)], strict=True):
+    for start, end in zip(starts, [*starts[1:], len(lines)][: len(starts)], strict=True):
         transcript, found = parse_transcript(name, "\n".join(lines[start:end]), now)
         problems += [_shift(p, start) for p in found]
         if transcript is None:
@@ -142,21 +161,36 @@ def check_evidence(
 ) -> tuple[list[EvalQuery], list[Problem]]:
     """Questions whose evidence is in the sessions file, in their namespace; the rest reported."""
     namespaces = {t.session.id: t.session.namespace for t in transcripts}
-    messages = {f"{t.session.id}:{m.id}" for t in transcripts for m in t.messages}
+    said_at = {f"{t.session.id}:{m.id}": m.timestamp for t in transcripts for m in t.messages}
     kept: list[EvalQuery] = []
     problems: list[Problem] = []
     for lineno, query in queries:
         wrong = [s for s in query.evidence_session_ids if namespaces.get(s) != query.namespace]
-        missing = [m for m in query.evidence_message_ids if m not in messages]
+        missing = [m for m in query.evidence_message_ids if m not in said_at]
+        later = [
+            m for m in query.evidence_message_ids if m in said_at and said_at[m] > query.asked_at
+        ]
         if wrong:
             reason = f"evidence sessions {wrong} are not sessions of namespace {query.namespace!r}"
         elif missing:
             reason = f"evidence messages {missing} are not in the sessions file"
+        elif later:
+            asked = query.asked_at.isoformat()
+            reason = f"evidence messages {later} were said after the question (asked_at {asked})"
         else:
             kept.append(query)
+            if query.category not in CATEGORIES:
+                problems.append(Problem(name, lineno, _unknown_category(query)))
             continue
         problems.append(Problem(name, lineno, f"question {query.id!r}: {reason}; skipped"))
     return kept, problems
+
+
+def _unknown_category(query: EvalQuery) -> str:
+    return (
+        f"question {query.id!r}: unknown category {query.category!r} (known: "
+        f"{', '.join(sorted(CATEGORIES))}); kept, scored under its own name"
+    )
 
 
 @dataclass(frozen=True)
@@ -175,6 +209,11 @@ def load_inputs(sessions: tuple[str, str], queries: tuple[str, str]) -> EvalInpu
     instants (1900 to 2200, ``storage.inputs``), and a set may be dated ahead of the clock.
     """
     transcripts, problems = read_sessions(*sessions, now=LATEST_INSTANT)
+    if not transcripts:
+        raise InputError(
+            f"no session in {sessions[0]}: each session starts with a line "
+            '{"type": "session", ...} (the transcript format), its messages after it'
+        )
     numbered, query_problems = read_queries(*queries)
     checked, evidence_problems = check_evidence(queries[0], numbered, transcripts)
     if not checked:

@@ -63,7 +63,7 @@ def forget(
 ) -> ForgetOutcome:
     """Erase everything of a namespace (optionally exporting it first); one audit row."""
     if not NAMESPACE.fullmatch(namespace):
-        raise InputError("bad namespace name: use letters, digits, '.', '_' or '-'")
+        raise InputError("bad namespace name: use lowercase letters, digits, '.', '_' or '-'")
     out = ForgetOutcome(namespace)
     if export_to is not None:
         options = export_options or {}

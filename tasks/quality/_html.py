@@ -36,8 +36,8 @@ def write_html_report(report: QualityReport, reports_dir: Path) -> Path:
     page = folder / f"{report.as_of.strftime('%Y-%m-%dT%H%M%S')}Z.html"
     body = render(report)
     for target in (page, folder / "latest.html"):
-        _replace(target, body)
-    _replace(folder / "index.html", render_index(folder))
+        replace_file(target, body)
+    replace_file(folder / "index.html", render_index(folder))
     return page
 
 
@@ -47,27 +47,29 @@ def render(report: QualityReport) -> str:
         if report.success
         else f'<span class="bad">failed: {report.critical_failures} critical</span>'
     )
-    when = _e(report.as_of.strftime("%Y-%m-%d %H:%M %Z").strip())
+    when = escape(report.as_of.strftime("%Y-%m-%d %H:%M %Z").strip())
     parts = [f"<h1>Memory quality as of {when}: {verdict}</h1>", _suites(report)]
     if report.failed:
         parts += ["<h2>Failed expectations</h2>", _checks(report.failed)]
     parts += ["<h2>Every expectation</h2>", _checks(report.checks)]
     if report.skipped:
-        items = "".join(f"<li>{_e(reason)}</li>" for reason in report.skipped)
+        items = "".join(f"<li>{escape(reason)}</li>" for reason in report.skipped)
         parts += ["<h2>Not checked</h2>", f"<ul>{items}</ul>"]
     parts.append('<p><small><a href="index.html">every report</a></small></p>')
-    return _page(f"Memory quality {when}", "\n".join(parts))
+    return page_html(f"Memory quality {when}", "\n".join(parts))
 
 
 def render_index(folder: Path) -> str:
     names = sorted((p.name for p in folder.iterdir() if _REPORT.match(p.name)), reverse=True)
-    rows = "".join(f'<li><a href="{_e(n)}">{_e(n.removesuffix(".html"))}</a></li>' for n in names)
-    return _page("Memory quality reports", f"<h1>Memory quality reports</h1><ul>{rows}</ul>")
+    rows = "".join(
+        f'<li><a href="{escape(n)}">{escape(n.removesuffix(".html"))}</a></li>' for n in names
+    )
+    return page_html("Memory quality reports", f"<h1>Memory quality reports</h1><ul>{rows}</ul>")
 
 
 def _suites(report: QualityReport) -> str:
     rows = "".join(
-        f"<tr><td>{_e(suite)}</td><td class=n>{c['evaluated']}</td>"
+        f"<tr><td>{escape(suite)}</td><td class=n>{c['evaluated']}</td>"
         f"<td class=n>{c['failed']}</td><td class=n>{c['critical']}</td></tr>"
         for suite, c in report.suite_results().items()
     )
@@ -86,25 +88,25 @@ def _checks(checks: tuple[CheckOutcome, ...]) -> str:
                 "critical</span>" if c.critical else "warning</span>"
             )
         rows.append(
-            f"<tr><td>{_e(c.suite)}.{_e(c.check)}<br><small><code>{_e(c.expectation)}"
-            f"</code></small></td><td>{result}</td><td>{_e(c.observed)}</td>"
-            f"<td>{'<br>'.join(_e(x) for x in c.examples)}</td></tr>"
+            f"<tr><td>{escape(c.suite)}.{escape(c.check)}<br><small><code>{escape(c.expectation)}"
+            f"</code></small></td><td>{result}</td><td>{escape(c.observed)}</td>"
+            f"<td>{'<br>'.join(escape(x) for x in c.examples)}</td></tr>"
         )
     return f"<table>{head}{''.join(rows)}</table>"
 
 
-def _page(title: str, body: str) -> str:
+def page_html(title: str, body: str) -> str:
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{title}</title><style>{STYLE}</style></head><body>{body}</body></html>\n"
     )
 
 
-def _e(value: object) -> str:
+def escape(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _replace(path: Path, text: str) -> None:
+def replace_file(path: Path, text: str) -> None:
     """Readers see the old page or the new one, never half of it."""
     temporary = path.with_name(f".{path.name}.tmp")
     temporary.write_text(text, encoding="utf-8")

@@ -2,8 +2,9 @@
 
 GX is imported only inside these functions (3-5 s), so importing the flow stays cheap. The
 context is ephemeral; its Data Docs site (``QualitySettings.site_name``) is written to
-``<reports_dir>/data_docs`` and its ``index.html`` shows the latest run. Data Docs need a
-network for their styles, so each run also writes a self-contained page (``_html``). The store's URL
+``<reports_dir>/data_docs``; its ``index.html``, which GX draws with scripts from CDNs, is
+replaced by a static one (``_data_docs``). Data Docs need a network for their styles, so
+each run also writes a self-contained page (``_html``). The store's URL
 goes to ``add_sql``: ``add_postgres`` rejects the embedded server's unix-socket URL.
 """
 
@@ -23,6 +24,7 @@ from storage.config import QualitySettings, TidySettings
 from storage.engine import Store
 from storage.pseudonyms import Pseudonyms, pseudonyms
 from tasks.files import MemoryRoot
+from tasks.quality._data_docs import write_static_index
 from tasks.quality._html import write_html_report
 from tasks.quality._suites import AssetSpec, all_assets
 from tasks.quality._types import CheckOutcome, QualityReport
@@ -114,7 +116,10 @@ def _observed(success: bool, result: dict[str, Any], error: str | None) -> str:
     if error is not None:
         return f"error: {error}"
     if "unexpected_count" in result:
-        return f"{result['unexpected_count']} of {result.get('element_count', '?')} rows unexpected"
+        total = result.get("element_count")
+        if total == 0:
+            return "no rows to check"
+        return f"{result['unexpected_count'] or 0} of {total} rows unexpected"
     if "observed_value" in result:
         return f"observed {result['observed_value']}"
     return "ok" if success else "failed"
@@ -166,6 +171,7 @@ def validate_store(
     order = {(a.suite, e.check): i for i, a in enumerate(assets) for e in a.expectations}
     outcomes.sort(key=lambda o: order.get((o.suite, o.check), len(order)))
     site = context.get_docs_sites_urls(site_names=[quality.site_name])
+    write_static_index(docs_dir)  # GX's own index is blank offline
     return outcomes, str(site[0]["site_url"])
 
 

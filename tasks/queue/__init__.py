@@ -1,6 +1,12 @@
 """``memory-queue-drain``'s work: execute queued writes, drain, and the continuous worker."""
 
-from tasks.queue._ops import DrainReport, default_worker_name, drain_once, run_worker
+from tasks.queue._ops import (
+    DrainReport,
+    default_worker_name,
+    drain_once,
+    fold_pending,
+    run_worker,
+)
 from tasks.queue._steps import QueueRunReport, drain_task, purge_task, stats_task
 
 __all__ = [
@@ -9,6 +15,7 @@ __all__ = [
     "default_worker_name",
     "drain_once",
     "drain_task",
+    "fold_pending",
     "purge_task",
     "run_worker",
     "stats_task",

@@ -26,6 +26,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from storage import queue
+from storage.access import fold_accesses
 from storage.config import Settings
 from storage.embedding import Embedder
 from storage.queue import QueueItem
@@ -46,6 +47,7 @@ class DrainReport:
     lost: int = 0
     reclaimed: int = 0
     reclaimed_dead: int = 0
+    accesses_folded: int = 0
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
 
@@ -204,12 +206,25 @@ def run_worker(
     """Drain until ``stop`` is set; between passes wait for NOTIFY or ``poll_seconds``.
 
     An enqueue wakes the worker within milliseconds (the insert trigger notifies
-    ``archivist_queue``); the poll catches items whose backoff ran out and stuck ones.
+    ``archivist_queue``); the poll catches items whose backoff ran out and stuck ones. The
+    accesses searches counted are folded into their memories at once and then every
+    ``fold_seconds``, as each memory-queue-drain run does: a worker that replaces the
+    drain's schedule keeps access counts, frequency and salience current too.
     """
     name = worker or default_worker_name()
     total = DrainReport()
+    fold_at = time.monotonic()
     with queue.notifications(engine) as wait:
         while not stop.is_set():
             total.merge(drain_once(engine, embedder, settings, name, stop=stop, on_batch=on_report))
+            if time.monotonic() >= fold_at:
+                total.accesses_folded += fold_pending(engine)
+                fold_at = time.monotonic() + settings.queue.fold_seconds
             wait(settings.queue.poll_seconds)
     return total
+
+
+def fold_pending(engine: Engine) -> int:
+    """Fold the accesses searches counted into their memories' counters; how many."""
+    with Session(engine) as session, session.begin():
+        return fold_accesses(session).accesses

@@ -40,6 +40,16 @@ class SyncReport:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def idle(self) -> bool:
+        """Nothing was loaded, written or delivered: a pass that found nothing to do."""
+        return (
+            self.ingest is None
+            and self.written.sessions == 0
+            and self.blocks_appended == 0
+            and self.blocks_recovered == 0
+        )
+
     def markdown(self) -> str:
         w = self.written
         bad = self.ingest["bad_input"] if self.ingest else 0

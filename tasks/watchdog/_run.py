@@ -79,7 +79,8 @@ class WatchdogReport:
             notice = d.notice.kind if d.notice else ""
             count = d.state.anomaly_count
             lines.append(f"| {d.result.key} | {status} | {count} | {d.result.summary} | {notice} |")
-        lines += [""] + [f"- note: {n}" for n in self.notes]
+        if self.notes:  # a line after the table's last row would be drawn as an empty row
+            lines += ["", *(f"- note: {n}" for n in self.notes)]
         return "\n".join(lines)
 
 

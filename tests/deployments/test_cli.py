@@ -44,7 +44,9 @@ def test_ingest_prints_counts_and_each_problem(flow_env: Settings, tmp_path: Pat
 
     assert result.exit_code == 0, result.output
     assert "s1.jsonl:3: not valid JSON" in result.output
-    assert "ingested 1 sessions, 1 messages from 1 files; 1 problems" in result.output
+    assert "ingested 1 session, 1 message from 1 file; 1 problem, 0 empty messages" in (
+        result.output
+    )
 
 
 def test_bad_configuration_is_one_clear_line_per_setting(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,8 +56,8 @@ def test_bad_configuration_is_one_clear_line_per_setting(monkeypatch: pytest.Mon
     result = CliRunner().invoke(main, ["db", "upgrade"])
     assert result.exit_code == 1
     assert result.output.splitlines() == [
-        "Error: bad configuration:",
-        "ARCHIVIST_TIMEZONE: unknown time zone 'Mars/Olympus'; use an IANA name",
+        "Error: bad configuration: "
+        "ARCHIVIST_TIMEZONE: unknown time zone 'Mars/Olympus'; use an IANA name; "
         "ARCHIVIST_EMBEDDING__DIM: Input should be a valid integer, unable to parse string as "
         "an integer",
     ]

@@ -1,4 +1,5 @@
-"""Flow commands use a Prefect server already running here instead of a temporary one."""
+"""Flow commands use the Prefect server already running here, or the one chosen, and say so
+in one line when the chosen one does not answer."""
 
 from __future__ import annotations
 
@@ -11,13 +12,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlparse
 
-import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowFilter, FlowFilterName
 from prefect.settings import PREFECT_API_URL
 
-from deployments.cli import _choose_prefect_api
-from deployments.prefect_api import health_problem, use_running_server
+from deployments.prefect_api import health_problem
 from storage.config import Settings
 
 ARCHIVIST = str(Path(sys.executable).parent / "archivist")
@@ -54,26 +53,78 @@ def test_a_flow_command_runs_on_the_server_already_running(
     assert "Starting temporary server" not in result.stderr + result.stdout
 
 
-def test_a_chosen_url_is_never_replaced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
-    assert use_running_server() is None
-    assert os.environ["PREFECT_API_URL"] == "http://127.0.0.1:9/api"
-
-
-def test_serve_without_a_server_says_so(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_a_folder_whose_prefect_toml_sets_no_url_still_gets_the_local_server(
+    flow_env: Settings, tmp_path: Path
 ) -> None:
-    with socket.socket() as probe:  # a port nothing listens on
+    """Prefect must be asked what such a file sets, and asking it loads it: this process
+    then could no longer point it at the local server."""
+    where = urlparse(str(PREFECT_API_URL.value()))  # stands in for the kept local server
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "prefect.toml").write_text('[logging]\nlevel = "WARNING"\n')
+    env = _clean_env(
+        tmp_path,
+        PREFECT_SERVER_API_HOST=str(where.hostname),
+        PREFECT_SERVER_API_PORT=str(where.port),
+    )
+
+    drained = subprocess.run(
+        [ARCHIVIST, "queue", "drain"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert drained.returncode == 0, drained.stderr[-3000:]
+    assert f"using the Prefect server at {where.geturl()}" in drained.stderr
+    assert "temporary server" not in drained.stderr
+
+
+def test_a_command_that_runs_no_flow_never_names_a_prefect_server(
+    flow_env: Settings, tmp_path: Path
+) -> None:
+    where = urlparse(str(PREFECT_API_URL.value()))  # a Prefect server that answers
+    env = _clean_env(
+        tmp_path,
+        PREFECT_SERVER_API_HOST=str(where.hostname),
+        PREFECT_SERVER_API_PORT=str(where.port),
+    )
+
+    stats = subprocess.run(
+        [ARCHIVIST, "queue", "stats"], env=env, capture_output=True, text=True, timeout=300
+    )
+
+    assert stats.returncode == 0, stats.stderr
+    assert "Prefect" not in stats.stdout + stats.stderr
+
+
+def test_a_chosen_url_that_does_not_answer_is_one_line_before_any_flow_runs(
+    settings: Settings, tmp_path: Path
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on once closed
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    for name, value in _clean_env(tmp_path, PREFECT_SERVER_API_PORT=str(port)).items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/api"
+    assert settings.database_url is not None
+    env = _clean_env(
+        tmp_path,
+        PREFECT_API_URL=url,
+        ARCHIVIST_DATABASE_URL=settings.database_url.get_secret_value(),
+        ARCHIVIST_EMBEDDING__PROVIDER="hashing",
+    )
 
-    _choose_prefect_api("serve")
+    result = subprocess.run(
+        [ARCHIVIST, "sync", "--dry-run"], env=env, capture_output=True, text=True, timeout=300
+    )
 
-    assert "warning: no Prefect server" in capsys.readouterr().err
-    assert "PREFECT_API_URL" not in os.environ
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"Error: the Prefect API at {url} does not answer (ConnectionRefusedError: [Errno 111] "
+        "Connection refused); start that server, or unset PREFECT_API_URL to let Archivist "
+        "start a local one"
+    ]
+    assert result.stdout == ""
 
 
 class _Answers(BaseHTTPRequestHandler):

@@ -116,12 +116,60 @@ def test_a_key_is_judged_before_the_body(served: Served) -> None:
         unknown = client.post("/v1/namespaces/judged/search", json=bad)
         memo = client.post("/v1/namespaces/judged/memories", json={"kind": "note"})
         unknown_path = client.post("/v1/namespaces/bad name!/search", json=bad)
+    with served.client() as client:  # no Authorization header at all
+        keyless = [
+            client.post("/v1/namespaces/judged/search", json=bad),
+            client.post("/v1/namespaces/judged/memories", json={"kind": "note"}),
+            client.post("/v1/namespaces/bad name!/search", json=bad),
+            client.get("/v1/namespaces/judged/memories/abc"),
+            client.post(
+                "/v1/namespaces/judged/search",
+                content=b'{"query": "caf\xe9"}',
+                headers={"content-type": "application/json"},
+            ),
+        ]
     with served.client(key) as client:
         invalid = client.post("/v1/namespaces/judged/search", json=bad)
     for reply in (unknown, memo, unknown_path):
         assert reply.status_code == 401
         assert reply.json() == {"error": "unknown or revoked key"}
+    for reply in keyless:
+        assert reply.status_code == 401, reply.text
+        assert "Authorization: Bearer" in reply.json()["error"]
     assert invalid.status_code == 422 and "limit" in invalid.json()["error"]
+
+
+def test_a_body_that_cannot_be_read_says_what_to_send(served: Served) -> None:
+    search = "/v1/namespaces/unread/search"
+    deep = b'{"query": "x", "kinds": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    bodies = {
+        "body: send JSON with Content-Type: application/json, not text/plain": (
+            b'{"query": "x"}',
+            "text/plain",
+        ),
+        "body: send JSON with Content-Type: application/json, not application/x-www-form": (
+            b"query=x",
+            "application/x-www-form-urlencoded",
+        ),
+        "body: not valid UTF-8 (byte 14); send JSON encoded as UTF-8": (
+            b'{"query": "caf\xe9"}',  # latin-1
+            "application/json",
+        ),
+        "body: not valid UTF-8 (byte 11); send JSON encoded as UTF-8": (
+            b'{"query": "\xff\xfe"}',
+            "application/json",
+        ),
+        "body: JSON nested too deeply; send arrays and objects a few levels deep": (
+            deep,
+            "application/json",
+        ),
+    }
+    with served.client(served.key("unread")) as client:
+        for message, (body, media) in bodies.items():
+            reply = client.post(search, content=body, headers={"content-type": media})
+            assert reply.status_code == 422, (message, reply.text)
+            assert message in reply.json()["error"], (message, reply.text)
+        assert client.post(search, json={"query": "x"}).status_code == 200
 
 
 def test_another_namespace_and_a_read_only_write_get_403_and_are_audited(served: Served) -> None:

@@ -171,7 +171,9 @@ def test_stdio_read_only_refuses_writes_as_tool_errors(stores: Store, tmp_path: 
 
     wrote, forgot, hits = anyio.run(session)
 
-    assert "this key is read-only" in wrote and "this key is read-only" in forgot
+    for refused in (wrote, forgot):
+        assert "this server is read-only (started with --read-only)" in refused, refused
+        assert "key" not in refused  # over stdio there is no key
     assert hits > 0
 
 
@@ -284,10 +286,35 @@ def test_remembered_is_searchable_within_two_seconds_with_the_worker(
     assert duplicate is True  # the same idempotency key is not queued twice
 
 
+def test_remember_takes_when_it_happened(stores: Store, tmp_path: Path) -> None:
+    when = "2026-11-02T08:30:00+01:00"
+
+    async def remember() -> tuple[dict[str, Any], str]:
+        with (tmp_path / "stderr").open("w") as errlog:
+            async with stdio(stores.settings, "--namespace", "alice", errlog=errlog) as client:
+                wrote = {"content": "Flew to Lisbon.", "occurred_at": when}
+                queued = data(await client.call_tool("remember", wrote))
+                naive = {"content": "Flew back.", "occurred_at": "2026-11-05T18:00:00"}
+                refused = error(await client.call_tool("remember", naive))
+        return queued, refused
+
+    queued, refused = anyio.run(remember)
+
+    with Session(stores.engine) as session:
+        payload = session.execute(
+            text("SELECT payload FROM memory_write_queue WHERE id = :id"),
+            {"id": queued["queue_item"]},
+        ).scalar_one()
+    assert payload["occurred_at"] == "2026-11-02T08:30:00+01:00"
+    assert "occurred_at: Input should have timezone info" in refused
+
+
 def test_bad_input_to_every_tool_is_a_clear_tool_error(stores: Store, tmp_path: Path) -> None:
     with Session(stores.engine) as session:
         bobs = session.execute(text("SELECT min(id) FROM memories WHERE namespace = 'bob'"))
         bob_id = int(bobs.scalar_one())
+        alices = session.execute(text("SELECT min(id) FROM memories WHERE namespace = 'alice'"))
+        alice_id = int(alices.scalar_one())
     calls: list[tuple[str, dict[str, Any], str]] = [
         ("search_memory", {"query": "x" * 10_001}, "at most 10000 characters"),
         ("search_memory", {"query": "   "}, "empty query"),
@@ -315,6 +342,12 @@ def test_bad_input_to_every_tool_is_a_clear_tool_error(stores: Store, tmp_path: 
         ("forget_memory", {"memory_id": bob_id}, f"no memory {bob_id} in namespace 'alice'"),
         ("recent_episodes", {"limit": 0}, "greater than or equal to 1"),
         ("recent_episodes", {"limit": 51}, "less than or equal to 50"),
+        # Never coerced: a number in a string is not a number.
+        ("forget_memory", {"memory_id": str(alice_id)}, "memory_id: Input should be a valid int"),
+        ("forget_memory", {"memory_id": True}, "memory_id: Input should be a valid integer"),
+        ("search_memory", {"query": "q", "limit": "5"}, "limit: Input should be a valid integer"),
+        ("recent_episodes", {"limit": 2.0}, "limit: Input should be a valid integer"),
+        ("remember", {"content": "ok", "importance": "0.5"}, "importance: Input should be a"),
         # Never dropped unread: the namespace is the server's, whatever a model sends.
         ("search_memory", {"query": "passport", "namespace": "bob"}, "unknown argument(s)"),
         ("forget_memory", {"memory_id": bob_id, "namespace": "bob"}, "the key's)"),
@@ -332,7 +365,35 @@ def test_bad_input_to_every_tool_is_a_clear_tool_error(stores: Store, tmp_path: 
 
     for (name, args, expected), answer in zip(calls, answers, strict=True):
         assert expected in answer, (name, args, answer)
+        # What a model reads: the field and the rule, not pydantic's links or the input.
+        assert "pydantic" not in answer and "input_value" not in answer, answer
     with Session(stores.engine) as session:
-        left = session.execute(text("SELECT count(*) FROM memories WHERE id = :id"), {"id": bob_id})
-        assert left.scalar_one() == 1
+        for kept in (bob_id, alice_id):
+            left = session.execute(
+                text("SELECT count(*) FROM memories WHERE id = :id"), {"id": kept}
+            )
+            assert left.scalar_one() == 1
     assert "Traceback" not in (tmp_path / "stderr").read_text()
+
+
+def test_http_keeps_no_sessions_so_one_key_cannot_crowd_out_another(
+    stores: Store, tmp_path: Path
+) -> None:
+    _, reader = new_key(stores, "alice", read_only=True)
+    _, bob = new_key(stores, "bob")
+
+    async def bobs_search(url: str) -> dict[str, Any]:
+        async with keyed(url, bob) as client:
+            return data(await client.call_tool("search_memory", {"query": "passport"}))
+
+    with http_server(stores.settings, tmp_path / "stderr") as url:
+        headers = ACCEPT | {"Authorization": f"Bearer {reader}"}
+        with httpx.Client(headers=headers, timeout=30) as client:
+            opened = [client.post(url, json=INITIALIZE) for _ in range(200)]  # never closed
+        found = anyio.run(bobs_search, url)
+
+    assert {reply.status_code for reply in opened} == {200}
+    # No session id handed out: nothing is kept for a client between its requests, so
+    # nothing one key opens can fill a pool that another key needs.
+    assert [r.headers.get("mcp-session-id") for r in opened] == [None] * len(opened)
+    assert found["namespace"] == "bob" and found["hits"]

@@ -23,8 +23,9 @@ from storage.sessions import record_messages, record_session
 from tests.storage.memory_factory import put
 
 AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
-# Look-alikes: a prefix, a suffix and a case variant of the scoped namespace.
-NAMESPACES = ("alice", "alice2", "Alice", "bob")
+# Look-alikes: a prefix and suffixes of the scoped namespace (a case variant cannot be one:
+# namespaces are lowercase).
+NAMESPACES = ("alice", "alice2", "alice.b", "bob")
 
 
 def _fill(store: Store) -> dict[str, list[int]]:
@@ -191,7 +192,7 @@ def test_accesses_are_pending_in_their_namespace_and_folded_there(
             conn.execute(text("SELECT namespace, access_count FROM memories")).tuples().all()
         )
         left = conn.execute(text("SELECT count(*) FROM memory_access_pending")).scalar()
-    assert counts == {"alice": 1, "alice2": 0, "Alice": 0, "bob": 0} and left == 0
+    assert counts == {"alice": 1, "alice2": 0, "alice.b": 0, "bob": 0} and left == 0
 
 
 def test_a_serving_url_that_bypasses_the_policies_is_refused(settings: Settings):

@@ -107,3 +107,25 @@ def test_hostile_file_names_and_texts_are_stored_or_skipped_and_listed_escaped(
     assert len(out.splitlines()) == 4  # a header and one line per document
     titles = {d["title"] for d in json.loads(run("docs", "list", "acme", "--json")[1])["documents"]}
     assert titles == {"Notes", "Title", "bell"}  # a too long first line: the name, one line
+
+
+def test_ingest_says_which_files_are_gone_and_prune_drops_them(env: Settings, tmp_path: Path):
+    folder = tmp_path / "kb"
+    write_samples(folder)
+    run("docs", "ingest", "acme", str(folder))
+    (folder / "bike.html").unlink()
+
+    code, offered = run("docs", "ingest", "acme", str(folder))
+    searched = run("search", "acme", "oil the bicycle chain", "--kind", "doc", "--no-record")[1]
+    code_pruned, pruned = run("docs", "ingest", "acme", str(folder), "--prune")
+    after = run("search", "acme", "oil the bicycle chain", "--kind", "doc", "--no-record")[1]
+
+    assert code == 0 and code_pruned == 0
+    assert f"  file gone: {folder / 'bike.html'}" in offered
+    assert "1 documents whose files are gone are still searchable; run the same ingest with " in (
+        offered
+    )
+    assert "Oil the chain" in searched
+    assert f"  dropped: {folder / 'bike.html'}" in pruned
+    assert "dropped 1 documents whose files are gone, with their chunks" in pruned
+    assert "Oil the chain" not in after

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,9 @@ def test_status_json_has_every_section(
     env: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    with socket.socket() as probe:  # a port where no local Prefect server answers
+        probe.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("PREFECT_SERVER_API_PORT", str(probe.getsockname()[1]))
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))
     store = open_store(env)
     put(store, "alice", ["one", "two"], NOW)
@@ -102,7 +106,7 @@ def test_status_json_has_every_section(
     with temporary_settings(updates={PREFECT_API_URL: None}):  # a session harness may be up
         status = run_json(["status"])
 
-    assert "PREFECT_API_URL is not set" in status["prefect"]["unavailable"]
+    assert "no Prefect server answers" in status["prefect"]["unavailable"]
     assert status["prefect_api"]["configured"] is False
     assert set(status["prefect_api"]) == {"url", "configured", "reachable", "problem"}
     assert status["runs"] == {"last": [], "crashed": None}

@@ -36,6 +36,10 @@ def test_enqueue_stats_and_worker_once(flow_env: Settings) -> None:
     assert "batch of 1: 1 completed, 0 retry later, 0 dead" in drained.output
     assert "completed 1, dead 0" in after.output
     assert "passport expires in May" in found.output
+    counted = runner.invoke(main, ["search", "alice", "passport"])  # counted, pending a fold
+    folded = runner.invoke(main, ["worker", "--once"])
+    assert counted.exit_code == 0 and folded.exit_code == 0, folded.output
+    assert "0 reclaimed; 1 accesses folded into their memories" in folded.output
 
 
 def test_bad_payloads_are_one_clear_line(flow_env: Settings) -> None:

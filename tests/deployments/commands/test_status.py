@@ -27,7 +27,13 @@ from tests.helpers import add_session, chat, run_sync
 from tests.storage.run_process import RunningFlow
 
 NOW = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
-SECTIONS = ("== Prefect flow runs", "== Runs", "== Write queue", "== Memories per tier")
+SECTIONS = (
+    "== Prefect flow runs",
+    "== Runs",
+    "== Write queue",
+    "== Memories per tier",
+    "== Documents",
+)
 
 
 def screen(settings: Settings) -> str:
@@ -36,13 +42,16 @@ def screen(settings: Settings) -> str:
     return "\n".join(lines)
 
 
-def test_an_empty_store_shows_every_section_without_prefect(store: Store) -> None:
+def test_an_empty_store_shows_every_section_without_prefect(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PREFECT_SERVER_API_PORT", str(free_port()))  # no local server there
     with temporary_settings(updates={PREFECT_API_URL: None}):
         out = screen(store.settings)
 
     for section in (*SECTIONS, "== Last quality report"):
         assert section in out
-    assert "n/a (PREFECT_API_URL is not set" in out
+    assert "n/a (no Prefect server answers; flow commands start one" in out
     assert "no runs recorded yet" in out
     assert "empty" in out and "dead: 0" in out
     assert "total (0 namespaces)" in out
@@ -179,9 +188,10 @@ def test_without_a_url_the_line_says_whether_a_local_server_runs(
 
     local = f"http://127.0.0.1:{running.port}/api"
     assert f"Prefect API: {local} (reachable, not configured: flow commands use it)" in found
-    assert "n/a (PREFECT_API_URL is not set" in found  # its runs need the URL set
+    assert "n/a" not in found.split("== Runs")[0]  # the local server's runs are listed
     assert f"Prefect API: none (nothing answers at http://127.0.0.1:{port}/api)" in none
-    assert "); flow commands start a temporary server, see README" in none
+    assert "); flow commands start a local server there, see README" in none
+    assert "n/a (no Prefect server answers; flow commands start one" in none
 
 
 def test_the_store_line_says_which_server_and_how_long_the_embedded_one_stays_up(
@@ -200,3 +210,29 @@ def test_the_store_line_says_which_server_and_how_long_the_embedded_one_stays_up
     )
     assert server_line(alone) == f"embedded PostgreSQL in {tmp_path / 'pgdata'}; stops with it"
     assert "== Store\n  PostgreSQL at ARCHIVIST_DATABASE_URL\n" in screen(store.settings)
+
+
+def test_documents_are_counted_per_namespace(store: Store, tmp_path: Path) -> None:
+    from storage.embedding import HashingEmbedder
+    from tasks.documents import Chunking, ingest_documents
+
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    for name in ("boiler", "garden"):
+        paragraphs = [f"The {name} note, part {n}: " + "words " * 150 for n in range(4)]
+        (folder / f"{name}.md").write_text(f"# {name}\n\n" + "\n\n".join(paragraphs))
+    embedder = HashingEmbedder(store.settings.embedding.dim)
+    before = screen(store.settings).split("== Documents")[1].split("==")[0]
+    report = ingest_documents(
+        store.engine, embedder, "acme", [str(folder)], chunking=Chunking(1200, 150),
+        max_bytes=1_000_000, at=NOW,
+    )  # fmt: skip
+
+    out = screen(store.settings).split("== Documents")[1].split("==")[0]
+    document = status_document(store.settings, NOW)
+
+    assert report.added == 2 and report.chunks > 2
+    assert f"acme                                  2 {report.chunks:>10}" in out
+    assert f"total (1 namespaces)                  2 {report.chunks:>10}" in out
+    assert document["documents"] == {"acme": {"documents": 2, "chunks": report.chunks}}
+    assert "no documents (archivist docs ingest NS PATH)" in before

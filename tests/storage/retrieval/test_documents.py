@@ -38,7 +38,9 @@ def test_doc_hits_alone_carry_their_provenance(store: Store, tmp_path: Path):
     assert "Oil the chain" in top.content
     assert isinstance(top.doc, DocSource)
     assert (top.doc.title, top.doc.tag, top.doc.heading) == ("Bicycle care", "home", "Bicycle care")
-    assert top.doc.uri == str(tmp_path / "bike.html") and top.doc.chunk_id == top.memory_id
+    assert top.doc.uri == str(tmp_path / "bike.html") and top.ref == ("doc", top.doc.chunk_id)
+    # A chunk is no memory: a memory call given its id would act on another row.
+    assert top.memory_id is None
     with store.engine.connect() as conn:
         stored = conn.execute(
             text("SELECT text FROM documents WHERE id = :id"), {"id": top.doc.document_id}
@@ -64,7 +66,7 @@ def test_default_search_mixes_chunks_and_memories_on_one_scale(store: Store, tmp
     memory_only = r.search("acme", "aphids on the tomatoes", kinds=["fact"], as_of=NOW)
     assert {h.kind for h in memory_only} == {"fact"}
     mixed = r.search("acme", "aphids on the tomatoes", kinds=["fact", "doc"], as_of=NOW)
-    assert [(h.kind, h.memory_id) for h in mixed] == [(h.kind, h.memory_id) for h in hits]
+    assert [h.ref for h in mixed] == [h.ref for h in hits]
     assert r.search("acme", "dentist Friday", as_of=NOW)[0].kind == "fact"
 
 
@@ -82,13 +84,14 @@ def test_feedback_moves_a_chunk_in_the_ranking(store: Store, tmp_path: Path):
     r = retriever(store)
     first, second = r.search("acme", "where is the VPN token?", kinds=["doc"], as_of=NOW)
     assert first.score == pytest.approx(second.score)
-    feedback(store.engine, second.memory_id, 1, 0.1)
+    assert first.doc is not None and second.doc is not None
+    feedback(store.engine, second.doc.chunk_id, 1, 0.1)
     top = r.search("acme", "where is the VPN token?", kinds=["doc"], as_of=NOW)[0]
-    assert top.memory_id == second.memory_id and top.factors["importance"] == pytest.approx(0.6)
+    assert top.ref == second.ref and top.factors["importance"] == pytest.approx(0.6)
     for _ in range(2):
-        feedback(store.engine, second.memory_id, -1, 0.1)
+        feedback(store.engine, second.doc.chunk_id, -1, 0.1)
     top = r.search("acme", "where is the VPN token?", kinds=["doc"], as_of=NOW)[0]
-    assert top.memory_id == first.memory_id
+    assert top.ref == first.ref
 
 
 def test_doc_hits_record_no_access(store: Store, tmp_path: Path):
@@ -96,7 +99,7 @@ def test_doc_hits_record_no_access(store: Store, tmp_path: Path):
     write_samples(tmp_path)
     ingest(store, str(tmp_path))
     hits = retriever(store).search("acme", "oil the bicycle chain", kinds=["doc"], as_of=NOW)
-    assert hits and set(h.memory_id for h in hits) & set(ids)  # ids overlap, nothing else does
+    assert hits and {h.ref[1] for h in hits} & set(ids)  # ids overlap, nothing else does
     with store.engine.connect() as conn:
         logged = conn.execute(text("SELECT count(*) FROM memory_access_log")).scalar()
     assert logged == 0
@@ -152,7 +155,7 @@ def test_archived_search_keeps_the_chunks(store: Store, tmp_path: Path):
     r = retriever(store)
     hot = r.search("acme", "bicycle chain", as_of=NOW, record_access=False)
     cold = r.search("acme", "bicycle chain", as_of=NOW, include_archived=True)
-    assert [(h.kind, h.memory_id) for h in cold] == [(h.kind, h.memory_id) for h in hot]
+    assert [h.ref for h in cold] == [h.ref for h in hot]
     assert any(h.doc is not None for h in cold)
 
 
@@ -179,7 +182,7 @@ def test_the_hnsw_index_finds_what_the_exact_scan_finds(store: Store, tmp_path: 
     assert indexed == 120
     r = retriever(store)
     walked = r.search("acme", query, kinds=["doc"], limit=20, as_of=NOW, record_access=False)
-    assert [h.memory_id for h in walked[:10]] == [h.memory_id for h in exact[:10]]
+    assert [h.ref for h in walked[:10]] == [h.ref for h in exact[:10]]
     mixed = r.search("acme", query, as_of=NOW, record_access=False)
     assert any(h.doc is not None for h in mixed)
     ingest(store, str(folder / "n000.md"), ns="acme", tag="x")  # flags survive a retag

@@ -50,12 +50,12 @@ def _retriever(store: Store, *, prepared: bool) -> Retriever:
     return Retriever(store.engine, HashingEmbedder(384), settings, store.settings.tz)
 
 
-def _search_all(r: Retriever, conn: Connection) -> list[list[tuple[int, float]]]:
+def _search_all(r: Retriever, conn: Connection) -> list[list[tuple[tuple[str, int], float]]]:
     found = []
     for namespace, query, filters in SEARCHES:
         with conn.begin():
             hits = r.search(namespace, query, as_of=NOW, conn=conn, **filters)
-        found.append([(h.memory_id, h.score) for h in hits])
+        found.append([(h.ref, h.score) for h in hits])
     return found
 
 

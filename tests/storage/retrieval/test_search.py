@@ -18,7 +18,7 @@ from storage.access import fold_accesses
 from storage.config import RetrievalSettings
 from storage.embedding import HashingEmbedder
 from storage.engine import Store
-from storage.errors import RetrievalError
+from storage.errors import RetrievalError, StorageError
 from storage.retrieval._search import Retriever
 from tasks.ann_index import refresh_ann_index
 from tests.storage.memory_factory import put
@@ -289,10 +289,11 @@ def test_priming_refuses_a_namespace_with_a_trailing_newline(store: Store) -> No
         retriever(store).prime("bob\n", as_of=NOW)
 
 
-def test_database_failures_become_retrieval_errors(store: Store) -> None:
+def test_database_failures_are_storage_errors_not_bad_requests(store: Store) -> None:
     put(store, "a", ["something"], NOW)
     r = retriever(store)
     with store.engine.begin() as conn:
         conn.execute(text("ALTER TABLE memories RENAME COLUMN lex_len TO lex_len_gone"))
-    with pytest.raises(RetrievalError, match="search in namespace 'a' failed"):
+    with pytest.raises(StorageError, match="search in namespace 'a' failed") as failed:
         r.search("a", "something", as_of=NOW)
+    assert not isinstance(failed.value, RetrievalError)  # a server's failure, not bad input

@@ -243,3 +243,55 @@ def test_two_ingests_of_the_same_new_file_end_with_one_document(store: Store, tm
         docs = session.execute(text("SELECT id FROM documents WHERE namespace = 'acme'")).all()
         chunks = session.execute(text("SELECT count(*) FROM document_chunks")).scalar_one()
     assert len(docs) == 1 and chunks == other.chunks  # one document, one set of chunks
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32"])
+def test_text_with_a_byte_order_mark_is_read_in_its_encoding(
+    store: Store, tmp_path: Path, encoding: str
+) -> None:
+    text = "# Boiler\n\nThe boiler's service code is 4711; call Jürgen before May.\n"
+    marks = {"utf-16-le": b"\xff\xfe", "utf-16-be": b"\xfe\xff"}
+    (tmp_path / "boiler.txt").write_bytes(marks.get(encoding, b"") + text.encode(encoding))
+
+    report = ingest(store, str(tmp_path / "boiler.txt"))
+
+    assert (report.added, report.skipped) == (1, {})
+    assert "call Jürgen before May" in chunks_of(store)[0].text
+
+
+def test_bytes_that_are_not_what_their_mark_says_are_skipped_as_binary(
+    store: Store, tmp_path: Path
+) -> None:
+    (tmp_path / "odd.txt").write_bytes(b"\xff\xfe" + "fine".encode("utf-16-le") + b"\x00\xdc")
+
+    report = ingest(store, str(tmp_path / "odd.txt"))
+
+    assert report.skipped == {"binary": 1}
+    assert report.problems[0][2] == "not UTF-16 (its byte order mark) at byte 10"
+
+
+def test_a_file_deleted_from_an_ingested_folder_is_reported_and_pruned_when_asked(
+    store: Store, tmp_path: Path
+) -> None:
+    folder = tmp_path / "kb"
+    write_samples(folder)
+    (tmp_path / "single.md").write_text("# Single\n\nA file named on its own.\n")
+    ingest(store, str(folder), str(tmp_path / "single.md"))
+    (folder / "garden.md").unlink()
+    (tmp_path / "single.md").unlink()  # not under a folder ingested again: left alone
+
+    kept = ingest(store, str(folder))
+    still = {Path(row.uri).name for row in chunks_of(store)}
+    pruned = ingest(store, str(folder), prune=True, actor="cli:test")
+    left = {Path(row.uri).name for row in chunks_of(store)}
+
+    assert kept.gone == [str(folder / "garden.md")] and kept.pruned == 0
+    assert "garden.md" in still  # reported, still searchable
+    assert pruned.gone == [str(folder / "garden.md")] and pruned.pruned == 1
+    assert left == {"boiler.txt", "bike.html", "passport.pdf", "single.md"}
+    with store.engine.connect() as conn:
+        audited = conn.execute(
+            text("SELECT actor, details FROM audit_log WHERE target = 'gone_files'")
+        ).one()
+    assert audited.actor == "cli:test" and audited.details["documents"] == 1
+    assert ingest(store, str(folder)).gone == []

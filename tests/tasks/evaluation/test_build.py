@@ -250,9 +250,34 @@ def test_evidence_must_exist_in_the_question_s_namespace() -> None:
     assert [(p.line, p.reason.split(":")[0]) for p in problems] == [
         (2, "question 'q'"),
         (3, "question 'q'"),
+        (4, "question 'q'"),
     ]
     assert "['s1:m7'] are not in the sessions file" in problems[0].reason
     assert "not sessions of namespace 'alice'" in problems[1].reason
+    assert "unknown category 'adversarial' (known: " in problems[2].reason
+    assert problems[2].reason.endswith("kept, scored under its own name")
+
+
+def test_evidence_said_after_the_question_is_flagged_and_the_question_skipped() -> None:
+    transcripts, _ = read_sessions(
+        "s.jsonl",
+        "\n".join([session("s1"), message("m1"), message("m2", ts="2026-11-21T09:00:00Z")]),
+    )
+    numbered = [(1, query(["s1:m1"], ["s1"])), (2, query(["s1:m1", "s1:m2"], ["s1"]))]
+
+    kept, problems = check_evidence("q.jsonl", numbered, transcripts)
+
+    assert kept == [numbered[0][1]]
+    assert [p.line for p in problems] == [2]
+    assert "evidence messages ['s1:m2'] were said after the question (asked_at 2026-11-20T09" in (
+        problems[0].reason
+    )
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "not json at all\n", '{"id": "q1"}\n', "\x00\x01"])
+def test_a_sessions_file_without_a_session_is_one_clear_error(text: str) -> None:
+    with pytest.raises(InputError, match="no session in s.jsonl: each session starts with a line"):
+        load_inputs(("s.jsonl", text), ("q.jsonl", json.dumps({"id": "q"})))
 
 
 def test_a_set_without_a_usable_question_is_an_error() -> None:

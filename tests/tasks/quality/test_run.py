@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -83,7 +84,18 @@ def test_a_clean_store_passes_every_suite_and_writes_data_docs(store: Store) -> 
     assert all(c.unexpected_count == 0 for c in report.checks if c.unexpected_count is not None)
     index = store.settings.reports_dir / "data_docs" / "index.html"
     assert report.data_docs_uri == index.as_uri() and index.is_file()
-    assert "memories.rows" in index.read_text("utf-8")
+    page = index.read_text("utf-8")
+    # Static: its lists are in the page, not drawn by scripts from CDNs (blank offline).
+    assert "<script" not in page and "http" not in page
+    links = re.findall(r'href="([^"]+)"', page)
+    shown = [link for link in links if link.startswith("validations/")]
+    written = [
+        p.relative_to(index.parent).as_posix() for p in index.parent.glob("validations/**/*.html")
+    ]
+    assert shown and sorted(shown) == sorted(written)  # every result page, listed
+    assert all((index.parent / link).is_file() for link in links)
+    assert "expectations/memories/rows.html" in links
+    assert page.count('class="ok">Succeeded<') == len(shown)
 
 
 def test_injected_rows_the_schema_allows_are_caught_with_counts(store: Store) -> None:
@@ -282,3 +294,12 @@ def test_document_chunks_are_checked(store: Store, tmp_path: Path) -> None:
     }
     assert got["documents.span_within_document_and_equal_to_text"].unexpected_count == 2
     assert f"id {second}" in got["documents.text_not_empty"].examples
+
+
+def test_an_empty_table_is_said_to_have_no_rows_to_check(store: Store) -> None:
+    report = check(store)  # a new store: every table empty
+
+    observed = {f"{c.suite}.{c.check}": c.observed for c in report.checks}
+    assert report.success
+    assert observed["memories.embedding_present"] == "no rows to check"
+    assert not [o for o in observed.values() if o.startswith("None") or " of 0 rows" in o]

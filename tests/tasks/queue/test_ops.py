@@ -250,3 +250,37 @@ def test_the_worker_picks_up_an_enqueued_item_quickly_and_stops(store: Store) ->
     assert not worker.is_alive()
     assert items(store)[item_id]["status"] == "completed"
     assert sum(b.completed for b in batches) == 1
+
+
+def access_state(store: Store, memory_id: int) -> tuple[int, int]:
+    """The memory's access count, and its accesses still pending a fold."""
+    with store.engine.connect() as conn:
+        count = conn.execute(
+            text("SELECT access_count FROM memories WHERE id = :id"), {"id": memory_id}
+        ).scalar_one()
+        pending = conn.execute(
+            text("SELECT coalesce(sum(hits), 0) FROM memory_access_pending WHERE memory_id = :id"),
+            {"id": memory_id},
+        ).scalar_one()
+    return int(count), int(pending)
+
+
+def test_the_worker_folds_the_accesses_searches_counted(store: Store) -> None:
+    (memory_id,) = put(store, "alice", ["the dentist is on Friday"], T)
+    Retriever.from_settings(store.settings).search("alice", "dentist", as_of=T)
+    assert access_state(store, memory_id) == (0, 1)  # counted, not folded yet
+    stop, reports = threading.Event(), list[DrainReport]()
+    worker = threading.Thread(
+        target=lambda: reports.append(run_worker(store.engine, EMBEDDER, store.settings, stop=stop))
+    )
+    worker.start()
+    try:
+        deadline = time.monotonic() + 30
+        while access_state(store, memory_id)[1] and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling the store while the worker runs, under a deadline
+    finally:
+        stop.set()
+        worker.join(timeout=30)
+
+    assert access_state(store, memory_id) == (1, 0)
+    assert [r.accesses_folded for r in reports] == [1]

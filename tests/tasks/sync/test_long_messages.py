@@ -180,6 +180,7 @@ def test_forgetting_a_chunk_forgets_the_whole_message_and_nothing_else(store: St
     run_sync(store, AS_OF)
     hit = search(searcher(store), KEYWORD)[0]
     assert hit.kind == "turn" and hit.message_ids == ("m0",) and len(chunks_of_m0(store)) > 2
+    assert hit.memory_id is not None
     others = column(store, "SELECT id FROM memories WHERE NOT message_ids = ARRAY['m0']")
 
     with Session(store.engine) as session, session.begin():

@@ -199,3 +199,16 @@ def test_clearing_before_the_alert_sends_nothing() -> None:
     passes = run([False, True, False])
     assert all(n is None for _, n in passes)
     assert passes[2][0].anomaly_count == 1
+
+
+def test_the_report_ends_at_its_last_row_or_note() -> None:
+    from tasks.watchdog._run import Decision, WatchdogReport
+
+    ok = CheckResult("queue:dead", True, "0 dead items")
+    decision = Decision(ok, CheckState("queue:dead"), None)
+    quiet = WatchdogReport(T0, dry_run=True, decisions=[decision]).markdown()
+    noted = WatchdogReport(T0, dry_run=True, decisions=[decision], notes=["no store"]).markdown()
+
+    assert quiet.splitlines()[-1] == "| queue:dead | ok | 0 | 0 dead items |  |"
+    assert not quiet.endswith("\n")  # a trailing line is drawn as one more, empty table row
+    assert noted.splitlines()[-2:] == ["", "- note: no store"]
