@@ -306,7 +306,7 @@ def test_remember_takes_when_it_happened(stores: Store, tmp_path: Path) -> None:
             {"id": queued["queue_item"]},
         ).scalar_one()
     assert payload["occurred_at"] == "2026-11-02T08:30:00+01:00"
-    assert "occurred_at: Input should have timezone info" in refused
+    assert "occurred_at: needs a UTC offset, e.g. 2026-11-20T09:15:00Z" in refused
 
 
 def test_bad_input_to_every_tool_is_a_clear_tool_error(stores: Store, tmp_path: Path) -> None:
