@@ -40,8 +40,8 @@ from fsspec.implementations.local import LocalFileSystem
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from storage.aging import DecayParams
 from storage.memories import NewMemory, insert_memories
+from storage.operations.aging import DecayParams
 
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)
 DIM, NAMESPACES, LOAD_BATCH = 384, 20, 100_000
@@ -151,10 +151,10 @@ def main() -> None:
     os.environ["ARCHIVIST_DATA_DIR"] = str(workdir)
     os.environ.pop("ARCHIVIST_DATABASE_URL", None)
 
-    from storage.config import Settings
     from storage.embedding import HashingEmbedder
-    from storage.engine import open_store
-    from storage.migrate import upgrade
+    from storage.kernel.settings import Settings
+    from storage.server.engine import open_store
+    from storage.server.migrate import upgrade
     from tasks.aging._archival import archive_old
     from tasks.aging._cold_store import ColdStore
     from tasks.aging._compression import compress_old

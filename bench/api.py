@@ -64,11 +64,11 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from bench.retrieval import load, namespace_sizes, workload
-from storage.config import EmbeddingSettings, Settings
 from storage.embedding import make_embedder
-from storage.engine import open_store
+from storage.kernel.settings import EmbeddingSettings, Settings
 from storage.keys import create_key
-from storage.migrate import upgrade
+from storage.server.engine import open_store
+from storage.server.migrate import upgrade
 from tasks.ann_index import refresh_ann_index
 
 MARKER = "bench-api.json"  # written once a build has finished: what --reuse looks for

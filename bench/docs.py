@@ -46,12 +46,12 @@ from sqlalchemy.orm import Session
 
 from bench.retrieval import NOW, load, namespace_sizes, percentiles, texts, timed, workload
 from storage import documents as store_docs
-from storage.config import EmbeddingSettings, Settings
 from storage.embedding import Embedder, make_embedder
-from storage.engine import open_store
-from storage.migrate import upgrade
+from storage.kernel.settings import EmbeddingSettings, Settings
 from storage.retrieval import Retriever
 from storage.retrieval._inputs import KINDS
+from storage.server.engine import open_store
+from storage.server.migrate import upgrade
 from tasks.ann_index import refresh_ann_index
 from tasks.documents import Chunking, Span, ingest_documents
 from tasks.documents._ingest import embedded

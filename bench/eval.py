@@ -104,11 +104,11 @@ def evaluate(
     rankings: list[str],
     hay: int,
 ) -> dict[str, Any]:
-    from storage.config import EmbeddingSettings, Settings
-    from storage.engine import open_store
-    from storage.migrate import upgrade
+    from storage.kernel.scoring import resolve_weights
+    from storage.kernel.settings import EmbeddingSettings, Settings
     from storage.retrieval import Retriever
-    from storage.scoring import resolve_weights
+    from storage.server.engine import open_store
+    from storage.server.migrate import upgrade
     from tasks.evaluation import build_memory, load_inputs, run_queries, score_question, summarise
 
     settings = Settings(

@@ -32,8 +32,8 @@ import uuid
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from storage.config import Settings
 from storage.embedding import Embedder
+from storage.kernel.settings import Settings
 from storage.queue import _table as queue
 from storage.retrieval._search import Retriever
 from tasks.queue._ops import DrainReport, drain_once, run_worker
@@ -58,8 +58,8 @@ def main() -> None:
         os.environ["ARCHIVIST_QUEUE__CLAIM_BATCH"] = str(args.claim_batch)
 
     from storage.embedding import make_embedder
-    from storage.engine import open_store
-    from storage.migrate import upgrade
+    from storage.server.engine import open_store
+    from storage.server.migrate import upgrade
 
     settings = Settings()
     store = open_store(settings)

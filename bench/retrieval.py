@@ -42,13 +42,13 @@ import numpy as np
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from storage.config import EmbeddingSettings, Settings
 from storage.embedding import Embedder, make_embedder
-from storage.engine import open_store
+from storage.kernel.settings import EmbeddingSettings, Settings
 from storage.memories import NewMemory, insert_memories
-from storage.migrate import upgrade
 from storage.retrieval import Retriever
 from storage.retrieval._candidates import neighbours
+from storage.server.engine import open_store
+from storage.server.migrate import upgrade
 from tasks.ann_index import refresh_ann_index
 from tasks.samples import generate_bulk
 

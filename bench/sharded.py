@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from sqlalchemy import create_engine, text
 
-from storage.engine import Store
+from storage.server.engine import Store
 
 REPO = Path(__file__).resolve().parent.parent
 POOL = "archivist-bench"

@@ -40,8 +40,8 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from storage.config import Settings
-from storage.records import MessageRecord, SessionRecord
+from storage.kernel.records import MessageRecord, SessionRecord
+from storage.kernel.settings import Settings
 from storage.sessions import record_messages, record_session
 
 
@@ -66,8 +66,8 @@ def main() -> None:
     os.environ.setdefault("DO_NOT_TRACK", "1")
 
     from flows.daily_sync import memory_sync_daily
-    from storage.engine import open_store
-    from storage.migrate import upgrade
+    from storage.server.engine import open_store
+    from storage.server.migrate import upgrade
     from tasks.samples import generate_bulk
 
     settings = Settings()

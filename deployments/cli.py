@@ -22,7 +22,7 @@ from deployments.commands.serving import COMMANDS as SERVING_COMMANDS
 from deployments.commands.status import status_command
 from deployments.commands.tidy import tidy_command
 from deployments.settings_loader import load_settings
-from storage.config import Settings
+from storage.kernel.settings import Settings
 
 
 @click.group(cls=Group)
@@ -39,7 +39,7 @@ def main(ctx: click.Context) -> None:
             "PREFECT_LOGGING_HANDLERS_CONSOLE_CLASS",
             "deployments.cli_logging.ConsoleWithoutTracebacks",
         )
-    from storage.engine import install_signal_handlers
+    from storage.server.engine import install_signal_handlers
 
     install_signal_handlers()
 

@@ -20,7 +20,7 @@ import click
 from click.exceptions import NoArgsIsHelpError
 
 from deployments.storage_errors import storage_problem
-from storage.errors import ArchivistError
+from storage.kernel.errors import ArchivistError
 
 
 class ErrorLine(click.ClickException):

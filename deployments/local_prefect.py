@@ -41,8 +41,8 @@ from deployments.prefect_api import (
     local_server_url,
     project_files_may_configure,
 )
-from storage.config import Settings
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
+from storage.kernel.settings import Settings
 
 Echo = Callable[[str], None]
 CONFIGURED_PROBE = 5.0  # seconds: a configured server may be remote or busy

@@ -29,7 +29,7 @@ from prefect.client.schemas.filters import (
 from prefect.client.schemas.responses import DeploymentResponse
 
 from deployments.schedule import DEPLOYMENTS
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
 
 NAMES = [spec.name for spec in DEPLOYMENTS]  # each flow's name is its deployment's
 SERVED_WITHIN = timedelta(seconds=90)  # a runner polls its deployments every few seconds

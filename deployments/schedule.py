@@ -12,8 +12,8 @@ from datetime import timedelta
 
 from prefect import Flow
 
-from storage.config import Settings
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
+from storage.kernel.settings import Settings
 
 
 @dataclass(frozen=True)

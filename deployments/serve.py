@@ -42,7 +42,7 @@ from prefect.states import Scheduled
 from deployments import owners
 from deployments.schedule import DEPLOYMENTS, DeploymentSpec, load_flow
 from flows.common import TAG
-from storage.config import Settings
+from storage.kernel.settings import Settings
 
 # What a run that the stop cut short is left in (the runner cancels what it runs).
 CUT_SHORT = frozenset({StateType.CANCELLED, StateType.CANCELLING, StateType.CRASHED})

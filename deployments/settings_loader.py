@@ -7,8 +7,8 @@ import os
 import click
 from pydantic import ValidationError
 
-from storage.config import Settings
-from storage.config_check import describe, unknown_variables
+from storage.kernel.settings import Settings
+from storage.kernel.settings.variables import describe, unknown_variables
 
 
 def load_settings() -> Settings:

@@ -9,10 +9,10 @@ from prefect import flow
 from pydantic import Field
 
 from flows.common import resolve_as_of, resolve_shard
-from storage.aging import DecayParams
-from storage.config import Settings
-from storage.records import NAMESPACE_PATTERN
-from storage.shards import SHARD_PATTERN
+from storage.kernel.records import NAMESPACE_PATTERN
+from storage.kernel.settings import Settings
+from storage.kernel.shards import SHARD_PATTERN
+from storage.operations.aging import DecayParams
 from tasks.aging import (
     AgingReport,
     archive_task,

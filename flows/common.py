@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from storage.config import Settings
-from storage.errors import InputError
-from storage.inputs import check_instant
-from storage.shards import Shard
+from storage.kernel.errors import InputError
+from storage.kernel.inputs import check_instant
+from storage.kernel.settings import Settings
+from storage.kernel.shards import Shard
 
 TAG = "archivist"  # every deployment carries it; the watchdog watches what has it
 
 
 def resolve_as_of(as_of: datetime | None, settings: Settings) -> datetime:
     """Now when unset; a naive time is read in the configured time zone. A time outside
-    what every part of the stack reads (``storage.inputs.check_instant``) is refused."""
+    what every part of the stack reads (``storage.kernel.inputs.check_instant``) is refused."""
     if as_of is None:
         return datetime.now(UTC)
     if as_of.tzinfo is None:

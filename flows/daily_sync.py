@@ -10,9 +10,9 @@ from pydantic import Field
 
 from flows.common import resolve_as_of, resolve_shard
 from flows.sync_recipe import sync_sessions
-from storage.config import Settings
-from storage.records import NAMESPACE_PATTERN
-from storage.shards import SHARD_PATTERN
+from storage.kernel.records import NAMESPACE_PATTERN
+from storage.kernel.settings import Settings
+from storage.kernel.shards import SHARD_PATTERN
 from tasks.common import notify_flow_failure
 from tasks.sync import SyncReport
 

@@ -10,9 +10,9 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 from pydantic import Field
 
-from storage.config import Settings
-from storage.engine import Store
-from storage.records import NAMESPACE_PATTERN
+from storage.kernel.records import NAMESPACE_PATTERN
+from storage.kernel.settings import Settings
+from storage.server.engine import Store
 from tasks.aging import open_cold_store
 from tasks.common import IO_RETRY, connect_task, notify_flow_failure
 from tasks.files import open_memory_root

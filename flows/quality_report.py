@@ -7,7 +7,7 @@ from datetime import datetime
 from prefect import flow
 
 from flows.common import resolve_as_of
-from storage.config import Settings
+from storage.kernel.settings import Settings
 from tasks.common import notify_flow_failure
 from tasks.quality import (
     FLOW_NAME,

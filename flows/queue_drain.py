@@ -9,7 +9,7 @@ from prefect import flow
 from pydantic import Field
 
 from flows.common import resolve_as_of
-from storage.config import Settings
+from storage.kernel.settings import Settings
 from tasks.common import (
     connect_task,
     finish_run,

@@ -10,8 +10,8 @@ from prefect import flow
 from pydantic import Field
 
 from flows.common import resolve_as_of
-from storage.config import Settings
-from storage.shards import MAX_SHARDS, Shard
+from storage.kernel.settings import Settings
+from storage.kernel.shards import MAX_SHARDS, Shard
 from tasks.common import connect_task, finish_run, notify_flow_failure, publish_report, start_run
 from tasks.shards import ShardedReport, collect_task, fan_out_task, sum_reports, wait_task
 from tasks.sync import ingest_task

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 
 from prefect import get_run_logger
 
-from storage.config import Settings
-from storage.shards import Shard
+from storage.kernel.settings import Settings
+from storage.kernel.shards import Shard
 from tasks.common import connect_task, finish_run, pseudonyms_task, publish_report, start_run
 from tasks.progress import progress
 from tasks.sync import (

@@ -9,8 +9,8 @@ from prefect import flow
 from pydantic import Field
 
 from flows.common import resolve_as_of
-from storage.config import Settings
-from storage.records import NAMESPACE_PATTERN
+from storage.kernel.records import NAMESPACE_PATTERN
+from storage.kernel.settings import Settings
 from tasks.common import (
     connect_task,
     finish_run,

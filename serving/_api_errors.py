@@ -20,8 +20,8 @@ from starlette.exceptions import HTTPException
 
 from serving._errors import INTERNAL, ServiceError, error_reply
 from serving._service import MemoryService
-from storage.errors import InputError, RetrievalError, StorageError
-from storage.inputs import printable
+from storage.kernel.errors import InputError, RetrievalError, StorageError
+from storage.kernel.inputs import printable
 
 NAMESPACE_ROUTES = "/v1/namespaces/"
 # What FastAPI answers (400) when the body cannot be read as JSON for a reason other than

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from storage.inputs import Instant, Moment, StorableText
+from storage.kernel.inputs import Instant, Moment, StorableText
 from storage.retrieval import TimeRange
 
 TimeRangeName = Literal["today", "week", "month", "recent", "all"]

@@ -13,7 +13,7 @@ import logging
 
 from sqlalchemy.exc import DBAPIError
 
-from storage.errors import ArchivistError, InputError, RetrievalError, StorageError
+from storage.kernel.errors import ArchivistError, InputError, RetrievalError, StorageError
 
 log = logging.getLogger("archivist.serving")
 

@@ -1,6 +1,6 @@
 """The memory files an assistant may read: ``MEMORY.md`` and the recent daily logs.
 
-The namespace comes from a grant (checked against ``storage.records.NAMESPACE``), so a
+The namespace comes from a grant (checked against ``storage.kernel.records.NAMESPACE``), so a
 path never leaves ``<memory root>/<namespace>/``.
 """
 
@@ -12,8 +12,8 @@ from typing import Any
 
 import fsspec
 
-from storage.config import Settings
-from storage.records import NAMESPACE
+from storage.kernel.records import NAMESPACE
+from storage.kernel.settings import Settings
 
 DAILY = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
 MAX_DAYS = 31

@@ -21,7 +21,7 @@ from pydantic import Field, Strict, ValidationError
 
 from serving._api_models import OccurredAt, TimeRangeName
 from serving._service import MAX_EPISODES
-from storage.inputs import Instant, printable
+from storage.kernel.inputs import Instant, printable
 from storage.queue import MemoryKind
 
 Query = Annotated[

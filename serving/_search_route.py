@@ -34,7 +34,7 @@ from serving._body_limit import replay
 from serving._errors import error_reply
 from serving._service import KeyFor, MemoryService
 from serving._views import search_view
-from storage.records import NAMESPACE
+from storage.kernel.records import NAMESPACE
 
 SEARCH_PATH = re.compile(r"/v1/namespaces/([^/]{1,100})/search")
 

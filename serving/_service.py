@@ -23,13 +23,14 @@ from sqlalchemy.orm import Session
 from serving._errors import Conflict, Forbidden, NotFound, ServiceUnavailable, Unauthorized
 from serving._files import MemoryFiles
 from serving._views import json_row, priming_view
-from storage import audit, queue, serving_reads
-from storage.config import Settings
+from storage import audit, queue
 from storage.embedding import LocalEmbedder
-from storage.errors import InputError
+from storage.kernel.errors import InputError
+from storage.kernel.settings import Settings
 from storage.keys import Grant, resolve_key
+from storage.operations import serving_reads
 from storage.retrieval import Citation, Retriever, TimeRange, cite
-from storage.scoped import scope
+from storage.server.scoped import scope
 
 MAX_EPISODES = 50
 

@@ -25,9 +25,9 @@ from serving._api_models import PrimeRequest, RememberRequest, SearchRequest
 from serving._body_limit import BodyLimit
 from serving._search_route import SearchRoute, search_answer
 from serving._service import MAX_EPISODES, KeyFor, MemoryService
-from storage.config import Settings
+from storage.kernel.records import NAMESPACE
+from storage.kernel.settings import Settings
 from storage.keys import Grant
-from storage.records import NAMESPACE
 
 Namespace = Annotated[str, Path(pattern=NAMESPACE.pattern, max_length=100)]
 MemoryId = Annotated[int, Path(ge=1, le=2**63 - 1)]

@@ -26,7 +26,7 @@ from serving._mcp_args import StrictArguments
 from serving._mcp_grant import BindGrant, GrantOf, KeyVerifier, bound, by_key
 from serving._mcp_tools import MemoryTools, register
 from serving._service import MemoryService
-from storage.config import Settings
+from storage.kernel.settings import Settings
 from storage.keys import Grant
 
 NAME = "archivist"

@@ -17,8 +17,8 @@ from sqlalchemy import BigInteger, DateTime, String, func, select
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from storage.base import Base
-from storage.errors import InputError
+from storage.kernel.base import Base
+from storage.kernel.errors import InputError
 
 _TOKEN = re.compile(r"^[A-Za-z0-9._:@=/+-]{0,200}$")
 

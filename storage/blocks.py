@@ -30,8 +30,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, UUID, insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from storage.base import Base
-from storage.shards import Shard, in_shard, shard_params
+from storage.kernel.base import Base
+from storage.kernel.shards import Shard, in_shard, shard_params
 
 _T = TypeVar("_T", bound=tuple[Any, ...])
 

@@ -36,7 +36,7 @@ from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from storage.base import Base
+from storage.kernel.base import Base
 
 
 class Document(Base):

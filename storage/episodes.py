@@ -10,7 +10,7 @@ from sqlalchemy import BigInteger, DateTime, Float, ForeignKey, Integer, String,
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID, insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from storage.base import Base
+from storage.kernel.base import Base
 
 
 class Episode(Base):

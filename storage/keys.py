@@ -17,8 +17,8 @@ from datetime import datetime
 from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
-from storage.errors import InputError
-from storage.records import NAMESPACE
+from storage.kernel.errors import InputError
+from storage.kernel.records import NAMESPACE
 
 PREFIX = "ak_"
 SHOWN = 10  # characters of a key kept for listings: "ak_" and 7 of its random part

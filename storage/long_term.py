@@ -32,7 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from storage.base import Base
+from storage.kernel.base import Base
 
 LONG_TERM_KIND = "long_term"
 

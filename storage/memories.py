@@ -36,8 +36,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, TSVECTOR, UUID
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from storage import scoring
-from storage.base import Base
+from storage.kernel import scoring
+from storage.kernel.base import Base
 
 TIERS = ("fresh", "compressed", "archived")
 

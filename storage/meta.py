@@ -6,10 +6,10 @@ from sqlalchemy import String, Text, delete, exists, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from storage.base import Base
 from storage.documents import DocumentChunk
 from storage.embedding import Embedder
-from storage.errors import ConfigurationError
+from storage.kernel.base import Base
+from storage.kernel.errors import ConfigurationError
 from storage.memories import Memory
 
 EMBEDDING_MODEL, EMBEDDING_DIM = "embedding_model", "embedding_dim"

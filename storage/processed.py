@@ -17,8 +17,8 @@ from sqlalchemy import DateTime, ForeignKey, Integer, String, text
 from sqlalchemy.dialects.postgresql import UUID, insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from storage.base import Base
-from storage.shards import Shard, in_shard, shard_params
+from storage.kernel.base import Base
+from storage.kernel.shards import Shard, in_shard, shard_params
 
 
 class ProcessedSession(Base):

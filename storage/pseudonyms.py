@@ -31,7 +31,7 @@ from datetime import datetime
 from sqlalchemy import DateTime, LargeBinary, String, func, select, text
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from storage.base import Base
+from storage.kernel.base import Base
 
 DIGITS = 12
 NAMESPACE_PREFIX, SESSION_PREFIX = "ns:", "session:"

@@ -14,7 +14,7 @@ from sqlalchemy import BigInteger, Boolean, DateTime, Integer, String, Text, fun
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from storage.base import Base
+from storage.kernel.base import Base
 
 
 class QualityRun(Base):

@@ -3,7 +3,7 @@
 A run records the process that runs it (host, pid, the process's start time). A run
 killed outright never records its end; ``mark_crashed`` finds such runs, at the start of
 the next run of the same flow and in the watchdog, and marks them ``crashed`` with the
-reason in ``report``. A process of this host is checked directly (``storage.processes``);
+reason in ``report``. A process of this host is checked directly (``storage.kernel.processes``);
 one of another host, or a run recorded before runs named their process, counts as
 crashed only once it has been running for ``STALE_AFTER`` (no run takes a day; if one
 did, its end overwrites the mark).
@@ -21,9 +21,9 @@ from sqlalchemy import DateTime, Index, Integer, String, func, select, text, upd
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from storage.base import Base
-from storage.inputs import storable_json
-from storage.processes import host_name, pid_running, this_process
+from storage.kernel.base import Base
+from storage.kernel.inputs import storable_json
+from storage.kernel.processes import host_name, pid_running, this_process
 
 STALE_AFTER = timedelta(hours=24)
 

@@ -10,8 +10,8 @@ from sqlalchemy import DateTime, ForeignKey, Index, String, Text, func, or_, sel
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from storage.base import Base
-from storage.records import MessageRecord, Role, SessionKind, SessionRecord
+from storage.kernel.base import Base
+from storage.kernel.records import MessageRecord, Role, SessionKind, SessionRecord
 
 
 class ChatSession(Base):

@@ -14,7 +14,7 @@ from sqlalchemy import Boolean, DateTime, Integer, String, select, text
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from storage.base import Base
+from storage.kernel.base import Base
 
 
 class WatchdogStateRow(Base):

@@ -12,7 +12,7 @@ from sqlalchemy import Date, DateTime, Row, String, Text, delete, select, text
 from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from storage.base import Base
+from storage.kernel.base import Base
 
 
 class WeeklySummary(Base):

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from storage.ann import (
+from storage.operations.ann import (
     TABLES,
     create_namespace_index,
     flag_batch,

@@ -3,7 +3,7 @@
 Hot and compressed memories and long-term entries all live in ``memories``, and document
 chunks in ``document_chunks``; each batch of
 rows gets its next vector and commits, and once no row waits the next vectors replace the
-old ones in one transaction (``storage.reembed``). Archived rows keep their Parquet
+old ones in one transaction (``storage.operations.reembed``). Archived rows keep their Parquet
 vectors: a restore re-embeds a row of another model, and archived search ranks such rows
 by their words alone, so no ranking ever compares vectors of two models.
 """
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from storage import reembed as store
 from storage.embedding import Embedder
 from storage.meta import EMBEDDING_DIM, EMBEDDING_MODEL, read_facts
+from storage.operations import reembed as store
 
 OnProgress = Callable[[int, int], None]
 

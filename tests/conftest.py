@@ -19,9 +19,9 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from storage.config import Settings
-from storage.engine import Store, get_engine, open_store
-from storage.migrate import upgrade
+from storage.kernel.settings import Settings
+from storage.server.engine import Store, get_engine, open_store
+from storage.server.migrate import upgrade
 
 os.environ.setdefault("ARCHIVIST_EMBEDDING__PROVIDER", "hashing")
 # An embedded server stops with its last process, as the engine tests expect; the keeper's

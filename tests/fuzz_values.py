@@ -2,7 +2,7 @@
 
 Transcripts, queue payloads, the HTTP API and MCP take the same values (and documents the
 texts and names that apply to them), so a value one door refuses is a value every door is
-shown; ``storage.inputs`` is the one gate they all pass.
+shown; ``storage.kernel.inputs`` is the one gate they all pass.
 """
 
 from __future__ import annotations

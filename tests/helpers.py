@@ -12,10 +12,10 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from storage.embedding import Embedder, HashingEmbedder
-from storage.engine import Store
-from storage.records import MessageRecord, SessionRecord
+from storage.kernel.records import MessageRecord, SessionRecord
+from storage.kernel.shards import Shard
+from storage.server.engine import Store
 from storage.sessions import record_messages, record_session
-from storage.shards import Shard
 from tasks.extraction._heuristic import HeuristicExtractor
 from tasks.files import FlushOutcome, flush_blocks, open_memory_root
 from tasks.sync._process import plan_sync, process_batch

@@ -18,8 +18,8 @@ def revealed(text: str) -> str:
     from sqlalchemy.orm import Session
 
     from deployments.settings_loader import load_settings
-    from storage.engine import open_store
     from storage.pseudonyms import reveal
+    from storage.server.engine import open_store
 
     with Session(open_store(load_settings()).engine) as session:
         return reveal(session, text)
@@ -58,7 +58,7 @@ AS_OF = AsOf()
 
 def check_namespace(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     """``--namespace``, checked before anything runs (a flow would refuse it as it starts)."""
-    from storage.records import NAMESPACE
+    from storage.kernel.records import NAMESPACE
 
     if value is not None and not NAMESPACE.fullmatch(value):
         raise click.BadParameter(

@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from storage.config import Settings
-from storage.errors import ConfigurationError, StorageError
+from storage.kernel.errors import ConfigurationError, StorageError
+from storage.kernel.settings import Settings
 
 TOP_NAMESPACES = 20
 TITLES = [
@@ -30,7 +30,7 @@ def when(moment: datetime | None, now: datetime) -> str:
 
 
 def runs_lines(conn: Connection, now: datetime) -> list[str]:
-    from storage.status import crashed_runs, last_runs
+    from storage.operations.status import crashed_runs, last_runs
 
     rows = last_runs(conn)
     lines = [
@@ -47,7 +47,7 @@ def runs_lines(conn: Connection, now: datetime) -> list[str]:
 
 
 def queue_lines(conn: Connection, now: datetime) -> list[str]:
-    from storage.status import queue_overview, table_exists
+    from storage.operations.status import queue_overview, table_exists
 
     if not table_exists(conn, "memory_write_queue"):
         return ["n/a (no memory_write_queue table: run `archivist db upgrade`)"]
@@ -60,7 +60,7 @@ def queue_lines(conn: Connection, now: datetime) -> list[str]:
 
 def memory_lines(conn: Connection) -> list[str]:
     from storage.memories import TIERS
-    from storage.status import memory_counts
+    from storage.operations.status import memory_counts
 
     counts = memory_counts(conn)
     ranked = sorted(counts.items(), key=lambda item: (-sum(item[1].values()), item[0]))
@@ -83,8 +83,8 @@ def _count_row(label: str, tiers: dict[str, int], order: tuple[str, ...]) -> str
 def quality_lines(conn: Connection, now: datetime) -> list[str]:
     from sqlalchemy.orm import Session
 
+    from storage.operations.status import table_exists
     from storage.quality_runs import latest_quality_run
-    from storage.status import table_exists
 
     if not table_exists(conn, "quality_runs"):
         return ["n/a (no quality_runs table: run `archivist db upgrade`)"]
@@ -104,7 +104,7 @@ def quality_lines(conn: Connection, now: datetime) -> list[str]:
 
 
 def document_lines(conn: Connection) -> list[str]:
-    from storage.status import document_counts
+    from storage.operations.status import document_counts
 
     counts = document_counts(conn)
     if not counts:
@@ -122,8 +122,8 @@ def document_lines(conn: Connection) -> list[str]:
 
 def store_sections(settings: Settings, now: datetime) -> list[tuple[str, list[str]]]:
     """The sections read from the store; one n/a line each when it cannot be reached."""
-    from storage.engine import open_store
-    from storage.status import table_exists
+    from storage.operations.status import table_exists
+    from storage.server.engine import open_store
 
     titles = TITLES
     try:
@@ -147,9 +147,9 @@ def store_data(settings: Settings) -> dict[str, Any]:
     """The store's sections as data; a section that cannot be read is ``{"unavailable": why}``."""
     from sqlalchemy.orm import Session
 
-    from storage import status
-    from storage.engine import open_store
+    from storage.operations import status
     from storage.quality_runs import latest_quality_run
+    from storage.server.engine import open_store
 
     names = ("runs", "queue", "memories", "documents", "quality")
     try:

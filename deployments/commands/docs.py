@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from deployments.settings_loader import load_settings
-from storage.config import Settings
-from storage.errors import InputError
-from storage.inputs import printable
+from storage.kernel.errors import InputError
+from storage.kernel.inputs import printable
+from storage.kernel.settings import Settings
 
 if TYPE_CHECKING:
     from deployments.progress import Bars
@@ -73,7 +73,7 @@ def run_ingest(
 ) -> DocsReport:
     """Ingest with progress, then counts, every skipped file with its reason, and the
     documents whose files are gone (dropped with ``prune``)."""
-    from storage.connect import connect
+    from storage.server.connect import connect
     from tasks.documents import Chunking, check_names, ingest_documents
 
     docs = settings.documents
@@ -141,8 +141,8 @@ def list_command(namespace: str, as_json: bool) -> None:
 
 
 def show_documents(settings: Settings, namespace: str, as_json: bool, echo: Echo) -> None:
-    from storage.engine import open_store
-    from storage.migrate import require_current
+    from storage.server.engine import open_store
+    from storage.server.migrate import require_current
     from tasks.documents import list_documents
 
     store = open_store(settings)
@@ -179,8 +179,8 @@ def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
 @click.option("--tag", help="Erase every document with this tag instead.")
 def purge_command(namespace: str, document_id: int | None, tag: str | None) -> None:
     """Erase one document (by id) or every document with --tag, and their chunks."""
-    from storage.engine import open_store
-    from storage.migrate import require_current
+    from storage.server.engine import open_store
+    from storage.server.migrate import require_current
     from tasks.documents import purge_documents
 
     settings = load_settings()
@@ -200,7 +200,7 @@ def purge_command(namespace: str, document_id: int | None, tag: str | None) -> N
 def rebuild_command(namespace: str, chunk_size: int | None, overlap: int | None) -> None:
     """Re-chunk and re-embed NAMESPACE's documents from their stored text (not the source)."""
     from deployments.progress import progress_bars
-    from storage.connect import connect
+    from storage.server.connect import connect
     from tasks.documents import Chunking, rebuild
 
     settings = load_settings()
@@ -231,8 +231,8 @@ def rebuild_command(namespace: str, chunk_size: int | None, overlap: int | None)
 @click.argument("vote", type=click.Choice(["+1", "-1"]))
 def feedback_command(chunk_id: int, vote: str) -> None:
     """Say a chunk helped (+1) or did not (-1): its importance moves, within [0, 1]."""
-    from storage.engine import open_store
-    from storage.migrate import require_current
+    from storage.server.engine import open_store
+    from storage.server.migrate import require_current
     from tasks.documents import feedback
 
     settings = load_settings()

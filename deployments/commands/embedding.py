@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 import click
 
 from deployments.settings_loader import load_settings
-from storage.config import Settings
-from storage.errors import InputError
-from storage.records import NAMESPACE
+from storage.kernel.errors import InputError
+from storage.kernel.records import NAMESPACE
+from storage.kernel.settings import Settings
 
 if TYPE_CHECKING:
     from deployments.progress import Bars
@@ -43,8 +43,8 @@ def reembed_command(namespace: str | None, batch_size: int) -> None:
 def run_reembed(settings: Settings, namespace: str | None, batch_size: int, bars: Bars) -> None:
     """Re-embed with progress, then say whether the store now uses the new model."""
     from storage.embedding import make_embedder
-    from storage.engine import open_store
-    from storage.migrate import require_current
+    from storage.server.engine import open_store
+    from storage.server.migrate import require_current
     from tasks.reembed import reembed
 
     if namespace is not None and not NAMESPACE.fullmatch(namespace):

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from deployments.settings_loader import load_settings
-from storage.config import Settings
-from storage.errors import ArchivistError
-from storage.scoring import PRESETS, resolve_weights
+from storage.kernel.errors import ArchivistError
+from storage.kernel.scoring import PRESETS, resolve_weights
+from storage.kernel.settings import Settings
 
 if TYPE_CHECKING:
     from deployments.progress import Bars

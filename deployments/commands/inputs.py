@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import fsspec
 
-from storage.config import Settings
-from storage.errors import InputError
+from storage.kernel.errors import InputError
+from storage.kernel.settings import Settings
 
 
 def check_transcripts(settings: Settings, url: str) -> None:

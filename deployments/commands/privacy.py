@@ -11,11 +11,11 @@ import click
 
 from deployments.commands import AS_OF, check_namespace, revealed
 from deployments.settings_loader import load_settings
-from storage.config import Settings
+from storage.kernel.settings import Settings
 
 if TYPE_CHECKING:
     from storage.embedding import Embedder
-    from storage.engine import Store
+    from storage.server.engine import Store
     from tasks.aging import ColdStore
     from tasks.files import MemoryRoot
 
@@ -32,7 +32,7 @@ def _open(settings: Settings) -> tuple[Store, ColdStore, MemoryRoot]:
 
 def _open_with_embedder(settings: Settings) -> tuple[Store, ColdStore, MemoryRoot, Embedder]:
     """``_open`` and the store's embedder, for restores (which re-embed another model's rows)."""
-    from storage.connect import connect
+    from storage.server.connect import connect
     from tasks.aging import open_cold_store
     from tasks.files import open_memory_root
 
@@ -42,7 +42,7 @@ def _open_with_embedder(settings: Settings) -> tuple[Store, ColdStore, MemoryRoo
 
 def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     """``--shard`` checked before anything starts: ``i/n``, as the flow reads it."""
-    from storage.shards import Shard
+    from storage.kernel.shards import Shard
 
     try:
         return None if value is None else str(Shard.parse(value))

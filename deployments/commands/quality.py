@@ -9,7 +9,7 @@ import click
 
 from deployments.commands import AS_OF
 from deployments.settings_loader import load_settings
-from storage.config import Settings
+from storage.kernel.settings import Settings
 
 
 def run_quality_report(

@@ -18,13 +18,13 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from storage import queue
-from storage.config import Settings
-from storage.connect import connect
-from storage.engine import open_store
-from storage.errors import InputError
-from storage.json_depth import NestedTooDeeply, load_json
-from storage.migrate import require_current
+from storage.kernel.errors import InputError
+from storage.kernel.json_depth import NestedTooDeeply, load_json
+from storage.kernel.settings import Settings
 from storage.queue import Enqueued
+from storage.server.connect import connect
+from storage.server.engine import open_store
+from storage.server.migrate import require_current
 from tasks.queue import DrainReport, default_worker_name, drain_once, fold_pending, run_worker
 
 Echo = Callable[[str], None]

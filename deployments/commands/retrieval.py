@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from storage.config import Settings
 from storage.embedding import preload_model
+from storage.kernel.scoring import PRESETS, parse_weights, resolve_weights
+from storage.kernel.settings import Settings
 from storage.retrieval import Hit, Retriever, TimeRange, cite, source_entries
-from storage.scoring import PRESETS, parse_weights, resolve_weights
 
 if TYPE_CHECKING:
     from deployments.progress import Bars
@@ -56,8 +56,8 @@ def run_search(
 
 def namespace_hint(settings: Settings, namespace: str) -> str | None:
     """For a namespace that holds nothing (a typo?), the namespaces that do; else None."""
-    from storage.engine import open_store
-    from storage.status import holds_anything, known_namespaces
+    from storage.operations.status import holds_anything, known_namespaces
+    from storage.server.engine import open_store
 
     with open_store(settings).engine.connect() as conn:
         if holds_anything(conn, namespace):
@@ -134,8 +134,8 @@ def as_json(document: dict[str, Any]) -> str:
 
 def run_index(settings: Settings, min_rows: int | None, bars: Bars) -> dict[str, int]:
     """Flag large namespaces' memories into the HNSW index, with progress."""
-    from storage.engine import open_store
-    from storage.migrate import require_current
+    from storage.server.engine import open_store
+    from storage.server.migrate import require_current
     from tasks.ann_index import refresh_ann_index
 
     store = open_store(settings)

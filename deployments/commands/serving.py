@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from deployments.settings_loader import load_settings
-from storage.records import NAMESPACE
+from storage.kernel.records import NAMESPACE
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -140,7 +140,7 @@ def keys_revoke(key_id: int) -> None:
     from sqlalchemy.orm import Session
 
     from storage import audit
-    from storage.errors import InputError
+    from storage.kernel.errors import InputError
     from storage.keys import revoke_key
 
     with Session(_maintenance_engine()) as session, session.begin():
@@ -154,8 +154,8 @@ def keys_revoke(key_id: int) -> None:
 
 
 def _maintenance_engine() -> Engine:
-    from storage.engine import open_store
-    from storage.migrate import require_current
+    from storage.server.engine import open_store
+    from storage.server.migrate import require_current
 
     settings = load_settings()
     store = open_store(settings)

@@ -21,7 +21,7 @@ import click
 from deployments.commands._status_store import store_data, store_sections, when
 from deployments.prefect_api import ApiCheck, check_api, configured_api_url
 from deployments.settings_loader import load_settings
-from storage.config import Settings
+from storage.kernel.settings import Settings
 
 Echo = Callable[[str], None]
 FLOW_PREFIX = "memory-"
@@ -89,7 +89,7 @@ def latest_prefect_runs(url: str) -> list[tuple[str, str, datetime | None]]:
 
 def server_data(settings: Settings) -> dict[str, Any]:
     """Which server holds the store and, for the embedded one, how long it stays up."""
-    from storage.keeper import keeper_pid
+    from storage.server.keeper import keeper_pid
 
     if settings.database_url is not None:
         return {"embedded": False}

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 import fsspec
 
-from storage.config import Settings
-from storage.engine import open_store
-from storage.migrate import upgrade
+from storage.kernel.settings import Settings
+from storage.server.engine import open_store
+from storage.server.migrate import upgrade
 from tasks.sync import IngestReport, JsonlTranscripts, SyncReport, ingest
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def upgrade_schema(settings: Settings) -> str:
 
 def stop_embedded(settings: Settings) -> str:
     """Let the embedded server's keeper go; say whether the server stopped."""
-    from storage.keeper import server_running, stop_keeper, stop_unheld, wait_stopped
+    from storage.server.keeper import server_running, stop_keeper, stop_unheld, wait_stopped
 
     if settings.database_url is not None:
         return "nothing to stop: ARCHIVIST_DATABASE_URL names the database server"
@@ -55,7 +55,7 @@ def stop_embedded(settings: Settings) -> str:
 def ingest_transcripts(settings: Settings, url: str, bars: Bars) -> IngestReport:
     """Load transcripts and print counts and every problem."""
     from deployments.commands.inputs import check_transcripts
-    from storage.migrate import require_current
+    from storage.server.migrate import require_current
 
     echo = bars.echo
     check_transcripts(settings, url)

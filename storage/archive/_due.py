@@ -1,5 +1,5 @@
 """What ageing takes from the hot table and the cold tier: old rows, old files, and the
-namespaces that hold old rows, each of one namespace and one shard (``storage.shards``),
+namespaces that hold old rows, each of one namespace and one shard (``storage.kernel.shards``),
 or of every one when they are None."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from storage.archive._manifest import _COLUMNS, ManifestEntry, _entries, _grouped
-from storage.shards import Shard, in_shard, shard_params
+from storage.kernel.shards import Shard, in_shard, shard_params
 
 # How many memories a run would archive (a dry run's answer; it reads every old row).
 COUNT_ARCHIVABLE = text(

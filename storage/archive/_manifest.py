@@ -17,7 +17,7 @@ import pyarrow as pa
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.shards import Shard, in_shard, shard_params
+from storage.kernel.shards import Shard, in_shard, shard_params
 
 MEMORIES, TRANSCRIPT = "memories", "transcript"
 
@@ -100,7 +100,7 @@ TRANSCRIPTS_OF = text(
 # Commit a verified file: its rows leave the hot table and are indexed here, in one step.
 # Ids that vanished meanwhile (a purge) are simply not indexed; the caller compares counts.
 # A row leaves only as the file holds it: a search that counted an access (pending, not yet
-# folded: ``storage.access``), or a pin, since the fetch makes its file stale (the caller
+# folded: ``storage.operations.access``), or a pin, since the fetch makes its file stale (the caller
 # then discards it and archives the row anew, once the access is folded).
 COMMIT_MEMORIES = text(
     """

@@ -20,7 +20,7 @@ from psycopg import Connection, sql
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from storage.engine import libpq_uri
+from storage.server.engine import libpq_uri
 
 _TS = pa.timestamp("us", tz="UTC")
 MEMORY_SCHEMA = pa.schema(

@@ -18,7 +18,7 @@ from psycopg import Connection
 from sqlalchemy import DateTime, String, delete, func
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from storage.base import Base
+from storage.kernel.base import Base
 
 
 class EmbeddingCacheEntry(Base):

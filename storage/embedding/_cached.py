@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from storage.embedding import _cache as embedding_cache
 from storage.embedding._protocol import Embedder
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
 
 
 class CachedEmbedder:

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
-from storage.config import EmbeddingSettings, RedactionSettings
 from storage.embedding._cached import CachedEmbedder
 from storage.embedding._graph_cache import default_cache_dir
 from storage.embedding._hashing import HashingEmbedder
 from storage.embedding._local import LocalEmbedder
 from storage.embedding._protocol import Embedder
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
+from storage.kernel.settings import EmbeddingSettings, RedactionSettings
 
 if TYPE_CHECKING:
     import httpx

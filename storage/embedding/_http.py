@@ -1,6 +1,6 @@
 """Embedder for OpenAI-compatible ``/embeddings`` endpoints (OpenAI, Jina, Ollama, TEI, vLLM).
 
-Requests and retries go through ``storage.http_json``: timeouts, connection errors, 408,
+Requests and retries go through ``storage.kernel.http_json``: timeouts, connection errors, 408,
 429 and 5xx are retried with backoff; other 4xx are not. Settings problems (bad key,
 wrong URL or model, wrong dimension) raise ``ConfigurationError``; an endpoint that stays
 unavailable or answers nonsense raises ``StorageError``. No message contains the API key.
@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import numpy as np
 
-from storage.errors import ConfigurationError, StorageError
-from storage.http_json import Endpoint, post_json, with_retries
+from storage.kernel.errors import ConfigurationError, StorageError
+from storage.kernel.http_json import Endpoint, post_json, with_retries
 from storage.redaction import RedactionPolicy
 
 

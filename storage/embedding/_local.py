@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from storage.embedding._graph_cache import cache_key, cached_graph
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIM = 384

@@ -13,9 +13,9 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from storage.errors import InputError
-from storage.inputs import Identifier, Moment, StorableText, check_keys, describe
-from storage.records import NAMESPACE, MessageRecord, SessionRecord
+from storage.kernel.errors import InputError
+from storage.kernel.inputs import Identifier, Moment, StorableText, check_keys, describe
+from storage.kernel.records import NAMESPACE, MessageRecord, SessionRecord
 from storage.redaction import Redactor, redact_messages, redact_session
 
 Op = Literal["ADD_MEMORY", "RECORD_MESSAGE", "SAVE_PREFERENCE", "UPDATE_GOAL", "FORGET_MEMORY"]
@@ -101,8 +101,8 @@ def validate_payload(namespace: str, op: str, payload: object) -> Payload:
     """The payload parsed for ``op``; anything wrong raises ``InputError`` naming the field."""
     if not isinstance(namespace, str) or not NAMESPACE.fullmatch(namespace):
         raise InputError(
-            f"namespace {namespace!r} is not valid: use 1-100 lowercase letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit"
+            f"namespace {namespace!r} is not valid: use 1-100 lowercase letters, digits, '.', "
+            "'_' or '-', starting with a letter or digit"
         )
     model = MODELS.get(op)
     if model is None:

@@ -45,9 +45,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from storage.base import Base
-from storage.config import QueueSettings, RedactionSettings
-from storage.errors import InputError
+from storage.kernel.base import Base
+from storage.kernel.errors import InputError
+from storage.kernel.records import storable
+from storage.kernel.settings import QueueSettings, RedactionSettings
 from storage.memories import Memory
 from storage.queue._payloads import (
     DeadItem,
@@ -74,7 +75,6 @@ from storage.queue._sql import (
     STATS,
     UNLISTEN,
 )
-from storage.records import storable
 from storage.redaction import RedactionPolicy
 
 _MAX_ERROR_CHARS = 2000

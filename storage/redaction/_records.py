@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from storage.records import MessageRecord, SessionRecord
+from storage.kernel.records import MessageRecord, SessionRecord
 from storage.redaction._redactor import Redactor
 
 _TITLE_CHARS = 500  # the column's size; placeholders may be longer than what they replace

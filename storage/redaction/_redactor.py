@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from storage.config import RedactionSettings
+from storage.kernel.settings import RedactionSettings
 from storage.redaction._addresses import addresses
 from storage.redaction._finders import Span, cards, custom, emails, ibans, ips
 from storage.redaction._phones import phones

@@ -6,7 +6,7 @@ candidates, ranking, priming, cold-tier search and SQL are its private modules;
 ``_citations`` labels hits ``[Memory n]`` and ``[Doc n]`` with a closing ``Sources:`` line.
 """
 
-from storage.errors import RetrievalError
+from storage.kernel.errors import RetrievalError
 from storage.retrieval._citations import (
     Citation,
     CitationBook,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sqlalchemy import Connection, text
 
-from storage.errors import RetrievalError
+from storage.kernel.errors import RetrievalError
 from storage.retrieval._types import Hit
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, TextClause
 
-from storage.config import RetrievalSettings
+from storage.kernel.settings import RetrievalSettings
 from storage.retrieval._inputs import DF_CAP, lexical_params, vector_literal
 from storage.retrieval._prepared import plan_cache_mode, rows
 from storage.retrieval._sql import ANN_NEIGHBOURS, PLANNER, QUERY_TERMS, TERM_STATS

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from storage.config import RetrievalSettings
+from storage.kernel.settings import RetrievalSettings
 from storage.retrieval._candidates import Request, first_params, neighbours, pool_target
 from storage.retrieval._inputs import DF_CAP, lexical_params, vector_literal
 from storage.retrieval._prepared import rows

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from storage import scoring
-from storage.errors import ConfigurationError, RetrievalError
-from storage.inputs import check_instant, storable
-from storage.records import NAMESPACE
+from storage.kernel import scoring
+from storage.kernel.errors import ConfigurationError, RetrievalError
+from storage.kernel.inputs import check_instant, storable
+from storage.kernel.records import NAMESPACE
 from storage.retrieval._types import TimeRange
 
 KINDS = (
@@ -71,7 +71,7 @@ def custom_weights(weights: Mapping[str, float]) -> dict[str, float]:
 
 
 def aware(moment: datetime, what: str = "as_of") -> datetime:
-    """``moment`` if it is an ``Instant`` (``storage.inputs``), else ``RetrievalError``."""
+    """``moment`` if it is an ``Instant`` (``storage.kernel.inputs``), else ``RetrievalError``."""
     try:
         return check_instant(moment)
     except ValueError as exc:

@@ -10,13 +10,13 @@ from typing import Any, Protocol
 import numpy as np
 from sqlalchemy import Connection, Engine
 
-from storage import scoring
-from storage.config import RetrievalSettings
+from storage.kernel import scoring
+from storage.kernel.settings import RetrievalSettings
 from storage.retrieval._citations import cite, sources_line
 from storage.retrieval._ranking import make_hit
 from storage.retrieval._sql import EPISODE_ENTITIES, RECENT_EPISODES, RECORD_ACCESS, TOP_FACTS
 from storage.retrieval._types import Hit, PrimedEpisode, PrimedThread, Priming
-from storage.scoped import scope
+from storage.server.scoped import scope
 
 FACT_KINDS = ["fact", "preference", "decision"]
 _SCAN = 50

@@ -1,7 +1,7 @@
 """Ranking of candidate rows: relevance parts as shares of the query's best, the composite
 score, and one place per source.
 
-Pure: no database and no clock. ``storage.scoring`` holds the factor formulas. A long
+Pure: no database and no clock. ``storage.kernel.scoring`` holds the factor formulas. A long
 message is stored as several ``turn`` chunks that cite it, and a fact cites the turn it
 came from; ``one_per_source`` keeps the best-ranked of such hits, so a message fills one
 place in the results. Document chunks (kind ``"doc"``) are ranked by the same formula and
@@ -15,8 +15,8 @@ from datetime import datetime
 from operator import itemgetter
 from typing import Any
 
-from storage import scoring
-from storage.config import RetrievalSettings
+from storage.kernel import scoring
+from storage.kernel.settings import RetrievalSettings
 from storage.long_term import LONG_TERM_KIND
 from storage.retrieval._documents import doc_source
 from storage.retrieval._types import DOC_KIND, Hit

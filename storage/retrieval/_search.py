@@ -9,7 +9,7 @@ Assistants import it as ``from storage.retrieval import Retriever``; it imports 
 Search is scoped to one namespace. Candidates (``_candidates``) are the dense top
 ``limit x overfetch`` united with the lexical top; ``_ranking`` scores them and keeps one
 hit per message (a long message's best chunk). Each hit's
-score is a weighted sum of named factors (``storage.scoring``), all shown in ``Hit.factors``.
+score is a weighted sum of named factors (``storage.kernel.scoring``), all shown in ``Hit.factors``.
 Bad input raises ``RetrievalError``; an unknown namespace gives ``[]``.
 """
 
@@ -25,11 +25,11 @@ import numpy as np
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from storage import scoring
-from storage.config import RetrievalSettings, Settings
 from storage.embedding import Embedder
-from storage.errors import RetrievalError, StorageError
-from storage.records import NAMESPACE
+from storage.kernel import scoring
+from storage.kernel.errors import RetrievalError, StorageError
+from storage.kernel.records import NAMESPACE
+from storage.kernel.settings import RetrievalSettings, Settings
 from storage.retrieval._archived import ArchiveReader, ColdQuery, archived_candidates, demote
 from storage.retrieval._candidates import (
     Request,
@@ -56,7 +56,7 @@ from storage.retrieval._sql import (
 )
 from storage.retrieval._stats import StatsCache
 from storage.retrieval._types import DOC_KIND, Hit, Priming, TimeRange
-from storage.scoped import scope
+from storage.server.scoped import scope
 
 
 class Retriever:
@@ -86,15 +86,15 @@ class Retriever:
     def from_settings(cls, settings: Settings, *, serving: bool = False) -> Retriever:
         """Open the configured store and embedder, checking that both fit the schema.
 
-        ``serving``: search through the serving pool (``storage.scoped``): the serving role,
+        ``serving``: search through the serving pool (``storage.server.scoped``): the serving role,
         which sees one namespace per transaction, unless row-level security is turned off;
         the checks above still run as the store's role.
         """
         from sqlalchemy.orm import Session
 
-        from storage.connect import connect
         from storage.meta import read_facts
-        from storage.scoped import open_serving_engine
+        from storage.server.connect import connect
+        from storage.server.scoped import open_serving_engine
 
         store, embedder = connect(settings)
         with Session(store.engine) as session:

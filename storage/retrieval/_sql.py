@@ -7,7 +7,7 @@ from sqlalchemy import text
 # Planner settings for the rest of the transaction. The HNSW neighbours are fetched with
 # sequential scans, bitmap scans and sorts off, so the index is the only way to answer,
 # and planned for their namespace (a custom plan: how PostgreSQL picks the namespace's own
-# index, storage.ann); the exact re-run (when filters starved the index) and the
+# index, storage.operations.ann); the exact re-run (when filters starved the index) and the
 # candidates statement turn plain index scans off instead, which leaves bitmap scans (GIN,
 # in heap order), and take the search's plan cache mode again (NULL: leave it).
 # Iterative scans keep a filtered top-k complete in the common case.
@@ -149,9 +149,9 @@ EXPLAIN_ANN = text("EXPLAIN (COSTS OFF) " + ANN_NEIGHBOURS.text)
 EXPLAIN_CANDIDATES = text("EXPLAIN (COSTS OFF) " + CANDIDATES.text)
 
 # One round trip for all returned hits: the access-log row of the search (its hits' ids in
-# rank order, migration 0020), and a pending access (``storage.access``) for each hit still
-# in the hot table, upserted in id order, the order a fold locks them in. The last access
-# is the last one written, as ``as_of`` says.
+# rank order, migration 0020), and a pending access (``storage.operations.access``) for
+# each hit still in the hot table, upserted in id order, the order a fold locks them in.
+# The last access is the last one written, as ``as_of`` says.
 RECORD_ACCESS = text(
     """
     WITH logged AS (

@@ -35,9 +35,9 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from storage import archive, blocks
-from storage.access import fold_accesses
 from storage.archive import EARLIEST, ManifestEntry, MemoryReader, VectorBuffer, fetch_memories
-from storage.shards import Shard
+from storage.kernel.shards import Shard
+from storage.operations.access import fold_accesses
 from tasks.aging._bulk_memory import bulk_memory
 from tasks.aging._cold_store import ColdStore, Scratch, memories_part
 from tasks.aging._timeline import archive_block

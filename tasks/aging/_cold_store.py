@@ -27,8 +27,8 @@ import pyarrow.parquet as pq
 from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
-from storage.config import Settings
-from storage.errors import StorageError
+from storage.kernel.errors import StorageError
+from storage.kernel.settings import Settings
 from tasks.files import durable
 
 # Fast zstd, but not on vectors (it saves 8% of their bytes for a third of the write's

@@ -22,11 +22,12 @@ import pyarrow as pa
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from storage import aging, archive
-from storage.aging import CompressCandidate
+from storage import archive
 from storage.embedding import Embedder
 from storage.episodes import episode_text
-from storage.shards import Shard
+from storage.kernel.shards import Shard
+from storage.operations import aging
+from storage.operations.aging import CompressCandidate
 from tasks.aging._cold_store import ColdStore, transcript_part
 
 _TS = pa.timestamp("us", tz="UTC")

@@ -13,10 +13,11 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from storage import aging, archive
-from storage.aging import DecayParams
-from storage.config import AgingSettings
-from storage.shards import Shard
+from storage import archive
+from storage.kernel.settings import AgingSettings
+from storage.kernel.shards import Shard
+from storage.operations import aging
+from storage.operations.aging import DecayParams
 from tasks.aging._archival import ArchiveOutcome
 from tasks.aging._cold_store import ColdStore
 from tasks.aging._compression import CompressOutcome

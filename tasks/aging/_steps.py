@@ -10,10 +10,10 @@ from datetime import datetime
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from storage.aging import DecayParams
 from storage.embedding import Embedder
-from storage.engine import Store
-from storage.shards import Shard
+from storage.kernel.shards import Shard
+from storage.operations.aging import DecayParams
+from storage.server.engine import Store
 from tasks.aging._archival import ArchiveOutcome, archive_old
 from tasks.aging._cold_store import ColdStore
 from tasks.aging._compression import CompressOutcome, compress_old

@@ -25,10 +25,10 @@ from prefect.logging import get_logger, get_run_logger
 from sqlalchemy.orm import Session
 
 from storage import runs
-from storage.config import RedactionSettings, Settings, WatchdogSettings
-from storage.engine import open_store
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
+from storage.kernel.settings import RedactionSettings, Settings, WatchdogSettings
 from storage.redaction import RedactionPolicy
+from storage.server.engine import open_store
 from tasks.common._notice import Notice
 
 ARTIFACT_KEY = "memory-watchdog-alerts"

@@ -20,13 +20,13 @@ from prefect.runtime import flow_run
 from sqlalchemy.orm import Session
 
 from storage import runs
-from storage.access import Folded, fold_accesses
-from storage.config import Settings
-from storage.connect import connect
 from storage.embedding import Embedder
-from storage.engine import Store
+from storage.kernel.settings import Settings
+from storage.kernel.shards import Shard
+from storage.operations.access import Folded, fold_accesses
 from storage.pseudonyms import Pseudonyms, pseudonyms
-from storage.shards import Shard
+from storage.server.connect import connect
+from storage.server.engine import Store
 from tasks.common._retry import IO_RETRY
 from tasks.common._time import readable
 

@@ -26,9 +26,9 @@ from sqlalchemy.orm import Session
 
 from storage import documents as store
 from storage.embedding import Embedder
-from storage.errors import ROWS_REFUSED, InputError
-from storage.inputs import storable
-from storage.records import NAMESPACE
+from storage.kernel.errors import ROWS_REFUSED, InputError
+from storage.kernel.inputs import storable
+from storage.kernel.records import NAMESPACE
 from tasks.documents._chunk import Span, chunk
 from tasks.documents._gone import gone_documents, ingested_folders
 from tasks.documents._gone import prune as prune_gone

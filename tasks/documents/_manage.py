@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from storage import audit
 from storage import documents as store
 from storage.embedding import Embedder
-from storage.errors import InputError
+from storage.kernel.errors import InputError
 from tasks.documents._chunk import chunk
 from tasks.documents._ingest import Chunking, check_names, embedded
 

@@ -24,7 +24,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from storage.inputs import label
+from storage.kernel.inputs import label
 
 FORMATS = {
     ".md": "markdown",
@@ -147,7 +147,7 @@ def tidy(text: str) -> str:
 
 
 def _title(found: str | None, text: str, stem: str) -> str:
-    """The document's title on one line (``storage.inputs.label``): its own, its first
+    """The document's title on one line (``storage.kernel.inputs.label``): its own, its first
     heading, its first line if short, else the file's name."""
     if found and label(found):
         return label(found)[:300]

@@ -17,8 +17,8 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from storage.embedding import Embedder
-from storage.errors import InputError
-from storage.inputs import EARLIEST
+from storage.kernel.errors import InputError
+from storage.kernel.inputs import EARLIEST
 from storage.retrieval import Hit, Retriever
 from storage.sessions import load_sessions, other_data
 from tasks.evaluation._inputs import EvalQuery

@@ -18,9 +18,9 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from storage.errors import InputError
-from storage.inputs import LATEST_INSTANT, Instant, describe
-from storage.records import NAMESPACE_PATTERN
+from storage.kernel.errors import InputError
+from storage.kernel.inputs import LATEST_INSTANT, Instant, describe
+from storage.kernel.records import NAMESPACE_PATTERN
 from tasks.sync import Problem, Transcript, not_utf8, parse_transcript, split_lines
 
 _FIRST_ON = re.compile(r"first on line (\d+)")
@@ -129,7 +129,7 @@ def read_sessions(
     """Every session of a multi-session JSONL file; problems carry the file's line numbers.
 
     ``now``: the clock message times may not pass (by more than
-    ``storage.inputs.FUTURE_SLACK``); None: the real one.
+    ``storage.kernel.inputs.FUTURE_SLACK``); None: the real one.
     """
     lines = split_lines(text)
     starts = [i for i, line in enumerate(lines) if _starts_session(line)]
@@ -206,7 +206,7 @@ def load_inputs(sessions: tuple[str, str], queries: tuple[str, str]) -> EvalInpu
     """Parse ``(name, text)`` of the sessions and queries files; no valid question is an error.
 
     A labelled history is replayed, so it has no today: its message times are checked as
-    instants (1900 to 2200, ``storage.inputs``), and a set may be dated ahead of the clock.
+    instants (1900 to 2200, ``storage.kernel.inputs``), and a set may be dated ahead of the clock.
     """
     transcripts, problems = read_sessions(*sessions, now=LATEST_INSTANT)
     if not transcripts:

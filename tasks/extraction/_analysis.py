@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from storage.records import MessageRecord
+from storage.kernel.records import MessageRecord
 from tasks.extraction._scoring import CALM, Cues, score
 from tasks.extraction._text import TOKEN, lowercase, split_sentences
 

@@ -18,8 +18,8 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import replace
 
-from storage.errors import ConfigurationError, DataQualityError
-from storage.records import SessionState
+from storage.kernel.errors import ConfigurationError, DataQualityError
+from storage.kernel.records import SessionState
 from storage.redaction import RedactionPolicy, Redactor
 from tasks.extraction._heuristic import HeuristicExtractor
 from tasks.extraction._prompt import command_payload

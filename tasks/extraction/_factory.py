@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import httpx
 
-from storage.config import ExtractorSettings, Settings
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
+from storage.kernel.settings import ExtractorSettings, Settings
 from storage.redaction import RedactionPolicy
 from tasks.extraction._command import CommandExtractor
 from tasks.extraction._heuristic import HeuristicExtractor

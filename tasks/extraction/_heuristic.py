@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from storage.records import SessionState
+from storage.kernel.records import SessionState
 from tasks.extraction import _lexicon as lexicon
 from tasks.extraction._analysis import SPOKEN, Msg, analyse, cued
 from tasks.extraction._chunks import chunk_text

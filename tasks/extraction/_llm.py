@@ -20,9 +20,9 @@ from typing import Any
 
 import httpx
 
-from storage.errors import ConfigurationError, DataQualityError
-from storage.http_json import Endpoint, Failure, post_json, with_retries
-from storage.records import SessionState
+from storage.kernel.errors import ConfigurationError, DataQualityError
+from storage.kernel.http_json import Endpoint, Failure, post_json, with_retries
+from storage.kernel.records import SessionState
 from storage.redaction import RedactionPolicy
 from tasks.extraction._heuristic import HeuristicExtractor
 from tasks.extraction._prompt import SYSTEM_PROMPT, transcript

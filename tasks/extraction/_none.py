@@ -6,7 +6,7 @@ turns, so every message stays findable by search.
 
 from __future__ import annotations
 
-from storage.records import SessionState
+from storage.kernel.records import SessionState
 from tasks.extraction._heuristic import HeuristicExtractor
 from tasks.extraction._types import EpisodeDraft, Extraction
 

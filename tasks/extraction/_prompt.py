@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from storage.records import MessageRecord, SessionState
+from storage.kernel.records import MessageRecord, SessionState
 
 __all__ = ["SYSTEM_PROMPT", "command_payload", "recent", "transcript"]
 

@@ -8,7 +8,7 @@ anyway) unless the policy redacts before storage, where memories keep the placeh
 
 from __future__ import annotations
 
-from storage.records import SessionState
+from storage.kernel.records import SessionState
 from storage.redaction import Redactor, redact_messages, redact_session
 from tasks.extraction._reply import Reply
 

@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
-from storage.errors import DataQualityError
-from storage.records import SessionState
+from storage.kernel.errors import DataQualityError
+from storage.kernel.records import SessionState
 from tasks.extraction._scoring import make_cues, unit
 from tasks.extraction._types import EpisodeDraft, Extraction, MemoryDraft, OpenThread, Outcome
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from storage.records import MessageRecord
+from storage.kernel.records import MessageRecord
 from tasks.extraction import _lexicon as lexicon
 from tasks.extraction._analysis import SPOKEN, Msg, sentences
 from tasks.extraction._text import clip, is_question

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
 
-from storage.records import SessionState
+from storage.kernel.records import SessionState
 
 MemoryKind = Literal["fact", "preference", "decision", "turn"]
 

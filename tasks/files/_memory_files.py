@@ -17,7 +17,7 @@ import fsspec
 from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
-from storage.config import Settings
+from storage.kernel.settings import Settings
 from tasks.files import _durable as durable
 from tasks.files._temporary import sweep
 

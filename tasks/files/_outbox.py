@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from storage import blocks
-from storage.shards import Shard
+from storage.kernel.shards import Shard
 from tasks.files._memory_files import MemoryRoot, append_blocks, daily_header, tasks_header
 from tasks.files._timeline import TIMELINE, append_lines
 

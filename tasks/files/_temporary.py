@@ -21,7 +21,7 @@ import time
 import uuid
 from contextlib import suppress
 
-from storage.processes import host_tag, pid_running
+from storage.kernel.processes import host_tag, pid_running
 
 STALE_AFTER_SECONDS = 3600.0
 _TEMPORARY = re.compile(

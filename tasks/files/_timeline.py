@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from storage.errors import StorageError
+from storage.kernel.errors import StorageError
 from tasks.files._memory_files import MemoryRoot, atomic_write, read_text, sweep_temporaries
 
 TIMELINE = "timeline.jsonl"

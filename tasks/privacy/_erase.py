@@ -20,14 +20,15 @@ import pyarrow as pa
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from storage import archive, audit, privacy
-from storage.ann import drop_namespace_index
+from storage import archive, audit
 from storage.archive import insert_rows
 from storage.embedding import Embedder
-from storage.errors import InputError, StorageError
+from storage.kernel.errors import InputError, StorageError
+from storage.kernel.records import NAMESPACE
+from storage.operations import privacy
+from storage.operations.ann import drop_namespace_index
+from storage.operations.reembed import refresh_vectors
 from storage.pseudonyms import namespace_pseudonym
-from storage.records import NAMESPACE
-from storage.reembed import refresh_vectors
 from tasks.aging import ColdStore, namespace_folders, take_out_all
 from tasks.files import MemoryRoot
 from tasks.privacy._export import export_namespace
@@ -80,7 +81,7 @@ def forget(
         if left:
             raise StorageError(
                 f"forget left rows of the namespace in {sorted(left)}; add those tables to "
-                "storage.privacy"
+                "storage.operations.privacy"
             )
         details = {**out.rows, "cold_files": out.cold_files, "memory_files": out.memory_files}
         details["exported"] = export_to is not None

@@ -8,7 +8,7 @@ the same):
 - the daily log and task-card blocks, cut where the sync wrote them and from the copies
   the weekly tidy moved to ``memory/archive/YYYY/``;
 - ``MEMORY.md``: the lines of the long-term entries built from the session
-  (``storage.purge``); their ``long_term`` memories go with them;
+  (``storage.operations.purge``); their ``long_term`` memories go with them;
 - each weekly summary that quotes the session (``weekly_summaries``), rebuilt from the
   store without it;
 - ``timeline.jsonl``: the session's lines go, and one ``forget-session`` line records the
@@ -24,10 +24,11 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from storage import archive, audit, blocks, purge
-from storage.errors import InputError
+from storage import archive, audit, blocks
+from storage.kernel.errors import InputError
+from storage.operations import purge
+from storage.operations.purge import PurgedRows
 from storage.pseudonyms import session_pseudonym
-from storage.purge import PurgedRows
 from tasks.aging import ColdStore, take_out_all
 from tasks.files import (
     TIMELINE,

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from sqlalchemy import Engine
 
-from storage import privacy
+from storage.operations import privacy
 
 
 def scrub(engine: Engine, rows: Mapping[str, int], *, full: bool) -> list[str]:

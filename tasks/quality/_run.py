@@ -20,9 +20,9 @@ from typing import Any
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from storage.config import QualitySettings, TidySettings
-from storage.engine import Store
+from storage.kernel.settings import QualitySettings, TidySettings
 from storage.pseudonyms import Pseudonyms, pseudonyms
+from storage.server.engine import Store
 from tasks.files import MemoryRoot
 from tasks.quality._data_docs import write_static_index
 from tasks.quality._html import write_html_report

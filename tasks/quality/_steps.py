@@ -13,11 +13,11 @@ from prefect.runtime import flow_run
 from sqlalchemy.orm import Session
 
 from storage import runs
-from storage.config import Settings
-from storage.engine import Store, open_store
-from storage.errors import DataQualityError
-from storage.migrate import require_current
+from storage.kernel.errors import DataQualityError
+from storage.kernel.settings import Settings
 from storage.quality_runs import QualityRunRecord, record_quality_run
+from storage.server.engine import Store, open_store
+from storage.server.migrate import require_current
 from tasks.common import IO_RETRY, readable
 from tasks.files import open_memory_root
 from tasks.quality._run import run_quality

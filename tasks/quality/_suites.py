@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from storage.config import Settings
+from storage.kernel.settings import Settings
 from storage.memories import TIERS
 
 SYNC_FLOW = "memory-sync-daily"

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from storage import queue
 from storage.embedding import Embedder
-from storage.errors import ArchivistError, InputError, PermanentError
+from storage.kernel.errors import ArchivistError, InputError, PermanentError
 from storage.memories import NewMemory, insert_memories
 from storage.queue import ForgetMemory, MemoryText, QueueItem, RecordMessage, parse_stored
 from storage.sessions import load_sessions, record_message, record_session

@@ -26,9 +26,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from storage import queue
-from storage.access import fold_accesses
-from storage.config import Settings
 from storage.embedding import Embedder
+from storage.kernel.settings import Settings
+from storage.operations.access import fold_accesses
 from storage.queue import QueueItem
 from tasks.queue._execute import ITEM_ERRORS, execute, is_permanent
 

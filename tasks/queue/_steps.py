@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session
 
 from storage import queue
 from storage.embedding import Embedder
-from storage.engine import Store
 from storage.queue import QueueStats
+from storage.server.engine import Store
 from tasks.common import IO_RETRY, readable
 from tasks.files import md_inline
 from tasks.queue._ops import DrainReport, drain_once

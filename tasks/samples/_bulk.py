@@ -7,7 +7,7 @@ import random
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 
-from storage.records import MessageRecord, Role, SessionKind, SessionRecord, message_at
+from storage.kernel.records import MessageRecord, Role, SessionKind, SessionRecord, message_at
 from tasks.samples import _corpus as corpus
 
 

@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 
 import fsspec
 
-from storage.records import MessageRecord, Role, SessionKind, SessionRecord, message_at
+from storage.kernel.records import MessageRecord, Role, SessionKind, SessionRecord, message_at
 from tasks.samples import _corpus as corpus
 from tasks.samples._corpus import Topic, Turn
 

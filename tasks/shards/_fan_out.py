@@ -16,8 +16,8 @@ from prefect.runtime import flow_run
 from sqlalchemy.orm import Session
 
 from storage import runs
-from storage.engine import Store
-from storage.shards import Shard
+from storage.kernel.shards import Shard
+from storage.server.engine import Store
 
 
 @task(name="fan-out", cache_policy=NO_CACHE)

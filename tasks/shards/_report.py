@@ -11,8 +11,8 @@ from prefect.cache_policies import NO_CACHE
 from sqlalchemy.orm import Session
 
 from storage import runs
-from storage.engine import Store
-from storage.shards import Shard
+from storage.kernel.shards import Shard
+from storage.server.engine import Store
 from tasks.common import readable
 from tasks.shards._fan_out import ShardState
 

@@ -16,9 +16,9 @@ from sqlalchemy.orm import Session
 
 from storage import blocks, episodes, memories, processed
 from storage import sessions as raw
+from storage.kernel.records import SessionState
+from storage.kernel.shards import Shard
 from storage.processed import Candidate
-from storage.records import SessionState
-from storage.shards import Shard
 from tasks.extraction import Extraction
 from tasks.sync._render import task_card_text
 from tasks.sync._rows import block_row, episode_row, processed_row, timeline_row

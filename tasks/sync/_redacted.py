@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from storage.config import RedactionSettings
+from storage.kernel.settings import RedactionSettings
 from storage.redaction import RedactionPolicy, redact_messages, redact_session
 from tasks.sync._transcripts import Problem, SessionSource, Transcript
 

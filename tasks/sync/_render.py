@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import tzinfo
 
-from storage.records import SessionState
+from storage.kernel.records import SessionState
 from tasks.extraction import EpisodeDraft, TaskCard
 from tasks.files import block_marker, md_inline, md_line
 

@@ -11,12 +11,12 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from sqlalchemy.orm import Session
 
-from storage.config import Settings
 from storage.embedding import Embedder
-from storage.engine import Store
-from storage.errors import ROWS_REFUSED
+from storage.kernel.errors import ROWS_REFUSED
+from storage.kernel.settings import Settings
+from storage.kernel.shards import Shard
 from storage.processed import Candidate
-from storage.shards import Shard
+from storage.server.engine import Store
 from tasks.common import IO_RETRY
 from tasks.extraction import make_extractor
 from tasks.files import FlushOutcome, flush_blocks, open_memory_root

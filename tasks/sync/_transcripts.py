@@ -25,10 +25,10 @@ from pydantic import ValidationError
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from storage.errors import ROWS_REFUSED, InputError
-from storage.inputs import check_keys, describe
-from storage.json_depth import load_json
-from storage.records import MessageRecord, SessionRecord
+from storage.kernel.errors import ROWS_REFUSED, InputError
+from storage.kernel.inputs import check_keys, describe
+from storage.kernel.json_depth import load_json
+from storage.kernel.records import MessageRecord, SessionRecord
 from storage.sessions import load_sessions, record_messages, record_session
 
 _UNDECODED = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of bytes not UTF-8
@@ -113,7 +113,7 @@ def parse_transcript(
 ) -> tuple[Transcript | None, list[Problem]]:
     """Parse one JSONL transcript; blank lines are ignored, every other bad line reported.
 
-    ``now``: the clock message times are checked against (``storage.inputs.Moment``);
+    ``now``: the clock message times are checked against (``storage.kernel.inputs.Moment``);
     None: the real one. A replayed history passes its own.
     """
     context = {"now": now} if now is not None else None

@@ -10,8 +10,8 @@ from datetime import datetime, tzinfo
 import numpy as np
 
 from storage.embedding import Embedder
+from storage.kernel.records import SessionState
 from storage.processed import Candidate
-from storage.records import SessionState
 from tasks.extraction import Extraction, Extractor
 
 

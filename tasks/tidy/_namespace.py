@@ -30,8 +30,8 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from storage import blocks, long_term, memories
-from storage.config import Settings
 from storage.embedding import Embedder
+from storage.kernel.settings import Settings
 from tasks.files import MemoryRoot, atomic_write, flush_blocks, read_text
 from tasks.tidy._archive import move_log, planned_moves, sweep_log_folders
 from tasks.tidy._render import Caps, header

@@ -7,9 +7,9 @@ Selection rule of the weekly tidy:
    ``as_of``), the memories behind the entries already in ``MEMORY.md`` (still-valid
    long-term items; an entry whose memories are all gone leaves), and every pinned memory.
 2. **Score** of a memory: ``0.4 importance + 0.3 salience + 0.3 recency``. Salience is
-   ``storage.scoring.salience`` of its access count and the days since its last access
+   ``storage.kernel.scoring.salience`` of its access count and the days since its last access
    (since it occurred, if never accessed), capped at 1 so use cannot swamp the rest;
-   recency is ``storage.scoring.recency`` of its age at ``as_of``.
+   recency is ``storage.kernel.scoring.recency`` of its age at ``as_of``.
 3. **Memories that say the same thing merge** (``_merge`` has the rule: the same words,
    equal once normalised or with a token-set Jaccard of at least 0.8, and the same
    decisive words: names, numbers, dates, quoted words, negations) into one entry citing
@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from storage.errors import DataQualityError
-from storage.scoring import importance, recency, salience
+from storage.kernel.errors import DataQualityError
+from storage.kernel.scoring import importance, recency, salience
 from tasks.tidy._merge import groups, normalise
 from tasks.tidy._render import Caps, Line, added_cost, entry_line, measure, render, section_for
 

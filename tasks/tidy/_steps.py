@@ -7,7 +7,7 @@ from prefect.cache_policies import NO_CACHE
 from sqlalchemy.orm import Session
 
 from storage import long_term
-from storage.engine import Store
+from storage.server.engine import Store
 from tasks.common import IO_RETRY
 from tasks.files import open_memory_root
 from tasks.tidy._namespace import NamespaceOutcome, TidyContext, tidy_namespace

@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from storage.config import WatchdogSettings
+from storage.kernel.settings import WatchdogSettings
 from storage.watchdog import CheckState
 from tasks.common import Notice, NoticeKind
 from tasks.watchdog._checks import CheckResult

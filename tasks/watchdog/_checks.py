@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from storage.config import WatchdogSettings
+from storage.kernel.settings import WatchdogSettings
 from storage.quality_runs import QualityRunRecord
 from storage.queue import QueueStats
 

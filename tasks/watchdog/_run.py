@@ -15,7 +15,7 @@ from prefect.client.orchestration import SyncPrefectClient
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from storage.config import Settings, WatchdogSettings
+from storage.kernel.settings import Settings, WatchdogSettings
 from storage.quality_runs import latest_quality_run
 from storage.queue import queue_stats
 from storage.runs import mark_crashed

@@ -11,9 +11,9 @@ from prefect.cache_policies import NO_CACHE
 from prefect.client.orchestration import get_client
 from sqlalchemy import Engine
 
-from storage.config import RedactionSettings, Settings, WatchdogSettings
-from storage.engine import open_store
-from storage.migrate import require_current
+from storage.kernel.settings import RedactionSettings, Settings, WatchdogSettings
+from storage.server.engine import open_store
+from storage.server.migrate import require_current
 from tasks.common import IO_RETRY, Channel, Notice, open_notifier
 from tasks.watchdog._checks import CheckResult, DeploymentInfo
 from tasks.watchdog._run import (

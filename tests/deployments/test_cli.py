@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from deployments.cli import main
 from deployments.commands.sync import demo_days
-from storage.config import Settings
-from storage.migrate import head_revision
+from storage.kernel.settings import Settings
+from storage.server.migrate import head_revision
 from tests.helpers import files
 
 

@@ -17,8 +17,8 @@ from prefect.client.schemas.filters import FlowFilter, FlowFilterName
 
 from deployments.cli import main
 from deployments.cli_errors import error_line
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
+from storage.server.engine import open_store
 from tests.storage.memory_factory import put
 
 ARCHIVIST = str(Path(sys.executable).parent / "archivist")

@@ -15,7 +15,7 @@ from prefect import get_client
 from prefect.client.schemas.filters import FlowFilter, FlowFilterName, LogFilter, LogFilterFlowRunId
 from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL
 
-from storage.config import Settings
+from storage.kernel.settings import Settings
 
 ARCHIVIST = str(Path(sys.executable).parent / "archivist")
 

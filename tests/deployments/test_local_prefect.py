@@ -23,8 +23,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
+from storage.server.engine import open_store
 from tests.helpers import add_session, chat
 
 ARCHIVIST = str(Path(sys.executable).parent / "archivist")

@@ -20,7 +20,7 @@ from prefect.utilities.callables import parameter_schema
 import flows
 from deployments.schedule import DEPLOYMENTS
 from deployments.serve import build_deployments
-from storage.config import Settings
+from storage.kernel.settings import Settings
 
 REPO = Path(__file__).parents[2]
 

@@ -17,7 +17,7 @@ from prefect.client.schemas.filters import FlowFilter, FlowFilterName
 from prefect.settings import PREFECT_API_URL
 
 from deployments.prefect_api import health_problem
-from storage.config import Settings
+from storage.kernel.settings import Settings
 
 ARCHIVIST = str(Path(sys.executable).parent / "archivist")
 

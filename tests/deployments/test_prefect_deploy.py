@@ -17,7 +17,7 @@ from prefect.settings import PREFECT_API_URL
 
 from deployments.schedule import DEPLOYMENTS
 from deployments.serve import build_deployments
-from storage.config import Settings
+from storage.kernel.settings import Settings
 
 REPO = Path(__file__).parents[2]
 

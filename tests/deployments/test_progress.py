@@ -21,8 +21,8 @@ from click.testing import CliRunner
 
 from deployments.cli import main
 from deployments.progress import RUN_LOGGERS
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
+from storage.server.engine import open_store
 from tests.helpers import add_session, chat, final_bar
 
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)

@@ -12,8 +12,8 @@ from prefect.client.schemas.schedules import CronSchedule, IntervalSchedule
 from deployments.schedule import DEPLOYMENTS, DeploymentSpec, load_flow
 from deployments.serve import build_deployments
 from flows.common import TAG
-from storage.config import Settings
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
+from storage.kernel.settings import Settings
 
 PREFECT_YAML = Path(__file__).parents[2] / "prefect.yaml"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from prefect.client.schemas.responses import DeploymentResponse
 from prefect.settings import PREFECT_API_URL
 
-from storage.config import Settings
+from storage.kernel.settings import Settings
 from tests.deployments.test_prefect_deploy import create_pool, prefect_deploy_all
 from tests.deployments.test_serve_shutdown import NAMES, delete_ours, ours, wait_for
 

@@ -24,8 +24,8 @@ from prefect.client.schemas.responses import DeploymentResponse
 from prefect.settings import PREFECT_API_URL
 
 from deployments.schedule import DEPLOYMENTS
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
+from storage.server.engine import open_store
 from tests.helpers import add_session, chat
 
 ARCHIVIST = str(Path(sys.executable).parent / "archivist")

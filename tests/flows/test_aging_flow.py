@@ -12,9 +12,9 @@ from sqlalchemy import text
 from deployments.commands.privacy import COMMANDS
 from flows.aging import memory_aging
 from flows.forget import memory_forget
-from storage.config import Settings
-from storage.engine import Store, open_store
-from storage.shards import Shard
+from storage.kernel.settings import Settings
+from storage.kernel.shards import Shard
+from storage.server.engine import Store, open_store
 from tasks.aging import open_cold_store
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import AS_OF, LONG_AGO, MONTHS_AGO, RECENTLY, synced_session

@@ -14,10 +14,10 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from flows.daily_sync import memory_sync_daily
-from storage.config import Settings
-from storage.engine import open_store
-from storage.errors import InputError
+from storage.kernel.errors import InputError
+from storage.kernel.settings import Settings
 from storage.pseudonyms import pseudonyms, session_pseudonym
+from storage.server.engine import open_store
 
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)
 

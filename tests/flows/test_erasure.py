@@ -35,11 +35,11 @@ from flows.queue_drain import memory_queue_drain
 from flows.session_summaries import memory_session_summaries
 from flows.watchdog import memory_cron_watchdog
 from flows.weekly_tidy import memory_weekly_tidy
-from storage.config import Settings
 from storage.embedding import HashingEmbedder
-from storage.engine import Store, open_store
+from storage.kernel.settings import Settings
 from storage.queue import enqueue
 from storage.retrieval._search import Retriever
+from storage.server.engine import Store, open_store
 from tasks.aging import open_cold_store
 from tasks.files import open_memory_root
 from tasks.privacy import purge_session

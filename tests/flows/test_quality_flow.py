@@ -11,9 +11,9 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from flows.quality_report import memory_quality_report
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
 from storage.quality_runs import latest_quality_run
+from storage.server.engine import open_store
 from tests.helpers import add_session, chat, run_sync
 
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)

@@ -9,11 +9,11 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from flows.queue_drain import memory_queue_drain
-from storage.config import Settings
 from storage.embedding import HashingEmbedder
-from storage.engine import open_store
+from storage.kernel.settings import Settings
 from storage.queue import _table as queue
 from storage.retrieval import Retriever
+from storage.server.engine import open_store
 from tests.flows.test_daily_sync import artifact_markdown
 from tests.storage.memory_factory import put
 

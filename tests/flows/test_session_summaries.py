@@ -6,8 +6,8 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 from flows.session_summaries import memory_session_summaries
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
+from storage.server.engine import open_store
 from tests.flows.test_daily_sync import artifact_markdown, artifacts
 from tests.helpers import add_session, chat
 

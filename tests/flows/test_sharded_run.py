@@ -27,8 +27,8 @@ from sqlalchemy import text
 
 from flows.daily_sync import memory_sync_daily
 from flows.sharded_run import memory_sharded_run
-from storage.engine import Store
-from storage.shards import Shard
+from storage.kernel.shards import Shard
+from storage.server.engine import Store
 from tasks.shards import ShardedReport
 from tests.helpers import counts, files, snapshot
 from tests.tasks.sync.test_sync_shards import AS_OF, fill

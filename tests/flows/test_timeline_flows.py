@@ -14,8 +14,8 @@ from flows.aging import memory_aging
 from flows.daily_sync import memory_sync_daily
 from flows.forget import memory_forget
 from flows.weekly_tidy import memory_weekly_tidy
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
+from storage.server.engine import open_store
 from tests.helpers import add_session, chat, pseudonym
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import AS_OF, LONG_AGO, RECENTLY, synced_session

@@ -18,8 +18,8 @@ from sqlalchemy import text
 
 from flows.common import TAG
 from flows.watchdog import memory_cron_watchdog
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
+from storage.server.engine import open_store
 from tests.storage.run_process import RunningFlow
 from tests.webhook_server import Webhook, webhook_server
 

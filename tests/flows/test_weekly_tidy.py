@@ -19,8 +19,8 @@ from sqlalchemy import text
 
 from deployments.commands.tidy import tidy_command
 from flows.weekly_tidy import memory_weekly_tidy
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
+from storage.server.engine import open_store
 from tests.helpers import add_session, chat, pseudonym, run_sync
 
 SUNDAY = datetime(2026, 11, 22, 22, 0, tzinfo=UTC)

@@ -20,9 +20,9 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
-from storage.config import Settings
-from storage.engine import Store, get_engine, open_store
+from storage.kernel.settings import Settings
 from storage.keys import create_key
+from storage.server.engine import Store, get_engine, open_store
 
 ARCHIVIST = str(Path(sys.executable).parent / "archivist")
 LISTENING = re.compile(r"running on (http://127\.0\.0\.1:\d+)")

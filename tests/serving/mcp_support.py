@@ -20,9 +20,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 from sqlalchemy.orm import Session
 
-from storage.config import Settings
-from storage.engine import Store
+from storage.kernel.settings import Settings
 from storage.keys import create_key, revoke_key
+from storage.server.engine import Store
 from tests.helpers import add_session, chat, run_sync
 
 ARCHIVIST = str(Path(sys.executable).with_name("archivist"))

@@ -14,8 +14,8 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from serving.api import worker_pool_size
-from storage.access import fold_accesses
 from storage.keys import key_hash
+from storage.operations.access import fold_accesses
 from tests.serving.conftest import ARCHIVIST, Served
 from tests.storage.memory_factory import put
 

@@ -11,9 +11,9 @@ from typing import Any
 import anyio
 from sqlalchemy import text
 
-from storage.config import Settings
-from storage.engine import Store, open_store
-from storage.inputs import printable
+from storage.kernel.inputs import printable
+from storage.kernel.settings import Settings
+from storage.server.engine import Store, open_store
 from tests.fuzz_values import BAD_KEYS, BAD_TEXTS, BAD_TIMES, VALID_TIMES
 from tests.serving.conftest import Served
 from tests.serving.mcp_support import data, error, stdio

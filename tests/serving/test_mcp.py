@@ -18,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.engine import Store
+from storage.server.engine import Store
 from tests.serving.mcp_support import (
     ARCHIVIST,
     cited,

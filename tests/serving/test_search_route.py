@@ -17,9 +17,9 @@ from starlette.types import Message, Receive, Scope, Send
 from serving import MemoryService
 from serving._search_route import SearchRoute
 from serving.api import create_app
-from storage.config import Settings
-from storage.engine import Store
+from storage.kernel.settings import Settings
 from storage.keys import create_key, revoke_key
+from storage.server.engine import Store
 from tests.storage.memory_factory import put
 
 AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import text
 
 from serving._errors import UNAVAILABLE
-from storage.scoped import SERVING_ROLE
+from storage.server.scoped import SERVING_ROLE
 from tests.serving.conftest import Served
 from tests.serving.mcp_support import error, http_server, keyed
 from tests.storage.memory_factory import put

@@ -11,9 +11,9 @@ from sqlalchemy.orm import Session
 
 from serving import MemoryService, NotFound
 from storage import queue
-from storage.config import Settings
-from storage.engine import Store
+from storage.kernel.settings import Settings
 from storage.keys import Grant
+from storage.server.engine import Store
 from tests.storage.memory_factory import put
 
 AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

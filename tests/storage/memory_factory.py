@@ -10,8 +10,8 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
 from storage.memories import NewMemory, insert_memories
+from storage.server.engine import Store
 
 
 def put(

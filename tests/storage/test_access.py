@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.access import fold_accesses
-from storage.engine import Store
-from storage.shards import Shard, shard_number
+from storage.kernel.shards import Shard, shard_number
+from storage.operations.access import fold_accesses
+from storage.server.engine import Store
 from tests.storage.memory_factory import put
 
 AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -11,11 +11,11 @@ from alembic import command
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage import purge
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
-from storage.migrate import _config
+from storage.operations import purge
 from storage.retrieval._search import Retriever
+from storage.server.engine import Store
+from storage.server.migrate import _config
 from tests.storage.memory_factory import put
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

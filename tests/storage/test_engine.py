@@ -14,15 +14,15 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from storage.config import Settings
-from storage.engine import check_pgvector, libpq_uri, open_store, resolve_url
-from storage.errors import ConfigurationError, StorageError
-from storage.migrate import head_revision, require_current, upgrade
+from storage.kernel.errors import ConfigurationError, StorageError
+from storage.kernel.settings import Settings
+from storage.server.engine import check_pgvector, libpq_uri, open_store, resolve_url
+from storage.server.migrate import head_revision, require_current, upgrade
 
 HOLD_STORE = """
 import sys, time
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
+from storage.server.engine import open_store
 store = open_store(Settings(data_dir=sys.argv[1]))
 with store.engine.connect() as conn:
     tuned = [conn.exec_driver_sql(f"SHOW {name}").scalar() for name in sys.argv[2:]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from storage.json_depth import MAX_DEPTH, nested_deeper_than
+from storage.kernel.json_depth import MAX_DEPTH, nested_deeper_than
 
 
 def test_depth_is_counted_outside_strings_only() -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import psycopg
 
-from storage.keeper import keep, keeper_pid, postmaster_pid, server_running
-from storage.processes import pid_running
+from storage.kernel.processes import pid_running
+from storage.server.keeper import keep, keeper_pid, postmaster_pid, server_running
 from tests.storage.test_engine import stop_if_running, wait_stopped
 
 ARCHIVIST = str(Path(sys.executable).with_name("archivist"))

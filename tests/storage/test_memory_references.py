@@ -14,7 +14,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from storage import memories
-from storage.engine import Store
+from storage.server.engine import Store
 from tests.helpers import add_session, chat, run_sync
 
 DAY = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine
 
-from storage.config import Settings
-from storage.engine import Store
-from storage.migrate import _config, current_revision, head_revision
+from storage.kernel.settings import Settings
+from storage.server.engine import Store
+from storage.server.migrate import _config, current_revision, head_revision
 
 
 def test_the_head_read_from_the_scripts_is_alembics(settings: Settings) -> None:

@@ -11,11 +11,11 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from storage import queue
-from storage.engine import Store
-from storage.errors import InputError, RetrievalError
+from storage.kernel.errors import InputError, RetrievalError
+from storage.kernel.records import SessionRecord
 from storage.keys import create_key
-from storage.records import SessionRecord
 from storage.retrieval import Retriever
+from storage.server.engine import Store
 from tasks.documents import check_names
 
 AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

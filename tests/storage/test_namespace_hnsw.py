@@ -10,12 +10,12 @@ from pathlib import Path
 from alembic import command
 from sqlalchemy import text
 
-from storage.ann import namespace_index
-from storage.config import RetrievalSettings
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
-from storage.migrate import _config
+from storage.kernel.settings import RetrievalSettings
+from storage.operations.ann import namespace_index
 from storage.retrieval._search import Retriever
+from storage.server.engine import Store
+from storage.server.migrate import _config
 from tasks.ann_index import refresh_ann_index
 from tasks.files._memory_files import open_memory_root
 from tasks.privacy._erase import forget

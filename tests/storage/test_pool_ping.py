@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import OperationalError
 
-from storage.pool_ping import ping_when_idle
+from storage.server.pool_ping import ping_when_idle
 
 PID = text("SELECT pg_backend_pid()")
 

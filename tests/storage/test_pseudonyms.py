@@ -7,9 +7,9 @@ import re
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.engine import Store
+from storage.kernel.records import NAMESPACE, SessionRecord
 from storage.pseudonyms import UNKNOWN_SESSION, pseudonyms, reveal, session_pseudonym
-from storage.records import NAMESPACE, SessionRecord
+from storage.server.engine import Store
 from storage.sessions import record_session
 
 

@@ -11,14 +11,14 @@ from sqlalchemy.exc import DBAPIError, ProgrammingError
 from sqlalchemy.orm import Session
 
 from storage import queue
-from storage.access import fold_accesses
-from storage.config import Settings
-from storage.engine import Store
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
+from storage.kernel.records import MessageRecord, SessionRecord
+from storage.kernel.settings import Settings
 from storage.keys import create_key, resolve_key
-from storage.records import MessageRecord, SessionRecord
+from storage.operations.access import fold_accesses
 from storage.retrieval import Retriever
-from storage.scoped import SERVING_ROLE, open_serving_engine, scope
+from storage.server.engine import Store
+from storage.server.scoped import SERVING_ROLE, open_serving_engine, scope
 from storage.sessions import record_messages, record_session
 from tests.storage.memory_factory import put
 

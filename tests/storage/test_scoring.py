@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from storage import scoring
-from storage.config import Settings
-from storage.errors import ConfigurationError
+from storage.kernel import scoring
+from storage.kernel.errors import ConfigurationError
+from storage.kernel.settings import Settings
 
 
 def test_recency_is_a_true_half_life() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from storage.engine import Store
-from storage.shards import Shard, in_shard, shard_params
+from storage.kernel.shards import Shard, in_shard, shard_params
+from storage.server.engine import Store
 
 NAMESPACES = [f"user-{i}" for i in range(200)] + ["ünïcode", "日本語", "a" * 100, "x"]
 

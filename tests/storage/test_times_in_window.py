@@ -12,9 +12,9 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
-from storage.migrate import _config
 from storage.retrieval import Retriever
+from storage.server.engine import Store
+from storage.server.migrate import _config
 from tests.helpers import add_session, chat, run_sync
 from tests.storage.memory_factory import put
 

@@ -6,7 +6,7 @@ Revises: 0014
 ``archivist api``, ``archivist mcp`` and the retrieval they use log in as
 ``archivist_serving``. Every table that holds namespace data gets a policy that shows and
 accepts only rows of ``current_setting('archivist.namespace')``, which the serving code
-sets per transaction (``storage.scoped``); unset, the role sees nothing. ``chat_messages``
+sets per transaction (``storage.server.scoped``); unset, the role sees nothing. ``chat_messages``
 has no namespace column: a message is visible when its session is. The flows keep the
 migrating role (the tables' owner, which policies do not bind) for cross-namespace work.
 

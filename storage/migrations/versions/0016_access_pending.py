@@ -13,7 +13,7 @@ and when the last one was. A search upserts its hits there (narrow rows, one pri
 room on each page for updates in place); readers that score by access (search, priming,
 one memory through the API) add the pending counts to the row's; the queue drain (every
 five minutes), the nightly aging and the weekly tidy fold them into ``memories`` first
-(``storage.access``), one update per memory for all its accesses since the last fold.
+(``storage.operations.access``), one update per memory for all its accesses since the last fold.
 
 The key is (memory_id, namespace) and the fold joins on both: under row-level security the
 serving role writes only rows of its own namespace, and a row naming another namespace's

@@ -7,7 +7,7 @@ A search walks the HNSW index for a namespace's nearest memories. With one index
 every large namespace's memories, filtered to one namespace, the walk visited the other
 namespaces' rows as well: 5 to 11 ms for 100 neighbours among 43,000 indexed memories,
 whatever the namespace's size. In an index of the namespace's own (partial on
-``namespace = '...'``, named by a hash of it: ``storage.ann.namespace_index``) the same
+``namespace = '...'``, named by a hash of it: ``storage.operations.ann.namespace_index``) the same
 walk took 1.8 ms. The walk is planned for its namespace (a custom plan), which is how
 PostgreSQL picks the namespace's index.
 

@@ -3,7 +3,7 @@
 Revision ID: 0021
 Revises: 0020
 
-Before ``storage.inputs`` gave every door one gate for times, a message at
+Before ``storage.kernel.inputs`` gave every door one gate for times, a message at
 ``0001-01-01T00:00:00+01:00`` was stored as 1 BC: PostgreSQL takes it, Python cannot read
 it, and every later sync over its session and every search of its namespace failed. This
 migration brings such times into the window (a memory's ``occurred_at`` becomes its

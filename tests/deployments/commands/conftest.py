@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.config import Settings
+from storage.kernel.settings import Settings
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from prefect.settings import PREFECT_API_URL
 
 from deployments.cli import main
 from flows.daily_sync import memory_sync_daily
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
+from storage.server.engine import open_store
 from tests.storage.memory_factory import put
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from deployments.cli import main
-from storage.config import Settings
+from storage.kernel.settings import Settings
 from tests.tasks.documents.samples import pdf
 from tests.tasks.documents.test_ingest import write_samples
 

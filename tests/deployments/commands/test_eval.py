@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from deployments.commands.eval import eval_command
-from storage.config import Settings
-from storage.engine import Store
+from storage.kernel.settings import Settings
+from storage.server.engine import Store
 from tests.helpers import add_session, chat, final_bar
 
 DATA = Path(__file__).parents[2] / "data" / "eval"

@@ -15,9 +15,9 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from deployments.cli import main
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
 from storage.quality_runs import QualityRunRecord, record_quality_run
+from storage.server.engine import open_store
 from tests.storage.memory_factory import put
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

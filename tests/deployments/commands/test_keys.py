@@ -7,9 +7,9 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from deployments.cli import main
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
 from storage.keys import key_hash, resolve_key
+from storage.server.engine import open_store
 
 
 def test_create_list_revoke(env: Settings) -> None:

@@ -19,7 +19,7 @@ from deployments.progress import Bars
 from flows.common import TAG
 from flows.daily_sync import memory_sync_daily
 from flows.weekly_tidy import memory_weekly_tidy
-from storage.config import Settings
+from storage.kernel.settings import Settings
 
 DEMO_NOW = datetime(2026, 11, 20, 23, 30, tzinfo=UTC)
 

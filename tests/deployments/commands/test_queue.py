@@ -7,7 +7,7 @@ import json
 from click.testing import CliRunner
 
 from deployments.cli import main
-from storage.config import Settings
+from storage.kernel.settings import Settings
 
 
 def test_enqueue_stats_and_worker_once(flow_env: Settings) -> None:

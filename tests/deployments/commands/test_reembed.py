@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from deployments.cli import main
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
+from storage.server.engine import open_store
 from tests.helpers import final_bar
 from tests.storage.memory_factory import put
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 from click.testing import CliRunner
 
 from deployments.cli import main
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
+from storage.server.engine import open_store
 from tests.storage.memory_factory import put
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

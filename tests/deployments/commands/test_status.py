@@ -21,8 +21,8 @@ from deployments.commands.status import (
     status_document,
 )
 from flows.daily_sync import memory_sync_daily
-from storage.config import Settings
-from storage.engine import Store
+from storage.kernel.settings import Settings
+from storage.server.engine import Store
 from tests.helpers import add_session, chat, run_sync
 from tests.storage.run_process import RunningFlow
 

@@ -10,7 +10,6 @@ from pydantic import ValidationError
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.config import EmbeddingSettings
 from storage.embedding import (
     CachedEmbedder,
     HashingEmbedder,
@@ -19,7 +18,8 @@ from storage.embedding import (
     make_embedder,
 )
 from storage.embedding import _cache as embedding_cache
-from storage.engine import Store
+from storage.kernel.settings import EmbeddingSettings
+from storage.server.engine import Store
 
 
 class CountingEmbedder:

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from pydantic import SecretStr
 
-from storage.config import EmbeddingSettings
 from storage.embedding import OpenAIEmbedder, make_embedder
-from storage.errors import ConfigurationError, StorageError
+from storage.kernel.errors import ConfigurationError, StorageError
+from storage.kernel.settings import EmbeddingSettings
 
 DIM = 8
 BASE = "http://embed.test/v1"

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from storage.config import EmbeddingSettings, RetrievalSettings
 from storage.embedding import LocalEmbedder, make_embedder
 from storage.embedding._local import model_folder, verified
-from storage.engine import Store
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
+from storage.kernel.settings import EmbeddingSettings, RetrievalSettings
 from storage.retrieval import Retriever
+from storage.server.engine import Store
 from tests.helpers import add_session, chat, run_sync
 
 TEXTS = [

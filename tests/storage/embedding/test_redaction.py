@@ -7,8 +7,8 @@ import json
 import httpx
 import numpy as np
 
-from storage.config import EmbeddingSettings, RedactionSettings
 from storage.embedding import OpenAIEmbedder, make_embedder
+from storage.kernel.settings import EmbeddingSettings, RedactionSettings
 from tests.storage.embedding.test_http import BASE, DIM, ok
 
 PLANTED = [

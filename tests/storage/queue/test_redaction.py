@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from storage.config import RedactionSettings
-from storage.engine import Store
+from storage.kernel.settings import RedactionSettings
 from storage.queue._payloads import parse_stored
+from storage.server.engine import Store
 from tests.storage.queue.test_table import MESSAGE, SESSION, T, claim, put, row
 
 BEFORE = RedactionSettings(before_storage=True)

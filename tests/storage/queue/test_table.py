@@ -11,11 +11,11 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
-from storage.config import QueueSettings
-from storage.engine import Store
-from storage.errors import InputError
+from storage.kernel.errors import InputError
+from storage.kernel.settings import QueueSettings
 from storage.queue import _table as queue
 from storage.queue._payloads import Enqueued, QueueItem, QueueStats, Reclaimed
+from storage.server.engine import Store
 
 T = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 NOTE = {"content": "Alice prefers window seats", "importance": 0.7}

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from storage.config import RedactionSettings, Settings
+from storage.kernel.settings import RedactionSettings, Settings
 from storage.redaction import RedactionPolicy
 
 EVERYTHING = (

@@ -6,9 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
-from storage.config import RetrievalSettings
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
+from storage.kernel.settings import RetrievalSettings
 from storage.retrieval import (
     CitationBook,
     DocSource,
@@ -18,6 +17,7 @@ from storage.retrieval import (
     render_citations,
     sources_line,
 )
+from storage.server.engine import Store
 from tests.storage.memory_factory import put
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from storage.config import RetrievalSettings
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
-from storage.errors import RetrievalError
+from storage.kernel.errors import RetrievalError
+from storage.kernel.settings import RetrievalSettings
 from storage.retrieval import DOC_KIND, DocSource
 from storage.retrieval._search import Retriever
-from storage.scoped import open_serving_engine
+from storage.server.engine import Store
+from storage.server.scoped import open_serving_engine
 from tasks.documents import feedback
 from tests.storage.memory_factory import put
 from tests.tasks.documents.test_ingest import AT, ingest, write_samples
@@ -130,7 +130,7 @@ def test_under_the_serving_role_a_query_without_namespace_sees_one(
     write_samples(tmp_path)
     ingest(store, str(tmp_path), ns="acme")
     ingest(store, str(tmp_path), ns="acme2")
-    from storage.scoped import scope
+    from storage.server.scoped import scope
 
     with open_serving_engine(settings).begin() as conn:
         scope(conn, "acme2")

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, text
 
-from storage.config import RetrievalSettings
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
+from storage.kernel.settings import RetrievalSettings
 from storage.retrieval._search import Retriever
+from storage.server.engine import Store
 from tasks.ann_index import refresh_ann_index
 from tests.storage.memory_factory import put
 

@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import text
 
-from storage.config import RetrievalSettings
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
+from storage.kernel.settings import RetrievalSettings
 from storage.retrieval._search import Retriever
+from storage.server.engine import Store
 from tests.helpers import add_session, chat, run_sync
 
 DAY = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)

@@ -11,8 +11,8 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
 from storage.retrieval import Retriever
+from storage.server.engine import Store
 from storage.sessions import record_messages, record_session
 from tasks.samples import generate_bulk
 from tests.helpers import run_sync

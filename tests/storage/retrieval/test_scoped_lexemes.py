@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, Engine, TextClause, text
 
-from storage.config import RetrievalSettings, Settings
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
+from storage.kernel.settings import RetrievalSettings, Settings
 from storage.retrieval import Retriever
 from storage.retrieval._candidates import Request, search_params
 from storage.retrieval._documents import TERM_STATS as CHUNK_TERM_STATS
 from storage.retrieval._inputs import DF_CAP, scoped_term, tsquery_term
 from storage.retrieval._sql import CANDIDATES, TERM_STATS
 from storage.retrieval._stats import StatsCache
-from storage.scoped import open_serving_engine, scope
+from storage.server.engine import Store
+from storage.server.scoped import open_serving_engine, scope
 from tests.storage.memory_factory import put
 from tests.tasks.documents.test_ingest import ingest, write_samples
 

@@ -13,13 +13,14 @@ import pytest
 from sqlalchemy import event, text
 from sqlalchemy.orm import Session
 
-from storage import retrieval, scoring
-from storage.access import fold_accesses
-from storage.config import RetrievalSettings
+from storage import retrieval
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
-from storage.errors import RetrievalError, StorageError
+from storage.kernel import scoring
+from storage.kernel.errors import RetrievalError, StorageError
+from storage.kernel.settings import RetrievalSettings
+from storage.operations.access import fold_accesses
 from storage.retrieval._search import Retriever
+from storage.server.engine import Store
 from tasks.ann_index import refresh_ann_index
 from tests.storage.memory_factory import put
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from storage.config import RetrievalSettings
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
+from storage.kernel.settings import RetrievalSettings
 from storage.retrieval._inputs import DF_CAP, lexical_params
 from storage.retrieval._search import Retriever
 from storage.retrieval._stats import StatsCache
+from storage.server.engine import Store
 from tests.storage.memory_factory import put
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from fsspec.implementations.local import LocalFileSystem
 from sqlalchemy import text
 
-from storage.engine import Store
+from storage.server.engine import Store
 from tasks.aging._cold_store import ColdStore
 from tests.helpers import add_session, chat, run_sync
 

@@ -11,10 +11,10 @@ from typing import Any
 
 from sqlalchemy import text
 
-from storage.aging import DecayParams
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
-from storage.shards import Shard
+from storage.kernel.shards import Shard
+from storage.operations.aging import DecayParams
+from storage.server.engine import Store
 from tasks.aging._archival import archive_old
 from tasks.aging._cold_store import ColdStore
 from tasks.aging._compression import compress_old

@@ -20,12 +20,12 @@ from storage.archive._rows import (
     _vectors,
     fetch_memories,
 )
-from storage.config import RetrievalSettings
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
-from storage.errors import InputError
+from storage.kernel.errors import InputError
+from storage.kernel.settings import RetrievalSettings
 from storage.retrieval._archived import ArchiveReader
 from storage.retrieval._search import Retriever
+from storage.server.engine import Store
 from tasks.aging._archival import archive_old, by_year, commit_part, verify_part, write_part
 from tasks.aging._cold_store import ColdStore, Scratch
 from tasks.privacy._erase import restore

@@ -11,13 +11,13 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage import scoring
-from storage.aging import DecayParams
-from storage.config import Settings
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
+from storage.kernel import scoring
+from storage.kernel.settings import Settings
 from storage.memories import NewMemory, insert_memories
+from storage.operations.aging import DecayParams
 from storage.retrieval import Retriever
+from storage.server.engine import Store
 from tasks.aging._archival import archive_old
 from tasks.aging._compression import compress_old, write_transcripts
 from tasks.aging._run import decay, delete_old
@@ -234,7 +234,7 @@ def test_a_crash_after_the_transcript_is_written_loses_nothing(
     synced_session(store, "old", "alice", MONTHS_AGO)
     from sqlalchemy.orm import Session
 
-    from storage.aging import compressible
+    from storage.operations.aging import compressible
 
     with Session(store.engine) as session:
         batch = compressible(session, AS_OF - timedelta(days=90), None)

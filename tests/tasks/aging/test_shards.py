@@ -11,8 +11,8 @@ from threading import Barrier
 
 from storage.archive import EARLIEST, MemoryReader, fetch_memories
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
-from storage.shards import Shard
+from storage.kernel.shards import Shard
+from storage.server.engine import Store
 from tasks.aging._archival import archive_old, write_part
 from tasks.aging._cold_store import ColdStore
 from tasks.aging._compression import compress_old

@@ -14,8 +14,8 @@ from prefect import flow
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
-from storage.config import RedactionSettings, Settings, WatchdogSettings
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
+from storage.kernel.settings import RedactionSettings, Settings, WatchdogSettings
 from tasks.common import Notice
 from tasks.common._notify import ARTIFACT_KEY, Notifier, notify_flow_failure
 from tests.webhook_server import Webhook, webhook_server

@@ -16,8 +16,8 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
-from storage.errors import InputError
+from storage.kernel.errors import InputError
+from storage.server.engine import Store
 from tasks.documents import Chunking, ingest_documents
 from tests.tasks.documents.samples import HTML, MARKDOWN, TEXT, pdf
 

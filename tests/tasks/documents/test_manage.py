@@ -11,8 +11,8 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
-from storage.errors import InputError
+from storage.kernel.errors import InputError
+from storage.server.engine import Store
 from tasks.documents import Chunking, feedback, list_documents, purge_documents, rebuild
 from tasks.files._memory_files import open_memory_root
 from tasks.privacy._erase import forget

@@ -12,10 +12,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from storage.embedding import make_embedder
-from storage.engine import Store
-from storage.errors import InputError
+from storage.kernel.errors import InputError
+from storage.kernel.scoring import PRESETS
 from storage.retrieval import Hit, Retriever
-from storage.scoring import PRESETS
+from storage.server.engine import Store
 from tasks.evaluation._build import build_memory, check_namespaces, day_run, run_queries
 from tasks.evaluation._inputs import (
     EvalInputs,

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from storage.config import RetrievalSettings
 from storage.embedding import LocalEmbedder
-from storage.engine import Store
+from storage.kernel.scoring import resolve_weights
+from storage.kernel.settings import RetrievalSettings
 from storage.retrieval import Retriever
-from storage.scoring import resolve_weights
+from storage.server.engine import Store
 from tasks.evaluation import (
     OVERALL,
     build_memory,

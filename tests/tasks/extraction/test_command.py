@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
 from tasks.extraction._command import CommandExtractor
 from tasks.extraction._heuristic import HeuristicExtractor
 from tasks.extraction._none import NoneExtractor

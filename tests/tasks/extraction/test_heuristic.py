@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from storage.records import MessageRecord, SessionKind, SessionRecord, SessionState
+from storage.kernel.records import MessageRecord, SessionKind, SessionRecord, SessionState
 from tasks.extraction._heuristic import HeuristicExtractor
 from tasks.extraction._types import Extraction
 

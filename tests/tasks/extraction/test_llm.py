@@ -17,12 +17,12 @@ from pydantic import SecretStr
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.config import ExtractorSettings, Settings
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
+from storage.kernel.records import MessageRecord, SessionKind, SessionRecord, SessionState
+from storage.kernel.settings import ExtractorSettings, Settings
 from storage.pseudonyms import Pseudonyms
-from storage.records import MessageRecord, SessionKind, SessionRecord, SessionState
+from storage.server.engine import Store
 from tasks.extraction._command import CommandExtractor
 from tasks.extraction._factory import make_extractor
 from tasks.extraction._heuristic import HeuristicExtractor

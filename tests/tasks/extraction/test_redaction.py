@@ -19,11 +19,11 @@ import httpx
 import pytest
 from sqlalchemy.orm import Session
 
-from storage.config import RedactionSettings
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
+from storage.kernel.settings import RedactionSettings
 from storage.pseudonyms import Pseudonyms
 from storage.redaction import RedactionPolicy
+from storage.server.engine import Store
 from tasks.extraction._command import CommandExtractor
 from tasks.extraction._llm import LLMExtractor
 from tasks.files import FlushOutcome

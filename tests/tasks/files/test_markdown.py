@@ -10,7 +10,7 @@ from pathlib import Path
 import fsspec
 import pytest
 
-from storage.engine import Store
+from storage.server.engine import Store
 from tasks.files import md_inline, md_line, open_memory_root
 from tasks.privacy import purge_session
 from tasks.sync._transcripts import JsonlTranscripts, ingest

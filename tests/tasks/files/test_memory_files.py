@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fsspec.implementations.local import LocalFileSystem
 
-from storage.processes import host_tag
+from storage.kernel.processes import host_tag
 from tasks.files import atomic_write
 from tests.tasks.files.writers import PausedWriter, temporaries
 

@@ -13,7 +13,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from storage import blocks
-from storage.engine import Store
+from storage.server.engine import Store
 from tasks.files import FlushOutcome, MemoryRoot, flush_blocks, timeline_block
 
 

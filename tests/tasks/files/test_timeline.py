@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fsspec.implementations.local import LocalFileSystem
 
-from storage.errors import StorageError
+from storage.kernel.errors import StorageError
 from tasks.files import MemoryRoot, append_to_file, drop_session_lines, timeline_line
 from tests.tasks.files.writers import PausedWriter, temporaries
 

@@ -11,13 +11,13 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.ann import refresh_terms
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
-from storage.errors import InputError
+from storage.kernel.errors import InputError
 from storage.keys import create_key
+from storage.operations.ann import refresh_terms
 from storage.queue import enqueue
 from storage.retrieval._search import Retriever
+from storage.server.engine import Store
 from tasks.aging._archival import archive_old
 from tasks.aging._cold_store import ColdStore
 from tasks.aging._compression import compress_old

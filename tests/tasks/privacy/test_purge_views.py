@@ -14,8 +14,8 @@ from pathlib import Path
 from sqlalchemy import text
 
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
 from storage.retrieval._search import Retriever
+from storage.server.engine import Store
 from tasks.files._memory_files import open_memory_root
 from tasks.privacy import purge_session
 from tasks.tidy._namespace import make_context, tidy_namespace

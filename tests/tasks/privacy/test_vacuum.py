@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from storage.embedding import HashingEmbedder
 from storage.embedding._cache import lookup, text_hash
 from storage.embedding._cache import store as cache_vectors
-from storage.engine import Store
+from storage.server.engine import Store
 from tasks.files._memory_files import open_memory_root
 from tasks.privacy import forget, purge_session
 from tests.helpers import add_session, chat, run_sync

@@ -12,9 +12,9 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from storage import runs
-from storage.config import QualitySettings
-from storage.engine import Store
+from storage.kernel.settings import QualitySettings
 from storage.pseudonyms import Pseudonyms
+from storage.server.engine import Store
 from tasks.files._memory_files import open_memory_root
 from tasks.quality._run import check_memory_files, run_quality
 from tasks.quality._types import CheckOutcome, QualityReport

@@ -16,10 +16,10 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from deployments.commands.queue import show_stats
-from storage.config import Settings
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
+from storage.kernel.settings import Settings
 from storage.queue import _table as queue
+from storage.server.engine import Store
 from tasks.queue._ops import drain_once
 from tasks.watchdog._run import store_checks
 
@@ -32,8 +32,8 @@ import sys
 import threading
 from datetime import datetime
 
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
+from storage.server.engine import open_store
 from tasks.queue import drain_once
 
 

@@ -12,12 +12,12 @@ from sqlalchemy import text
 from sqlalchemy.exc import DataError, ProgrammingError
 from sqlalchemy.orm import Session
 
-from storage.config import Settings
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
-from storage.errors import InputError, PermanentError
+from storage.kernel.errors import InputError, PermanentError
+from storage.kernel.settings import Settings
 from storage.queue import _table as queue
 from storage.retrieval._search import Retriever
+from storage.server.engine import Store
 from tasks.queue._execute import is_permanent
 from tasks.queue._ops import DrainReport, describe_failure, drain_once, run_worker
 from tests.helpers import add_session, chat

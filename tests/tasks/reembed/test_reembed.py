@@ -11,12 +11,12 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.ann import namespace_index
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
 from storage.meta import check_compatible, read_facts
+from storage.operations.ann import namespace_index
 from storage.retrieval._search import Retriever
+from storage.server.engine import Store
 from tasks.aging._archival import archive_old
 from tasks.ann_index import refresh_ann_index
 from tasks.privacy._erase import restore
@@ -135,9 +135,9 @@ def test_one_namespace_at_a_time_swaps_only_when_all_are_done(store: Store) -> N
 
 KILLABLE_REEMBED = """
 import sys
-from storage.config import Settings
+from storage.kernel.settings import Settings
 from storage.embedding import HashingEmbedder
-from storage.engine import open_store
+from storage.server.engine import open_store
 from tasks.reembed import reembed
 
 store = open_store(Settings(database_url=sys.argv[1], data_dir=sys.argv[2]))

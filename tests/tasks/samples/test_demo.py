@@ -12,7 +12,7 @@ import pydantic
 import pytest
 from fsspec.implementations.local import LocalFileSystem
 
-from storage.records import MessageRecord, SessionRecord
+from storage.kernel.records import MessageRecord, SessionRecord
 from tasks.samples._demo import DEMO_BAD_LINES, TranscriptFile, generate_demo, write_transcripts
 
 TODAY = date(2026, 11, 20)

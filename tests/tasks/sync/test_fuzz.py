@@ -25,10 +25,10 @@ from click.testing import CliRunner
 from sqlalchemy import text
 
 from deployments.cli import main
-from storage.config import Settings
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
+from storage.kernel.settings import Settings
 from storage.retrieval import Retriever
+from storage.server.engine import Store
 from tasks.sync._transcripts import JsonlTranscripts, ingest
 from tests.fuzz_values import (
     BAD_IDS,

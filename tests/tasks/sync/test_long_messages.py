@@ -8,13 +8,13 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.config import RetrievalSettings
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
+from storage.kernel.records import MessageRecord
+from storage.kernel.settings import RetrievalSettings
 from storage.queue import forget_memory
-from storage.records import MessageRecord
 from storage.retrieval import Hit, Retriever
 from storage.retrieval._archived import ArchiveReader
+from storage.server.engine import Store
 from storage.sessions import record_messages
 from tasks.aging._archival import archive_old
 from tasks.aging._compression import compress_old

@@ -14,10 +14,10 @@ from sqlalchemy.orm import Session
 
 from storage.blocks import pending_blocks
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
+from storage.kernel.records import MessageRecord
 from storage.meta import check_compatible
-from storage.records import MessageRecord
+from storage.server.engine import Store
 from storage.sessions import record_messages
 from tasks.extraction import HeuristicExtractor
 from tasks.files import append_to_file, open_memory_root
@@ -397,8 +397,8 @@ def test_embedder_of_another_dimension_is_refused(store: Store) -> None:
 KILLABLE_SYNC = """
 import sys
 from datetime import datetime
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
+from storage.server.engine import open_store
 from tests.helpers import run_sync
 
 url, root, as_of = sys.argv[1:4]

@@ -8,8 +8,8 @@ from pathlib import Path
 import fsspec
 from sqlalchemy import text
 
-from storage.config import RedactionSettings
-from storage.engine import Store
+from storage.kernel.settings import RedactionSettings
+from storage.server.engine import Store
 from tasks.sync._redacted import RedactedSource, stored_source
 from tasks.sync._transcripts import JsonlTranscripts, ingest
 from tests.tasks.sync.test_transcripts import HEADER, jsonl, msg

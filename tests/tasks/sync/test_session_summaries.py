@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from storage.engine import Store
+from storage.server.engine import Store
 from tests.helpers import add_session, chat, counts, files, run_sync, snapshot
 from tests.tasks.sync.test_process import memory_root
 

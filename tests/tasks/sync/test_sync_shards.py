@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import text
 
 from flows.daily_sync import memory_sync_daily
-from storage.config import Settings
-from storage.engine import Store
-from storage.shards import Shard
+from storage.kernel.settings import Settings
+from storage.kernel.shards import Shard
+from storage.server.engine import Store
 from tests.helpers import add_session, chat, counts, files, run_sync, snapshot
 
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)

@@ -13,11 +13,11 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.engine import Store
+from storage.kernel.records import MessageRecord
+from storage.kernel.shards import Shard
 from storage.pseudonyms import session_pseudonym
-from storage.records import MessageRecord
+from storage.server.engine import Store
 from storage.sessions import record_messages
-from storage.shards import Shard
 from tasks.files import open_memory_root
 from tasks.privacy import forget, purge_session
 from tests.child import PausedChild
@@ -192,8 +192,8 @@ import sys
 from datetime import datetime
 from sqlalchemy.orm import Session
 from storage.blocks import pending_blocks
-from storage.config import Settings
-from storage.engine import open_store
+from storage.kernel.settings import Settings
+from storage.server.engine import open_store
 from tasks.files import append_to_file, flush_blocks, open_memory_root
 from tests.helpers import run_sync
 

@@ -10,8 +10,8 @@ import pytest
 import s3fs
 from sqlalchemy import text
 
-from storage.engine import Store
-from storage.errors import InputError
+from storage.kernel.errors import InputError
+from storage.server.engine import Store
 from tasks.sync._transcripts import JsonlTranscripts, ingest, parse_transcript
 
 MESSAGES = "SELECT session_id, id, content FROM chat_messages ORDER BY 1, 2"

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import text
 
-from storage.engine import Store
+from storage.server.engine import Store
 from tests.helpers import add_session, chat, run_sync
 
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)

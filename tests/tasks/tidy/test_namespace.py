@@ -15,7 +15,7 @@ from fsspec.implementations.local import LocalFileSystem
 from sqlalchemy import text
 
 from storage.embedding import HashingEmbedder
-from storage.engine import Store
+from storage.server.engine import Store
 from tasks.files._memory_files import MemoryRoot, open_memory_root
 from tasks.tidy._archive import merge_logs
 from tasks.tidy._namespace import TidyContext, make_context, tidy_namespace

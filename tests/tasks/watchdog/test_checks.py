@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from storage.config import WatchdogSettings
+from storage.kernel.settings import WatchdogSettings
 from storage.quality_runs import QualityRunRecord
 from storage.queue._payloads import QueueStats
 from storage.watchdog import CheckState

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
 
 T = TypeVar("T")
 

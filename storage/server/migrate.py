@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, text
 
-from storage.config import Settings
-from storage.errors import StorageError
+from storage.kernel.errors import StorageError
+from storage.kernel.settings import Settings
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
-_SCRIPTS = Path(__file__).parent / "migrations"
+_SCRIPTS = Path(__file__).parent.parent / "migrations"
 # Alembic costs a command that only checks the schema 0.12 s of imports: the check reads the
 # revision table and the scripts' own ``revision`` / ``down_revision`` lines instead.
 _REVISION = re.compile(r'^(down_revision|revision) = "?(\w+)"?$', re.MULTILINE)

@@ -1,4 +1,5 @@
-"""The keeper process (``python -m storage.keeper_main PGDATA SECONDS``): see ``storage.keeper``."""
+"""The keeper process (``python -m storage.server.keeper_main PGDATA SECONDS``): see
+``storage.server.keeper``."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from pathlib import Path
 
 import psycopg
 
-from storage.engine import embedded_url, install_signal_handlers
-from storage.keeper import OTHER_CLIENTS, fast_shutdown, keep, postmaster_pid, try_lock
+from storage.server.engine import embedded_url, install_signal_handlers
+from storage.server.keeper import OTHER_CLIENTS, fast_shutdown, keep, postmaster_pid, try_lock
 
 
 class _DataDirGone(Exception):

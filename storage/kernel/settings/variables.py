@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 
 from pydantic import BaseModel, ValidationError
 
-from storage.config import Settings
+from storage.kernel.settings import Settings
 
 PREFIX = "ARCHIVIST_"
 # Read by Settings itself, not a field of it.

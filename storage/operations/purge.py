@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.privacy import table_exists
+from storage.operations.privacy import table_exists
 
 SESSION_NAMESPACE = text("SELECT namespace FROM chat_sessions WHERE id = :session_id")
 SESSION_MEMORY_IDS = text("SELECT id FROM memories WHERE session_id = :session_id")

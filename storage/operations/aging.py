@@ -2,7 +2,7 @@
 
 Decay walks the table by id range, one statement per ``decay_batch`` ids, and writes a row
 only when its salience moved by more than epsilon (``archivist_salience`` in migration
-0005 is the formula of ``storage.scoring.salience``). Pinned memories hold 1.0.
+0005 is the formula of ``storage.kernel.scoring.salience``). Pinned memories hold 1.0.
 
 Compression works on a batch of sessions at once: the transcripts are already in the
 cold tier (written and verified by the caller), so one transaction deletes the session's
@@ -10,7 +10,7 @@ cold tier (written and verified by the caller), so one transaction deletes the s
 memory), flags the episode ``compressed`` and deletes the raw messages the transcript
 holds. The access log keeps the turns' ids: it is a history of what searches returned.
 
-Each selection takes a namespace and a shard (``storage.shards``); None is every one.
+Each selection takes a namespace and a shard (``storage.kernel.shards``); None is every one.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.shards import Shard, in_shard, shard_params
+from storage.kernel.shards import Shard, in_shard, shard_params
 
 ID_RANGE = text(
     "SELECT coalesce(min(id), 0) AS lo, coalesce(max(id), -1) AS hi FROM memories "

@@ -2,8 +2,8 @@
 
 Starting the embedded PostgreSQL costs a command about a second, and stopping it as much
 again: without a keeper, every ``archivist search`` paid both. The first process that
-attaches spawns a keeper (``python -m storage.keeper_main PGDATA SECONDS``), a detached process
-that holds the server like any other process (the wheel stops the server when its last
+attaches spawns a keeper (``python -m storage.server.keeper_main PGDATA SECONDS``), a detached
+process that holds the server like any other process (the wheel stops the server when its last
 holder leaves). The keeper leaves once no client has been connected for SECONDS, or on
 SIGTERM (``archivist db stop``); if it is the last holder then, the server stops.
 
@@ -26,7 +26,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO
 
-from storage.processes import pid_running
+from storage.kernel.processes import pid_running
 
 LOCK_NAME = ".archivist-keeper.lock"
 # Client connections other than the keeper's own (walsenders and background workers are
@@ -74,7 +74,7 @@ def ensure_keeper(pgdata: Path, seconds: float) -> None:
         return
     with (pgdata / "keeper.log").open("ab") as log:
         subprocess.Popen(
-            [sys.executable, "-m", "storage.keeper_main", str(pgdata), str(seconds)],
+            [sys.executable, "-m", "storage.server.keeper_main", str(pgdata), str(seconds)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,

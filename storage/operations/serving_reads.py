@@ -1,6 +1,6 @@
 """What the API and the MCP server read and change of one namespace, beside search.
 
-Each function takes a session already scoped to ``namespace`` (``storage.scoped.scope``)
+Each function takes a session already scoped to ``namespace`` (``storage.server.scoped.scope``)
 and filters by it as well: two walls, never one. None of them commits.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-# Access counters with the accesses not yet folded into the row (``storage.access``).
+# Access counters with the accesses not yet folded into the row (``storage.operations.access``).
 MEMORY = text(
     """
     SELECT m.id AS memory_id, m.namespace, m.kind, m.content, m.importance, m.salience,

@@ -16,7 +16,6 @@ import pyarrow as pa
 from sqlalchemy import bindparam, text
 from sqlalchemy.orm import Session
 
-from storage.ann import create_namespace_indexes
 from storage.embedding import Embedder
 from storage.meta import (
     EMBEDDING_DIM,
@@ -27,6 +26,7 @@ from storage.meta import (
     read_facts,
     set_fact,
 )
+from storage.operations.ann import create_namespace_indexes
 
 _HAS_NEXT = text(
     "SELECT EXISTS (SELECT 1 FROM information_schema.columns "

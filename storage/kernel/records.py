@@ -1,6 +1,6 @@
 """Validated records of raw conversations: what a source hands to the store.
 
-Each field is of one of the kinds ``storage.inputs`` checks, the same at every door.
+Each field is of one of the kinds ``storage.kernel.inputs`` checks, the same at every door.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from storage.inputs import Identifier, Label, Moment, StorableText, storable
+from storage.kernel.inputs import Identifier, Label, Moment, StorableText, storable
 
 Role = Literal["user", "assistant", "tool", "system"]
 SessionKind = Literal["direct", "group", "subagent"]

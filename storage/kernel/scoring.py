@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from storage.errors import ConfigurationError
+from storage.kernel.errors import ConfigurationError
 
 FACTORS = (
     "semantic",

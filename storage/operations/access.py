@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.shards import Shard, in_shard, shard_params
+from storage.kernel.shards import Shard, in_shard, shard_params
 
 # The pending rows are locked in key order, as searches lock them, and the memories in id
 # order, so a fold and concurrent searches or another fold wait for each other, never

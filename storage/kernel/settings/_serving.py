@@ -1,0 +1,71 @@
+"""Settings of what assistants reach: retrieval, and the HTTP API and MCP servers."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+
+class RetrievalSettings(BaseModel):
+    """How search ranks and how much it fetches; weights may come from the policy file."""
+
+    preset: Literal["archivist", "librarian"] = "archivist"
+    weights: dict[str, float] | None = Field(
+        None, description="custom factor weights, replacing the preset's"
+    )
+    half_life_days: float = Field(30.0, gt=0)
+    overfetch: int = Field(2, ge=1, le=20)
+    dense_share: float = Field(
+        0.5, ge=0, le=1, description="share of dense cosine in the fused relevance (rest BM25)"
+    )
+    ann_min_namespace_rows: int = Field(
+        2_000, ge=100, description="namespaces this large get the HNSW index"
+    )
+    ef_search: int = Field(100, ge=10, le=1000)
+    stats_ttl_seconds: float = Field(
+        300.0, ge=0, description="how long BM25 statistics are reused in-process (0: never)"
+    )
+    min_cosine: float | None = Field(
+        None,
+        ge=-1,
+        le=1,
+        description="a query with no word match needs a candidate this close; default: embedder's",
+    )
+    max_limit: int = Field(100, ge=1, le=1000)
+    prepared_statements: bool = Field(
+        True,
+        description="search's statements planned once per connection (off behind a pooler "
+        "in transaction mode that cannot keep prepared statements)",
+    )
+    prime_episodes: int = Field(3, ge=0, le=50)
+    prime_min_salience: float = Field(0.3, ge=0, le=1)
+    prime_threads: int = Field(5, ge=0, le=50)
+    prime_facts: int = Field(10, ge=0, le=100)
+
+
+class ServingSettings(BaseModel):
+    """The HTTP API and the MCP server (``archivist api``, ``archivist mcp``)."""
+
+    # hide_input_in_errors: the serving URL carries the serving role's password.
+    model_config = ConfigDict(hide_input_in_errors=True)
+
+    database_url: SecretStr | None = Field(
+        None,
+        description="URL that logs in as the serving role (archivist_serving); unset: the "
+        "embedded server's URL with that user",
+    )
+    row_level_security: bool = Field(
+        True, description="serve as archivist_serving, which sees one namespace per transaction"
+    )
+    host: str = Field("127.0.0.1", description="address archivist api and mcp listen on")
+    api_port: int = Field(8765, ge=0, le=65535)
+    mcp_port: int = Field(8766, ge=0, le=65535)
+    pool_size: int = Field(
+        16,
+        ge=1,
+        le=200,
+        description="database connections kept open by archivist api (split across its "
+        "--workers processes) or by one MCP server",
+    )
+    max_body_bytes: int = Field(65_536, ge=1024, le=16_777_216, description="larger: 413")
