@@ -21,6 +21,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from storage.kernel.shards import Scope
+
 # Run as a file, bench/ comes first on the path, and bench/queue.py would shadow the
 # standard library's queue module (which psycopg imports); the package is installed.
 if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
@@ -169,18 +171,14 @@ def main() -> None:
     report("load (binary COPY)", args.rows, loaded)
     with engine.begin() as conn:
         conn.execute(text("ANALYZE memories"))
-    params = DecayParams(AS_OF, policy.half_life_days, policy.salience_epsilon, None, False)
+    params = DecayParams(AS_OF, policy.half_life_days, policy.salience_epsilon, Scope())
     started = time.perf_counter()
     first = decay(engine, params, policy.decay_batch)
     report("decay, first run (rows seen)", first.memories_seen, time.perf_counter() - started)
     print(f"{'':<34} {first.memories_written:>10,} rows written")
     for label, later in (("decay, same night again", 0), ("decay, next night", 1)):
         params = DecayParams(
-            AS_OF + timedelta(days=later),
-            policy.half_life_days,
-            policy.salience_epsilon,
-            None,
-            False,
+            AS_OF + timedelta(days=later), policy.half_life_days, policy.salience_epsilon, Scope()
         )
         started = time.perf_counter()
         again = decay(engine, params, policy.decay_batch)
@@ -190,22 +188,18 @@ def main() -> None:
     made = load_sessions(engine, args.sessions, args.turns)
     cold = ColdStore(LocalFileSystem(), str(workdir / "archive"))
     started = time.perf_counter()
-    out = compress_old(
-        engine, cold, HashingEmbedder(DIM), AS_OF - timedelta(days=90), None, 500, False
-    )
+    out = compress_old(engine, cold, HashingEmbedder(DIM), AS_OF - timedelta(days=90), 500, Scope())
     seconds = time.perf_counter() - started
     report("compression (messages + turns)", out.messages_deleted + out.turns_folded, seconds)
     print(f"{'':<34} {out.sessions:>10,} sessions ({made:,} rows made)")
 
     started = time.perf_counter()
-    archived = archive_old(
-        engine, cold, AS_OF - timedelta(days=365), None, policy.archive_batch, False
-    )
+    archived = archive_old(engine, cold, AS_OF - timedelta(days=365), policy.archive_batch, Scope())
     report("archival", archived.rows_archived, time.perf_counter() - started)
     print(f"{'':<34} {archived.files:>10,} Parquet files")
 
     # The worst case: a new half-life moves every salience, so every row is written again.
-    params = DecayParams(AS_OF, 2 * policy.half_life_days, policy.salience_epsilon, None, False)
+    params = DecayParams(AS_OF, 2 * policy.half_life_days, policy.salience_epsilon, Scope())
     started = time.perf_counter()
     changed = decay(engine, params, policy.decay_batch)
     report("decay, half-life doubled (seen)", changed.memories_seen, time.perf_counter() - started)

@@ -129,7 +129,7 @@ def free_port() -> int:
 
 @contextmanager
 def api_server(
-    workdir: Path, provider: str, rls: bool, workers: int
+    workdir: Path, provider: str, *, rls: bool, workers: int
 ) -> Iterator[tuple[str, psutil.Process, dict[str, object]]]:
     """``archivist api`` as a subprocess; yields its URL, process and health answer."""
     port = free_port()
@@ -374,7 +374,7 @@ def one_run(
     args: argparse.Namespace,
 ) -> tuple[Result, Result | None]:
     """Saturation (closed loop), then ``args.rate`` searches/s offered, on one server."""
-    with api_server(workdir, args.embedder, setting == "on", args.workers) as started:
+    with api_server(workdir, args.embedder, rls=setting == "on", workers=args.workers) as started:
         url, server, health = started
         print(
             f"\n== RLS {setting} (role {health['role']}), {args.workers} worker(s), "

@@ -48,13 +48,12 @@ from bench.retrieval import NOW, load, namespace_sizes, percentiles, texts, time
 from storage import documents as store_docs
 from storage.embedding import Embedder, make_embedder
 from storage.kernel.settings import EmbeddingSettings, Settings
-from storage.retrieval import Retriever
+from storage.retrieval import Retriever, SearchOptions
 from storage.retrieval._inputs import KINDS
 from storage.server.engine import open_store
 from storage.server.migrate import upgrade
 from tasks.ann_index import refresh_ann_index
-from tasks.documents import Chunking, Span, ingest_documents
-from tasks.documents._ingest import embedded
+from tasks.documents import Chunking, IngestRequest, Span, embedded, ingest_documents
 
 PER_DOCUMENT = 25  # chunks per document in the search store
 
@@ -75,16 +74,10 @@ def write_documents(folder: Path, count: int) -> None:
 
 def ingest_throughput(engine: Engine, embedder: Embedder, folder: Path, count: int) -> None:
     write_documents(folder, count)
-    ingest = partial(
-        ingest_documents,
-        engine,
-        embedder,
-        "kb-bench",
-        [str(folder)],
-        chunking=Chunking(1200, 150),
-        max_bytes=50 * 1024 * 1024,
-        at=NOW,
+    request = IngestRequest(
+        "kb-bench", [str(folder)], Chunking(1200, 150), max_bytes=50 * 1024 * 1024, at=NOW
     )
+    ingest = partial(ingest_documents, engine, embedder, request)
     started = time.perf_counter()
     report = ingest()
     spent = time.perf_counter() - started
@@ -179,10 +172,13 @@ def timings(
         retriever.search(ns, q, as_of=NOW, record_access=False)
     for label, kinds in modes:
         samples = [
-            timed(partial(retriever.search, ns, q, kinds=kinds, as_of=NOW)) for ns, q in work
+            timed(partial(retriever.search, ns, q, as_of=NOW, options=SearchOptions(kinds=kinds)))
+            for ns, q in work
         ]
         hits = [
-            retriever.search(ns, q, kinds=kinds, as_of=NOW, record_access=False)
+            retriever.search(
+                ns, q, as_of=NOW, record_access=False, options=SearchOptions(kinds=kinds)
+            )
             for ns, q in work[:100]
         ]
         with_docs = sum(any(h.doc is not None for h in found) for found in hits)

@@ -182,7 +182,7 @@ def ann_recall(engine: Engine, retriever: Retriever, ns: str, queries: list[str]
     return found / (10 * len(queries))
 
 
-def run(size: int, queries: int, keep: bool, provider: str) -> None:
+def run(size: int, queries: int, *, keep: bool, provider: str) -> None:
     os.environ["ARCHIVIST_EMBEDDED_KEEP_ALIVE_SECONDS"] = "0"  # the work dir goes at exit
     workdir = Path(tempfile.mkdtemp(prefix="archivist-bench-retrieval-"))
     if not keep:  # registered first, so it runs after the embedded server has stopped
@@ -239,7 +239,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.pop("ARCHIVIST_DATABASE_URL", None)
     for size in (int(s) for s in args.sizes.split(",")):
-        run(size, args.queries, args.keep, args.embedder)
+        run(size, args.queries, keep=args.keep, provider=args.embedder)
 
 
 if __name__ == "__main__":

@@ -6,12 +6,13 @@ import os
 import shlex
 import shutil
 import sys
+from dataclasses import replace
 from datetime import datetime
 
 import click
 
 from deployments.cli_errors import Group
-from deployments.commands import AS_OF, check_namespace
+from deployments.commands import AS_OF, SearchFlags, check_namespace, gathered
 from deployments.commands.docs import docs_group
 from deployments.commands.embedding import reembed_command
 from deployments.commands.eval import eval_command
@@ -91,6 +92,7 @@ def ingest(url: str) -> None:
 def sync(
     as_of: datetime | None,
     namespace: str | None,
+    *,
     dry_run: bool,
     window_hours: float | None,
     min_user_messages: int | None,
@@ -170,19 +172,8 @@ _TIME_RANGES = ["today", "week", "month", "recent", "all"]
 @click.option("--explain", is_flag=True, help="Show each factor of each score.")
 @click.option("--no-record", is_flag=True, help="Do not count this search as an access.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as one JSON document.")
-def search(
-    namespace: str,
-    query: str,
-    limit: int,
-    time_range: str | None,
-    kinds: tuple[str, ...],
-    preset: str | None,
-    weights: str | None,
-    as_of: datetime | None,
-    explain: bool,
-    no_record: bool,
-    as_json: bool,
-) -> None:
+@gathered(SearchFlags, "flags")
+def search(namespace: str, query: str, *, flags: SearchFlags) -> None:
     """Search NAMESPACE's memories for QUERY."""
     from deployments.commands.retrieval import (
         namespace_hint,
@@ -192,22 +183,12 @@ def search(
     )
 
     settings = load_settings()
-    hits = run_search(
-        settings,
-        namespace,
-        query,
-        limit=limit,
-        time_range=time_range,  # type: ignore[arg-type]
-        kinds=kinds or None,
-        preset=preset,
-        weights=weights,
-        as_of=_localize(as_of, settings),
-        record_access=not no_record,
-    )
-    if as_json:
-        render_hits_json(namespace, query, hits, explain, click.echo)
+    flags = replace(flags, as_of=_localize(flags.as_of, settings))
+    hits = run_search(settings, namespace, query, flags)
+    if flags.as_json:
+        render_hits_json(namespace, query, hits, explain=flags.explain, echo=click.echo)
     else:
-        render_hits(hits, explain, click.echo)
+        render_hits(hits, explain=flags.explain, echo=click.echo)
     hint = None if hits else namespace_hint(settings, namespace)
     if hint is not None:
         click.echo(f"note: {hint}", err=True)
@@ -217,11 +198,11 @@ def search(
 @click.argument("namespace")
 @click.argument("message", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the parts and the text as JSON.")
-def prime(namespace: str, message: str | None, as_json: bool) -> None:
+def prime(namespace: str, message: str | None, *, as_json: bool) -> None:
     """Print what the assistant should remember when NAMESPACE starts a conversation."""
     from deployments.commands.retrieval import run_prime
 
-    run_prime(load_settings(), namespace, message, click.echo, as_json)
+    run_prime(load_settings(), namespace, message, click.echo, as_document=as_json)
 
 
 @main.command()
@@ -291,11 +272,11 @@ def queue_drain(as_of: datetime | None, max_batches: int) -> None:
 
 @main.command()
 @click.option("--once", is_flag=True, help="Drain what is due, then exit.")
-def worker(once: bool) -> None:
+def worker(*, once: bool) -> None:
     """Drain the queue continuously with low latency (no Prefect); Ctrl-C stops it."""
     from deployments.commands.queue import work
 
-    work(load_settings(), once, click.echo)
+    work(load_settings(), once=once, echo=click.echo)
 
 
 for _command in (

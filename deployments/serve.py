@@ -80,7 +80,7 @@ def serve_all(settings: Settings, limit: int | None = None, *, replace: bool = F
     """Serve every deployment until SIGTERM or Ctrl-C; at most ``limit`` runs at once.
     Deployments of ``prefect deploy`` with the same names: refused, or with ``replace``
     deleted first."""
-    asyncio.run(_take_the_names(replace))
+    asyncio.run(_take_the_names(replace=replace))
     runner = Runner(pause_on_shutdown=True, limit=limit)
     for deployment in build_deployments(settings):
         runner.add_deployment(deployment)
@@ -105,7 +105,7 @@ async def _remove_served() -> str:
     return f"removed {len(served)} deployments of `archivist serve` ({owners.named(served)})"
 
 
-async def _take_the_names(replace: bool) -> None:
+async def _take_the_names(*, replace: bool) -> None:
     async with get_client() as client:
         found = await owners.ours(client)
         if not replace:

@@ -8,10 +8,9 @@ from typing import Annotated
 from prefect import flow
 from pydantic import Field
 
-from flows.common import resolve_as_of, resolve_shard
+from flows.common import flow_run, resolve_shard
 from storage.kernel.records import NAMESPACE_PATTERN
-from storage.kernel.settings import Settings
-from storage.kernel.shards import SHARD_PATTERN
+from storage.kernel.shards import SHARD_PATTERN, Scope
 from storage.operations.aging import DecayParams
 from tasks.aging import (
     AgingReport,
@@ -24,13 +23,8 @@ from tasks.aging import (
     timed,
 )
 from tasks.common import (
-    connect_task,
-    finish_run,
     fold_access_task,
     notify_flow_failure,
-    pseudonyms_task,
-    publish_report,
-    start_run,
 )
 
 FLOW_NAME = "memory-aging"
@@ -45,6 +39,7 @@ FLOW_NAME = "memory-aging"
 def memory_aging(
     as_of: datetime | None = None,
     namespace: Annotated[str | None, Field(pattern=NAMESPACE_PATTERN)] = None,
+    *,
     dry_run: bool = False,
     shard: Annotated[str | None, Field(pattern=SHARD_PATTERN)] = None,
 ) -> AgingReport:
@@ -61,32 +56,22 @@ def memory_aging(
             stable hash of the namespace, so several workers share the work (see
             memory-sharded-run). Empty: every namespace.
     """
-    part = resolve_shard(shard)
-    label = str(part) if part else None
-    settings = Settings()
-    moment = resolve_as_of(as_of, settings)
-    store, embedder = connect_task(settings)
-    cold, policy, when = open_cold_store(settings), settings.aging, cutoffs(moment, settings.aging)
-    pseudonym = pseudonyms_task(store, [namespace]).namespace(namespace)
-    params = {"namespace": pseudonym, "shard": label, "dry_run": dry_run}
-    run_id = None if dry_run else start_run(store, FLOW_NAME, moment, params)
-    report = AgingReport(moment.isoformat(), pseudonym, dry_run, label)
-    decay_params = DecayParams(
-        moment, policy.half_life_days, policy.salience_epsilon, namespace, dry_run, part
-    )
-    if not dry_run:  # salience and archived rows count every access searches recorded
-        fold_access_task(store, namespace, part)
-    with timed(report, "decay"):
-        report.decay = decay_task(store, decay_params)
-    with timed(report, "compression"):
-        report.compression = compress_task(
-            store, cold, embedder, when.compress, namespace, part, dry_run
-        )
-    with timed(report, "archival"):
-        report.archival = archive_task(store, cold, when.archive, namespace, part, dry_run, moment)
-    with timed(report, "deletion"):
-        report.deletion = delete_task(store, cold, when.delete, namespace, part, dry_run)
-    if run_id is not None:
-        finish_run(store, run_id, report)
-    publish_report(FLOW_NAME, report)
+    scope = Scope(namespace, resolve_shard(shard), dry_run=dry_run)
+    with flow_run(FLOW_NAME, as_of, scope) as run:
+        cold, policy = open_cold_store(run.settings), run.settings.aging
+        when = cutoffs(run.as_of, policy)
+        report = AgingReport(run.as_of.isoformat(), run.pseudonym, dry_run, scope.shard_label)
+        decay = DecayParams(run.as_of, policy.half_life_days, policy.salience_epsilon, scope)
+        if not dry_run:  # salience and archived rows count every access searches recorded
+            fold_access_task(run.store, namespace, scope.shard)
+        with timed(report, "decay"):
+            report.decay = decay_task(run.store, decay)
+        with timed(report, "compression"):
+            report.compression = compress_task(run.store, cold, run.embedder, when.compress, scope)
+        with timed(report, "archival"):
+            report.archival = archive_task(run.store, cold, when.archive, scope, as_of=run.as_of)
+        with timed(report, "deletion"):
+            report.deletion = delete_task(run.store, cold, when.delete, scope)
+        run.finish(report)
+        run.publish(report)
     return report

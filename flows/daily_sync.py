@@ -8,13 +8,12 @@ from typing import Annotated
 from prefect import flow
 from pydantic import Field
 
-from flows.common import resolve_as_of, resolve_shard
+from flows.common import flow_run, resolve_shard
 from flows.sync_recipe import sync_sessions
 from storage.kernel.records import NAMESPACE_PATTERN
-from storage.kernel.settings import Settings
-from storage.kernel.shards import SHARD_PATTERN
+from storage.kernel.shards import SHARD_PATTERN, Scope
 from tasks.common import notify_flow_failure
-from tasks.sync import SyncReport
+from tasks.sync import SyncOptions, SyncReport
 
 FLOW_NAME = "memory-sync-daily"
 
@@ -30,6 +29,7 @@ def memory_sync_daily(
     window_hours: Annotated[float, Field(gt=0, le=24 * 366)] = 26,
     min_user_messages: Annotated[int, Field(ge=0, le=1000)] = 2,
     namespace: Annotated[str | None, Field(pattern=NAMESPACE_PATTERN)] = None,
+    *,
     dry_run: bool = False,
     transcripts_url: str | None = None,
     shard: Annotated[str | None, Field(pattern=SHARD_PATTERN)] = None,
@@ -52,15 +52,7 @@ def memory_sync_daily(
             stable hash of the namespace, so several workers share the work (see
             memory-sharded-run). Empty: every namespace.
     """
-    settings = Settings()
-    return sync_sessions(
-        FLOW_NAME,
-        settings,
-        resolve_as_of(as_of, settings),
-        window_hours=window_hours,
-        min_user_messages=min_user_messages,
-        namespace=namespace,
-        dry_run=dry_run,
-        transcripts_url=transcripts_url,
-        shard=resolve_shard(shard),
-    )
+    options = SyncOptions(window_hours, min_user_messages, transcripts_url=transcripts_url)
+    scope = Scope(namespace, resolve_shard(shard), dry_run=dry_run)
+    with flow_run(FLOW_NAME, as_of, scope, options.recorded()) as run:
+        return sync_sessions(run, options)

@@ -5,42 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Annotated
 
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
-from prefect.runtime import flow_run
+from prefect import flow
 from pydantic import Field
 
+from flows.common import flow_run
 from storage.kernel.records import NAMESPACE_PATTERN
-from storage.kernel.settings import Settings
-from storage.server.engine import Store
-from tasks.aging import open_cold_store
-from tasks.common import IO_RETRY, connect_task, notify_flow_failure
-from tasks.files import open_memory_root
-from tasks.privacy import ForgetOutcome, forget, rename_in_flow_runs
-
-
-@task(name="forget-namespace", cache_policy=NO_CACHE)
-def forget_task(
-    store: Store, namespace: str, actor: str, export_to: str | None, full_vacuum: bool
-) -> ForgetOutcome:
-    settings = store.settings
-    return forget(
-        store.engine,
-        open_cold_store(settings),
-        open_memory_root(settings),
-        namespace,
-        actor=actor,
-        export_to=export_to,
-        export_options=settings.storage_options,
-        full_vacuum=full_vacuum,
-    )
-
-
-@task(name="pseudonym-in-own-run", cache_policy=NO_CACHE, **IO_RETRY)
-def rename_own_run_task(namespace: str, pseudonym: str) -> int:
-    """The forgotten name out of this flow run's parameters."""
-    own = flow_run.get_id()
-    return rename_in_flow_runs([own] if own else [], namespace, pseudonym)
+from tasks.common import notify_flow_failure
+from tasks.privacy import ForgetOutcome, forget_task, rename_own_run_task
 
 
 @flow(
@@ -51,6 +22,7 @@ def rename_own_run_task(namespace: str, pseudonym: str) -> int:
 )
 def memory_forget(
     namespace: Annotated[str, Field(pattern=NAMESPACE_PATTERN)],
+    *,
     confirm: bool = False,
     export_to: str | None = None,
     actor: Annotated[str, Field(max_length=200)] = "memory-forget",
@@ -74,7 +46,7 @@ def memory_forget(
     """
     if not confirm:
         raise ValueError("refusing to forget without confirm=True: erasure cannot be undone")
-    store, _ = connect_task(Settings())
-    outcome = forget_task(store, namespace, actor, export_to, full_vacuum)
-    rename_own_run_task(namespace, outcome.pseudonym)
+    with flow_run("memory-forget", None, record=False, embedder=False) as run:
+        outcome = forget_task(run.store, namespace, actor, export_to, full_vacuum=full_vacuum)
+        rename_own_run_task(namespace, outcome.pseudonym)
     return replace(outcome, namespace=outcome.pseudonym)

@@ -6,18 +6,15 @@ from datetime import datetime
 
 from prefect import flow
 
-from flows.common import resolve_as_of
-from storage.kernel.settings import Settings
+from flows.common import flow_run
 from tasks.common import notify_flow_failure
 from tasks.quality import (
     FLOW_NAME,
     QualityReport,
-    open_store_task,
     publish_task,
     raise_on_critical,
     record_task,
     run_suites_task,
-    start_run_task,
 )
 
 
@@ -29,6 +26,7 @@ from tasks.quality import (
 )
 def memory_quality_report(
     as_of: datetime | None = None,
+    *,
     fail_on_critical: bool = True,
 ) -> QualityReport:
     """Check the memory tables and files, publish the reports, record the run.
@@ -39,13 +37,11 @@ def memory_quality_report(
             ARCHIVIST_TIMEZONE. Empty: now.
         fail_on_critical: Mark the run failed when a critical check fails.
     """
-    settings = Settings()
-    as_of = resolve_as_of(as_of, settings)
-    store = open_store_task(settings)
-    run_id = start_run_task(store, as_of, {"fail_on_critical": fail_on_critical})
-    report = run_suites_task(store, as_of)
-    publish_task(report)
-    record_task(store, run_id, report)
+    parameters = {"fail_on_critical": fail_on_critical}
+    with flow_run(FLOW_NAME, as_of, parameters=parameters, embedder=False) as run:
+        report = run_suites_task(run.store, run.as_of)
+        publish_task(report)
+        record_task(run.store, run.run_id, report)  # its outcome, beside quality_runs'
     if fail_on_critical:
         raise_on_critical(report)
     return report

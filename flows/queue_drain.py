@@ -8,15 +8,10 @@ from typing import Annotated
 from prefect import flow
 from pydantic import Field
 
-from flows.common import resolve_as_of
-from storage.kernel.settings import Settings
+from flows.common import flow_run
 from tasks.common import (
-    connect_task,
-    finish_run,
     fold_access_task,
     notify_flow_failure,
-    publish_report,
-    start_run,
 )
 from tasks.queue import (
     QueueRunReport,
@@ -53,26 +48,23 @@ def memory_queue_drain(
         worker: The name written on the items this run claims, to tell workers apart.
             Empty: host name, process and thread.
     """
-    started = datetime.now(UTC)
-    settings = Settings()
-    now = None if as_of is None else resolve_as_of(as_of, settings)
     name = worker or default_worker_name()
-    store, embedder = connect_task(settings)
-    params = {"max_batches": max_batches, "worker": name}
-    run_id = start_run(store, FLOW_NAME, now or started, params)
-    drained = drain_task(store, embedder, name, now, max_batches)
-    purged = purge_task(store, now)
-    fold_access_task(store)  # searches' accesses reach the memories within one interval
-    stats = stats_task(store, now)
-    report = QueueRunReport(
-        as_of=(now or started).isoformat(),
-        worker=name,
-        drained=drained,
-        purged=purged,
-        stats=stats,
-        seconds=(datetime.now(UTC) - started).total_seconds(),
-    )
-    finish_run(store, run_id, report)
-    if not report.idle:  # a pass over an empty queue leaves its runs row, not an artifact
-        publish_report(FLOW_NAME, report)
+    parameters = {"max_batches": max_batches, "worker": name}
+    with flow_run(FLOW_NAME, as_of, parameters=parameters) as run:
+        now = None if as_of is None else run.as_of  # None: the database's clock decides
+        drained = drain_task(run.store, run.embedder, name, now, max_batches)
+        purged = purge_task(run.store, now)
+        fold_access_task(run.store)  # searches' accesses reach the memories within one interval
+        stats = stats_task(run.store, now)
+        report = QueueRunReport(
+            as_of=run.as_of.isoformat(),
+            worker=name,
+            drained=drained,
+            purged=purged,
+            stats=stats,
+            seconds=(datetime.now(UTC) - run.started).total_seconds(),
+        )
+        run.finish(report)
+        if not report.idle:  # a pass over an empty queue leaves its runs row, not an artifact
+            run.publish(report)
     return report

@@ -8,13 +8,12 @@ from typing import Annotated
 from prefect import flow
 from pydantic import Field
 
-from flows.common import resolve_as_of, resolve_shard
+from flows.common import flow_run, resolve_shard
 from flows.sync_recipe import sync_sessions
 from storage.kernel.records import NAMESPACE_PATTERN
-from storage.kernel.settings import Settings
-from storage.kernel.shards import SHARD_PATTERN
+from storage.kernel.shards import SHARD_PATTERN, Scope
 from tasks.common import notify_flow_failure
-from tasks.sync import SyncReport
+from tasks.sync import SyncOptions, SyncReport
 
 FLOW_NAME = "memory-session-summaries"
 
@@ -30,6 +29,7 @@ def memory_session_summaries(
     idle_minutes: Annotated[float | None, Field(gt=0, le=24 * 60)] = None,
     min_user_messages: Annotated[int | None, Field(ge=0, le=1000)] = None,
     namespace: Annotated[str | None, Field(pattern=NAMESPACE_PATTERN)] = None,
+    *,
     dry_run: bool = False,
     shard: Annotated[str | None, Field(pattern=SHARD_PATTERN)] = None,
 ) -> SyncReport:
@@ -51,21 +51,18 @@ def memory_session_summaries(
             stable hash of the namespace, so several workers share the work (see
             memory-sharded-run). Empty: every namespace.
     """
-    settings = Settings()
-    policy = settings.summaries
-    return sync_sessions(
-        FLOW_NAME,
-        settings,
-        resolve_as_of(as_of, settings),
-        window_hours=policy.window_hours,
-        min_user_messages=policy.min_user_messages
-        if min_user_messages is None
-        else min_user_messages,
-        namespace=namespace,
-        dry_run=dry_run,
-        idle_minutes=policy.idle_minutes if idle_minutes is None else idle_minutes,
-        shard=resolve_shard(shard),
-        # Every 5 minutes: a pass that finds nothing to do leaves its runs row, not one
-        # more all-zeros artifact (about 288 a day), as the queue drain does.
-        publish_idle=False,
-    )
+    scope = Scope(namespace, resolve_shard(shard), dry_run=dry_run)
+    given = {"idle_minutes": idle_minutes, "min_user_messages": min_user_messages}
+    with flow_run(FLOW_NAME, as_of, scope, given) as run:
+        policy = run.settings.summaries  # what the parameters leave to configuration
+        options = SyncOptions(
+            window_hours=policy.window_hours,
+            min_user_messages=policy.min_user_messages
+            if min_user_messages is None
+            else min_user_messages,
+            idle_minutes=policy.idle_minutes if idle_minutes is None else idle_minutes,
+            # Every 5 minutes: a pass that finds nothing to do leaves its runs row, not one
+            # more all-zeros artifact (about 288 a day), as the queue drain does.
+            publish_idle=False,
+        )
+        return sync_sessions(run, options)

@@ -9,10 +9,9 @@ from typing import Annotated, Any, Literal
 from prefect import flow
 from pydantic import Field
 
-from flows.common import resolve_as_of
-from storage.kernel.settings import Settings
+from flows.common import flow_run
 from storage.kernel.shards import MAX_SHARDS, Shard
-from tasks.common import connect_task, finish_run, notify_flow_failure, publish_report, start_run
+from tasks.common import notify_flow_failure
 from tasks.shards import ShardedReport, collect_task, fan_out_task, sum_reports, wait_task
 from tasks.sync import ingest_task
 
@@ -54,24 +53,21 @@ def memory_sharded_run(
     """
     if transcripts_url and flow_name == "memory-aging":
         raise ValueError("transcripts_url loads conversations: it goes with a sync flow only")
-    settings = Settings()
-    moment = resolve_as_of(as_of, settings)
-    started = time.monotonic()
-    store, _ = connect_task(settings)
-    params = {"flow_name": flow_name, "shards": shards, "parameters": parameters or {}}
-    run_id = start_run(store, FLOW_NAME, moment, params)
-    if transcripts_url:
-        ingest_task(store, transcripts_url, False)
-    child_parameters = {**(parameters or {}), "as_of": moment.isoformat()}
-    runs = fan_out_task(f"{flow_name}/{flow_name}", Shard.all(shards), child_parameters)
-    finished = wait_task(store, flow_name, runs, timeout_minutes * 60, poll_seconds)
-    outcomes = collect_task(store, finished)
-    report = ShardedReport(flow_name, moment.isoformat(), outcomes)
-    report.totals = sum_reports(s.report for s in outcomes if s.completed)
-    report.seconds = time.monotonic() - started
-    publish_report(FLOW_NAME, report)
-    if report.unfinished:
-        names = ", ".join(f"{s.shard} ({s.state})" for s in report.unfinished)
-        raise RuntimeError(f"shards not completed: {names}; run {FLOW_NAME} again to finish")
-    finish_run(store, run_id, report)
+    recorded = {"flow_name": flow_name, "shards": shards, "parameters": parameters or {}}
+    with flow_run(FLOW_NAME, as_of, parameters=recorded, embedder=False) as run:
+        started = time.monotonic()
+        if transcripts_url:
+            ingest_task(run.store, transcripts_url, dry_run=False)
+        child_parameters = {**(parameters or {}), "as_of": run.as_of.isoformat()}
+        runs = fan_out_task(f"{flow_name}/{flow_name}", Shard.all(shards), child_parameters)
+        finished = wait_task(run.store, flow_name, runs, timeout_minutes * 60, poll_seconds)
+        outcomes = collect_task(run.store, finished)
+        report = ShardedReport(flow_name, run.as_of.isoformat(), outcomes)
+        report.totals = sum_reports(s.report for s in outcomes if s.completed)
+        report.seconds = time.monotonic() - started
+        run.publish(report)
+        if report.unfinished:
+            names = ", ".join(f"{s.shard} ({s.state})" for s in report.unfinished)
+            raise RuntimeError(f"shards not completed: {names}; run {FLOW_NAME} again to finish")
+        run.finish(report)
     return report

@@ -6,19 +6,18 @@ reaches a session state first writes it, and the other finds it unchanged.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from prefect import get_run_logger
 
-from storage.kernel.settings import Settings
-from storage.kernel.shards import Shard
-from tasks.common import connect_task, finish_run, pseudonyms_task, publish_report, start_run
+from flows.common import FlowRun
+from tasks.common import pseudonyms_task
 from tasks.progress import progress
 from tasks.sync import (
     SESSIONS,
     BatchOutcome,
     FlushOutcome,
+    SyncOptions,
     SyncReport,
+    SyncWork,
     build_context,
     build_report,
     ingest_task,
@@ -30,44 +29,21 @@ from tasks.sync import (
 )
 
 
-def sync_sessions(
-    flow: str,
-    settings: Settings,
-    as_of: datetime,
-    *,
-    window_hours: float,
-    min_user_messages: int,
-    namespace: str | None,
-    dry_run: bool,
-    idle_minutes: float | None = None,
-    transcripts_url: str | None = None,
-    shard: Shard | None = None,
-    publish_idle: bool = True,
-) -> SyncReport:
-    """Load, plan, write each batch, deliver the file blocks, report (an idle pass's report
-    becomes an artifact only with ``publish_idle``)."""
-    if shard is not None and transcripts_url:
+def sync_sessions(run: FlowRun, options: SyncOptions) -> SyncReport:
+    """Load, plan, write each batch, deliver the file blocks, report."""
+    scope, store = run.scope, run.store
+    if scope.shard is not None and options.transcripts_url:
         raise ValueError(
             "a shard does not load transcripts: load them once (archivist ingest, or the "
             "sharded run's own transcripts_url), then run the shards"
         )
-    started = datetime.now(UTC)
-    store, embedder = connect_task(settings)
-    params = {
-        "window_hours": window_hours,
-        "min_user_messages": min_user_messages,
-        "namespace": pseudonyms_task(store, [namespace]).namespace(namespace),
-        "dry_run": dry_run,
-        "idle_minutes": idle_minutes,
-        "transcripts_url": transcripts_url,
-        "shard": None if shard is None else str(shard),
-    }
-    run_id = None if dry_run else start_run(store, flow, as_of, params)
-    recovered = FlushOutcome() if dry_run else write_files_task(store, None, shard)
-    ingested = ingest_task(store, transcripts_url, dry_run) if transcripts_url else None
-    plan = plan_task(store, as_of, window_hours, min_user_messages, namespace, idle_minutes, shard)
-    ctx = build_context(settings, embedder, as_of, run_id, dry_run)
-    written, size, done = BatchOutcome(), settings.sync.batch_size, 0
+    dry_run = scope.dry_run
+    recovered = FlushOutcome() if dry_run else write_files_task(store, None, scope.shard)
+    url = options.transcripts_url
+    ingested = ingest_task(store, url, dry_run=dry_run) if url else None
+    plan = plan_task(store, run.as_of, options, scope)
+    ctx = build_context(run.settings, run.embedder, run.as_of, run.run_id, dry_run=dry_run)
+    written, size, done = BatchOutcome(), run.settings.sync.batch_size, 0
     batches = [plan.to_process[i : i + size] for i in range(0, len(plan.to_process), size)]
     for number, batch in enumerate(batches, start=1):
         written.merge(process_batch_task(store, ctx, batch))
@@ -79,25 +55,12 @@ def sync_sessions(
             written.sessions,
             extra=progress(SESSIONS, done, len(plan.to_process)),
         )
-    flushed = FlushOutcome() if dry_run else write_files_task(store, None, shard)
+    flushed = FlushOutcome() if dry_run else write_files_task(store, None, scope.shard)
     touched = touched_namespaces(recovered, flushed)
-    names = pseudonyms_task(store, [namespace, *touched], skipped(plan))
-    report = build_report(
-        flow,
-        plan,
-        namespace,
-        dry_run,
-        written,
-        recovered,
-        flushed,
-        ingested,
-        started,
-        datetime.now(UTC),
-        shard=None if shard is None else str(shard),
-        names=names,
-    )
-    if run_id is not None:
-        finish_run(store, run_id, report)
-    if publish_idle or not report.idle:
-        publish_report(flow, report)
+    names = pseudonyms_task(store, [scope.namespace, *touched], skipped(plan))
+    work = SyncWork(written, recovered, flushed, ingested)
+    report = build_report(run.name, plan, scope, work, run.started, names)
+    run.finish(report)
+    if options.publish_idle or not report.idle:
+        run.publish(report)
     return report

@@ -6,8 +6,8 @@ from datetime import datetime
 
 from prefect import flow
 
-from flows.common import TAG, resolve_as_of
-from storage.kernel.settings import Settings
+from flows.common import TAG, flow_run
+from storage.kernel.shards import Scope
 from tasks.common import notify_flow_failure
 from tasks.watchdog import (
     WatchdogReport,
@@ -15,7 +15,6 @@ from tasks.watchdog import (
     mark_crashed_task,
     notify_task,
     observe_task,
-    open_engine,
     publish_report,
     remember_task,
     store_checks_task,
@@ -32,6 +31,7 @@ FLOW_NAME = "memory-cron-watchdog"
 )
 def memory_cron_watchdog(
     as_of: datetime | None = None,
+    *,
     dry_run: bool = False,
     deployments: list[str] | None = None,
 ) -> WatchdogReport:
@@ -45,17 +45,17 @@ def memory_cron_watchdog(
         deployments: Only these deployment names, for example ["memory-sync-daily"].
             Empty: every deployment tagged archivist.
     """
-    settings = Settings()
-    ws = settings.watchdog
-    moment = resolve_as_of(as_of, settings)
-    engine = open_engine(settings)
-    observed, notes = observe_task(TAG, deployments, moment)
-    store_results, store_notes = store_checks_task(engine, settings, ws, moment)
-    crashed_notes = [] if dry_run else mark_crashed_task(engine)
-    decisions = decide_task(engine, observed, store_results, moment, ws)
-    report = WatchdogReport(moment, dry_run, decisions, notes + store_notes + crashed_notes)
-    if not dry_run:
-        report.channel = notify_task(report.notices, ws, settings.redaction)
-        remember_task(engine, decisions, moment)
-    publish_report(report)
+    scope = Scope(dry_run=dry_run)  # its record: the watchdog's state and its report
+    with flow_run(FLOW_NAME, as_of, scope, record=False, embedder=False) as run:
+        settings, engine, moment = run.settings, run.store.engine, run.as_of
+        ws = settings.watchdog
+        observed, notes = observe_task(TAG, deployments, moment)
+        store_results, store_notes = store_checks_task(engine, settings, ws, moment)
+        crashed_notes = [] if dry_run else mark_crashed_task(engine)
+        decisions = decide_task(engine, observed, store_results, moment, ws)
+        report = WatchdogReport(moment, dry_run, decisions, notes + store_notes + crashed_notes)
+        if not dry_run:
+            report.channel = notify_task(report.notices, ws, settings.redaction)
+            remember_task(engine, decisions, moment)
+        publish_report(report)
     return report

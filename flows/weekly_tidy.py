@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated
 
 from prefect import flow
 from pydantic import Field
 
-from flows.common import resolve_as_of
+from flows.common import flow_run
 from storage.kernel.records import NAMESPACE_PATTERN
-from storage.kernel.settings import Settings
+from storage.kernel.shards import Scope
 from tasks.common import (
-    connect_task,
-    finish_run,
     fold_access_task,
     notify_flow_failure,
     pseudonyms_task,
-    publish_report,
-    start_run,
 )
 from tasks.tidy import (
     TidyReport,
@@ -40,6 +36,7 @@ FLOW_NAME = "memory-weekly-tidy"
 def memory_weekly_tidy(
     as_of: datetime | None = None,
     namespace: Annotated[str | None, Field(pattern=NAMESPACE_PATTERN)] = None,
+    *,
     dry_run: bool = False,
 ) -> TidyReport:
     """Fold the week's daily logs into MEMORY.md (kept under its size cap) and a weekly
@@ -51,19 +48,14 @@ def memory_weekly_tidy(
         namespace: Only this namespace (one user or project). Empty: every namespace.
         dry_run: Report what would change and write nothing.
     """
-    settings = Settings()
-    started, moment = datetime.now(UTC), resolve_as_of(as_of, settings)
-    store, embedder = connect_task(settings)
-    found = namespaces_task(store, namespace)
-    names = pseudonyms_task(store, [namespace, *found])
-    params = {"namespace": names.namespace(namespace), "dry_run": dry_run}
-    run_id = None if dry_run else start_run(store, FLOW_NAME, moment, params)
-    if not dry_run:  # what stays in MEMORY.md weighs every access searches recorded
-        fold_access_task(store, namespace)
-    ctx = make_context(settings, embedder, moment, run_id, dry_run)
-    outcomes = [tidy_namespace_task(store, ctx, ns, names.namespaces[ns]) for ns in found]
-    report = build_report(FLOW_NAME, ctx, namespace, outcomes, started, datetime.now(UTC), names)
-    if run_id is not None:
-        finish_run(store, run_id, report)
-    publish_report(FLOW_NAME, report)
+    with flow_run(FLOW_NAME, as_of, Scope(namespace, dry_run=dry_run)) as run:
+        found = namespaces_task(run.store, namespace)
+        names = pseudonyms_task(run.store, [namespace, *found])
+        if not dry_run:  # what stays in MEMORY.md weighs every access searches recorded
+            fold_access_task(run.store, namespace)
+        ctx = make_context(run.settings, run.embedder, run.as_of, run.run_id, dry_run=dry_run)
+        outcomes = [tidy_namespace_task(run.store, ctx, ns, names.namespaces[ns]) for ns in found]
+        report = build_report(FLOW_NAME, ctx, namespace, outcomes, run.started, names)
+        run.finish(report)
+        run.publish(report)
     return report

@@ -29,7 +29,7 @@ from storage.kernel.errors import InputError
 from storage.kernel.settings import Settings
 from storage.keys import Grant, resolve_key
 from storage.operations import serving_reads
-from storage.retrieval import Citation, Retriever, TimeRange, cite
+from storage.retrieval import Citation, Retriever, SearchOptions, TimeRange, cite
 from storage.server.scoped import scope
 
 MAX_EPISODES = 50
@@ -121,10 +121,10 @@ class MemoryService:
                 grant.namespace,
                 query,
                 limit=limit,
-                time_range=time_range,
-                kinds=kinds,
-                include_archived=include_archived,
                 conn=conn,
+                options=SearchOptions(
+                    time_range=time_range, kinds=kinds, include_archived=include_archived
+                ),
             )
         return cite(hits)
 
@@ -198,17 +198,17 @@ class MemoryService:
                 "ADD_MEMORY",
                 payload,
                 idempotency_key=idempotency_key,
-                redaction=self.settings.redaction,
+                settings=self.settings,
             )
             if not queued.duplicate:
                 self._audit(session, grant, "remember", f"queue:{queued.id}")
         return {"queue_item": queued.id, "duplicate": queued.duplicate, "status": "queued"}
 
-    def set_pinned(self, grant: Grant, memory_id: int, pinned: bool) -> dict[str, Any]:
+    def set_pinned(self, grant: Grant, memory_id: int, *, pinned: bool) -> dict[str, Any]:
         """Pin (never ages) or unpin a memory of the grant's namespace."""
         self.authorize(grant, grant.namespace, write=True)
         with self._session(grant) as session:
-            if not serving_reads.set_pinned(session, grant.namespace, memory_id, pinned):
+            if not serving_reads.set_pinned(session, grant.namespace, memory_id, pinned=pinned):
                 raise self._missing(session, grant, memory_id)
             self._audit(session, grant, "pin" if pinned else "unpin", f"memory:{memory_id}")
         return {"memory_id": memory_id, "pinned": pinned}

@@ -10,7 +10,7 @@ from typing import Any
 from storage.retrieval import Citation, Hit, Priming, cite, sources_line
 
 
-def hit_view(hit: Hit, explain: bool = False) -> dict[str, Any]:
+def hit_view(hit: Hit, *, explain: bool = False) -> dict[str, Any]:
     """One search result: the memory, its score and where it came from; with ``explain``,
     the score's factors, their weights and the breakdown as text (``Hit.explain``).
 
@@ -36,18 +36,18 @@ def hit_view(hit: Hit, explain: bool = False) -> dict[str, Any]:
     return view
 
 
-def cited_view(citation: Citation, explain: bool = False) -> dict[str, Any]:
+def cited_view(citation: Citation, *, explain: bool = False) -> dict[str, Any]:
     """One search result headed by its label."""
-    return {"label": citation.label} | hit_view(citation.hit, explain)
+    return {"label": citation.label} | hit_view(citation.hit, explain=explain)
 
 
 def search_view(
-    namespace: str, citations: Sequence[Citation], explain: bool = False
+    namespace: str, citations: Sequence[Citation], *, explain: bool = False
 ) -> dict[str, Any]:
     """A search's labelled hits and its ``Sources:`` line ("" with no hits)."""
     return {
         "namespace": namespace,
-        "hits": [cited_view(c, explain) for c in citations],
+        "hits": [cited_view(c, explain=explain) for c in citations],
         "sources": sources_line(citations),
     }
 

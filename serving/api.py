@@ -110,12 +110,12 @@ def create_app(service: MemoryService) -> FastAPI:
     @app.post("/v1/namespaces/{namespace}/memories/{memory_id}/pin", tags=["write"])
     def pin(namespace: Namespace, memory_id: MemoryId, key: Key) -> dict[str, Any]:
         """Pin a memory: it never decays, compresses, archives or is deleted."""
-        return service.set_pinned(granted(key, namespace, write=True), memory_id, True)
+        return service.set_pinned(granted(key, namespace, write=True), memory_id, pinned=True)
 
     @app.post("/v1/namespaces/{namespace}/memories/{memory_id}/unpin", tags=["write"])
     def unpin(namespace: Namespace, memory_id: MemoryId, key: Key) -> dict[str, Any]:
         """Let a pinned memory age again."""
-        return service.set_pinned(granted(key, namespace, write=True), memory_id, False)
+        return service.set_pinned(granted(key, namespace, write=True), memory_id, pinned=False)
 
     @app.delete("/v1/namespaces/{namespace}/memories/{memory_id}", tags=["write"])
     def forget(namespace: Namespace, memory_id: MemoryId, key: Key) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
@@ -22,18 +22,25 @@ from tasks.sync._process import plan_sync, process_batch
 from tasks.sync._types import BatchOutcome, SyncContext, SyncPlan
 
 
+class SessionFields(TypedDict, total=False):
+    """A test session's fields beyond its id and namespace (defaults: direct, aria)."""
+
+    kind: str
+    agent: str
+    title: str | None
+    first_index: int
+
+
 def add_session(
     store: Store,
     session_id: str,
     namespace: str,
     turns: Sequence[tuple[str, str, datetime]],
-    *,
-    kind: str = "direct",
-    agent: str = "aria",
-    title: str | None = None,
-    first_index: int = 0,
+    **fields: Unpack[SessionFields],
 ) -> None:
     """Record a session and its (role, content, time) turns as messages m<index>."""
+    kind, agent = fields.get("kind", "direct"), fields.get("agent", "aria")
+    title, first_index = fields.get("title"), fields.get("first_index", 0)
     speakers = {"user": "Alice", "assistant": agent, "tool": "bash", "system": "system"}
     record = SessionRecord(id=session_id, namespace=namespace, agent=agent, kind=kind, title=title)
     messages = [
@@ -67,21 +74,28 @@ class SyncResult:
     flushed: FlushOutcome
 
 
-def run_sync(
-    store: Store,
-    as_of: datetime,
-    *,
-    window_hours: float = 26,
-    min_user_messages: int = 2,
-    namespace: str | None = None,
-    embedder: Embedder | None = None,
-    batch_size: int = 500,
-    flush: bool = True,
-    dry_run: bool = False,
-    idle_minutes: float | None = None,
-    shard: Shard | None = None,
-) -> SyncResult:
+class SyncKnobs(TypedDict, total=False):
+    """What a test sync may set; each defaults as the daily sync does (the hashing
+    embedder, batches of 500, files written)."""
+
+    window_hours: float
+    min_user_messages: int
+    namespace: str | None
+    embedder: Embedder | None
+    batch_size: int
+    flush: bool
+    dry_run: bool
+    idle_minutes: float | None
+    shard: Shard | None
+
+
+def run_sync(store: Store, as_of: datetime, **knobs: Unpack[SyncKnobs]) -> SyncResult:
     """The flow's recipe as plain function calls (no Prefect)."""
+    window_hours = knobs.get("window_hours", 26)
+    min_user_messages = knobs.get("min_user_messages", 2)
+    namespace, embedder, shard = knobs.get("namespace"), knobs.get("embedder"), knobs.get("shard")
+    batch_size, flush = knobs.get("batch_size", 500), knobs.get("flush", True)
+    dry_run, idle_minutes = knobs.get("dry_run", False), knobs.get("idle_minutes")
     ctx = SyncContext(
         extractor=HeuristicExtractor(),
         embedder=embedder or HashingEmbedder(store.settings.embedding.dim),

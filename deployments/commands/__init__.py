@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import click
+
+T = TypeVar("T")
 
 # What --as-of accepts: a day, or a time with or without a UTC offset (without one, the time
 # is read in ARCHIVIST_TIMEZONE).
@@ -66,3 +72,34 @@ def check_namespace(_ctx: click.Context, _param: click.Parameter, value: str | N
             "letter or digit"
         )
     return value
+
+
+def gathered(into: type[T], name: str = "options") -> Callable[[Callable[..., Any]], Any]:
+    """A command's options that are fields of the dataclass ``into``, handed to it as one
+    value (keyword ``name``) instead of one parameter each."""
+    names = [field.name for field in dataclasses.fields(into)]  # type: ignore[arg-type]
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(command)
+        def given(**params: Any) -> Any:
+            value = into(**{key: params.pop(key) for key in names})
+            return command(**params, **{name: value})
+
+        return given
+
+    return decorate
+
+
+@dataclass(frozen=True)
+class SearchFlags:
+    """``archivist search``'s options, as typed."""
+
+    limit: int = 10
+    time_range: str | None = None  # a name of storage.retrieval's TimeRange
+    kinds: tuple[str, ...] = ()
+    preset: str | None = None
+    weights: str | None = None
+    as_of: datetime | None = None
+    explain: bool = False
+    no_record: bool = False
+    as_json: bool = False

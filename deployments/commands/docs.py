@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import getpass
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,7 @@ from storage.kernel.settings import Settings
 
 if TYPE_CHECKING:
     from deployments.progress import Bars
-    from tasks.documents import DocsReport
+    from tasks.documents import DocsReport, IngestRequest
 
 Echo = Callable[[str], None]
 FILES = "document files"
@@ -49,54 +49,48 @@ def ingest_command(
     tag: str | None,
     chunk_size: int | None,
     overlap: int | None,
+    *,
     prune: bool,
 ) -> None:
     """Read Markdown, text, HTML and PDF files (folders, files, s3://...) into NAMESPACE."""
     from deployments.progress import progress_bars
+    from tasks.documents import Chunking, IngestRequest
 
     settings = load_settings()
+    docs = settings.documents
+    chunking = Chunking(chunk_size or docs.chunk_size, docs.overlap if overlap is None else overlap)
+    request = IngestRequest(
+        namespace,
+        urls,
+        chunking,
+        max_bytes=docs.max_file_bytes,
+        at=datetime.now(UTC),
+        tag=tag,
+        options=settings.storage_options,
+        embed_batch=docs.embed_batch,
+        prune=prune,
+        actor=f"cli:{getpass.getuser()}",
+    )
     with progress_bars() as bars:
-        run_ingest(settings, namespace, urls, tag, chunk_size, overlap, bars, prune=prune)
+        run_ingest(settings, request, bars)
 
 
-def run_ingest(
-    settings: Settings,
-    namespace: str,
-    urls: Sequence[str],
-    tag: str | None,
-    chunk_size: int | None,
-    overlap: int | None,
-    bars: Bars,
-    at: datetime | None = None,
-    *,
-    prune: bool = False,
-) -> DocsReport:
+def run_ingest(settings: Settings, request: IngestRequest, bars: Bars) -> DocsReport:
     """Ingest with progress, then counts, every skipped file with its reason, and the
     documents whose files are gone (dropped with ``prune``)."""
     from storage.server.connect import connect
-    from tasks.documents import Chunking, check_names, ingest_documents
+    from tasks.documents import check_names, ingest_documents
 
-    docs = settings.documents
-    chunking = Chunking(chunk_size or docs.chunk_size, docs.overlap if overlap is None else overlap)
-    check_names(namespace, tag)
-    chunking.check()
+    check_names(request.namespace, request.tag)
+    request.chunking.check()
     store, embedder = connect(settings)
     report = ingest_documents(
         store.engine,
         embedder,
-        namespace,
-        urls,
-        chunking=chunking,
-        tag=tag,
-        max_bytes=docs.max_file_bytes,
-        at=at or datetime.now(UTC),
-        options=settings.storage_options,
-        embed_batch=docs.embed_batch,
+        request,
         on_progress=lambda done, total: bars.update(
             FILES, done, total, line=f"  {done}/{total} files read"
         ),
-        prune=prune,
-        actor=f"cli:{getpass.getuser()}",
     )
     for uri, reason, detail in report.problems:
         shown = f"  skipped {printable(uri, 300)}: {reason}"
@@ -135,12 +129,12 @@ def _say_gone(report: DocsReport, echo: Echo) -> None:
 @docs_group.command("list")
 @click.argument("namespace")
 @click.option("--json", "as_json", is_flag=True, help="Print the documents as one JSON document.")
-def list_command(namespace: str, as_json: bool) -> None:
+def list_command(namespace: str, *, as_json: bool) -> None:
     """The documents of NAMESPACE: id, chunks, tag, title, source."""
-    show_documents(load_settings(), namespace, as_json, click.echo)
+    show_documents(load_settings(), namespace, as_json=as_json, echo=click.echo)
 
 
-def show_documents(settings: Settings, namespace: str, as_json: bool, echo: Echo) -> None:
+def show_documents(settings: Settings, namespace: str, *, as_json: bool, echo: Echo) -> None:
     from storage.server.engine import open_store
     from storage.server.migrate import require_current
     from tasks.documents import list_documents

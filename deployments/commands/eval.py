@@ -237,6 +237,7 @@ def eval_command(
     preset: str | None,
     ks: tuple[int, ...],
     json_path: str | None,
+    *,
     allow_existing: bool,
 ) -> None:
     """Measure retrieval on labelled SESSIONS and QUERIES; writes memory into the store.

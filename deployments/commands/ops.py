@@ -25,7 +25,7 @@ from deployments.settings_loader import load_settings
     is_flag=True,
     help="Delete the deployments `archivist serve` made (for `prefect deploy`), then exit.",
 )
-def serve_command(limit: int | None, replace: bool, remove: bool) -> None:
+def serve_command(limit: int | None, *, replace: bool, remove: bool) -> None:
     """Serve every Archivist deployment on its schedule from this process (Ctrl-C stops).
 
     It never takes over the deployments `prefect deploy` made with the same names: it
@@ -52,7 +52,7 @@ def serve_command(limit: int | None, replace: bool, remove: bool) -> None:
 )
 @click.option("--dry-run", is_flag=True, help="Check and report; send and remember nothing.")
 @click.option("--deployment", "names", multiple=True, help="Only this deployment (repeatable).")
-def watchdog_command(as_of: datetime | None, dry_run: bool, names: tuple[str, ...]) -> None:
+def watchdog_command(as_of: datetime | None, *, dry_run: bool, names: tuple[str, ...]) -> None:
     """Run memory-cron-watchdog once and print its report."""
     from deployments.local_prefect import use_prefect
 

@@ -61,7 +61,7 @@ def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> s
     help="Only the namespaces of shard I of N (split by namespace hash), e.g. 2/4.",
 )
 def aging_command(
-    as_of: datetime | None, namespace: str | None, dry_run: bool, shard: str | None
+    as_of: datetime | None, namespace: str | None, *, dry_run: bool, shard: str | None
 ) -> None:
     """Run memory-aging once: decay, compress, archive, delete (when enabled)."""
     from deployments.local_prefect import use_prefect
@@ -88,23 +88,19 @@ def aging_command(
     help="VACUUM FULL every table that can hold a namespace's rows, and pg_statistic: "
     "rewrites them, locking each while it runs.",
 )
-def forget_command(namespace: str, confirm: bool, export_to: str | None, full_vacuum: bool) -> None:
+def forget_command(
+    namespace: str, *, confirm: bool, export_to: str | None, full_vacuum: bool
+) -> None:
     """Erase everything of NAMESPACE: rows, vectors, files, cold tier; one audit entry."""
     if not confirm:
         raise click.UsageError(f"forgetting {namespace!r} cannot be undone: add --confirm")
-    from tasks.privacy import forget
+    from tasks.privacy import Export, forget
 
     settings = load_settings()
     store, cold, root = _open(settings)
+    export = None if export_to is None else Export(export_to, settings.storage_options)
     out = forget(
-        store.engine,
-        cold,
-        root,
-        namespace,
-        actor=_actor(),
-        export_to=export_to,
-        export_options=settings.storage_options,
-        full_vacuum=full_vacuum,
+        store.engine, cold, root, namespace, actor=_actor(), export=export, full_vacuum=full_vacuum
     )
     if out.exported is not None:
         click.echo(f"exported to {export_to}: {out.exported}")
@@ -116,11 +112,13 @@ def forget_command(namespace: str, confirm: bool, export_to: str | None, full_va
     )
 
 
-def _pin(memory_id: int, pinned: bool) -> None:
+def _pin(memory_id: int, *, pinned: bool) -> None:
     from tasks.privacy import set_pin
 
     store, cold, _, embedder = _open_with_embedder(load_settings())
-    namespace = set_pin(store.engine, cold, memory_id, pinned, embedder, actor=_actor())
+    namespace = set_pin(
+        store.engine, cold, memory_id, pinned=pinned, embedder=embedder, actor=_actor()
+    )
     click.echo(f"memory {memory_id} ({namespace}) {'pinned' if pinned else 'unpinned'}")
 
 
@@ -128,14 +126,14 @@ def _pin(memory_id: int, pinned: bool) -> None:
 @click.argument("memory_id", type=int)
 def pin_command(memory_id: int) -> None:
     """Pin a memory: it never decays, compresses, archives or is deleted."""
-    _pin(memory_id, True)
+    _pin(memory_id, pinned=True)
 
 
 @click.command("unpin")
 @click.argument("memory_id", type=int)
 def unpin_command(memory_id: int) -> None:
     """Let a pinned memory age again."""
-    _pin(memory_id, False)
+    _pin(memory_id, pinned=False)
 
 
 @click.command("purge")
@@ -147,7 +145,7 @@ def unpin_command(memory_id: int) -> None:
     help="VACUUM FULL every table that can hold a namespace's rows, and pg_statistic: "
     "rewrites them, locking each while it runs.",
 )
-def purge_command(session_id: str, confirm: bool, full_vacuum: bool) -> None:
+def purge_command(session_id: str, *, confirm: bool, full_vacuum: bool) -> None:
     """Erase one session and all derived from it (memories, episode, blocks, transcript)."""
     if not confirm:
         raise click.UsageError(f"purging session {session_id!r} cannot be undone: add --confirm")

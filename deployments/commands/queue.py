@@ -25,7 +25,14 @@ from storage.queue import Enqueued
 from storage.server.connect import connect
 from storage.server.engine import open_store
 from storage.server.migrate import require_current
-from tasks.queue import DrainReport, default_worker_name, drain_once, fold_pending, run_worker
+from tasks.queue import (
+    DrainReport,
+    Hooks,
+    default_worker_name,
+    drain_once,
+    fold_pending,
+    run_worker,
+)
 
 Echo = Callable[[str], None]
 
@@ -49,8 +56,7 @@ def enqueue_item(
             op,
             parsed,
             idempotency_key=key,
-            max_attempts=settings.queue.max_attempts,
-            redaction=settings.redaction,
+            settings=settings,
         )
     if queued.duplicate:
         echo(f"already queued as item {queued.id} (same idempotency key {key!r} for {namespace})")
@@ -87,7 +93,7 @@ def run_drain(settings: Settings, as_of: datetime | None, max_batches: int) -> A
     return memory_queue_drain(as_of=as_of, max_batches=max_batches)
 
 
-def work(settings: Settings, once: bool, echo: Echo) -> DrainReport:
+def work(settings: Settings, *, once: bool, echo: Echo) -> DrainReport:
     """Drain continuously until Ctrl-C or SIGTERM (``once``: until nothing is due)."""
     store, embedder = connect(settings)
     name = default_worker_name()
@@ -96,7 +102,7 @@ def work(settings: Settings, once: bool, echo: Echo) -> DrainReport:
         echo(describe_batch(batch))
 
     if once:
-        report = drain_once(store.engine, embedder, settings, name, on_batch=show)
+        report = drain_once(store.engine, embedder, settings, name, hooks=Hooks(on_batch=show))
         report.accesses_folded = fold_pending(store.engine)
     else:
         echo(f"worker {name}: draining; Ctrl-C or SIGTERM stops")

@@ -5,52 +5,40 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Callable, Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
 from storage.embedding import preload_model
 from storage.kernel.scoring import PRESETS, parse_weights, resolve_weights
 from storage.kernel.settings import Settings
-from storage.retrieval import Hit, Retriever, TimeRange, cite, source_entries
+from storage.retrieval import Hit, Retriever, SearchOptions, TimeRange, cite, source_entries
 
 if TYPE_CHECKING:
+    from deployments.commands import SearchFlags
     from deployments.progress import Bars
 
 Echo = Callable[[str], None]
 
 
-def run_search(
-    settings: Settings,
-    namespace: str,
-    query: str,
-    *,
-    limit: int,
-    time_range: TimeRange | None,
-    kinds: Sequence[str] | None,
-    preset: str | None,
-    weights: str | None,
-    as_of: datetime | None,
-    record_access: bool,
-) -> list[Hit]:
-    """One search with the CLI's options resolved into weights."""
+def run_search(settings: Settings, namespace: str, query: str, flags: SearchFlags) -> list[Hit]:
+    """One search with the CLI's options resolved into weights (``as_of`` already aware)."""
     preload_model(settings.embedding)  # the model loads while the store opens
     retriever = Retriever.from_settings(settings)
     chosen = None
-    if weights:
-        chosen = resolve_weights("custom", parse_weights(weights))
-    elif preset:
-        chosen = resolve_weights(preset, PRESETS[preset])
+    if flags.weights:
+        chosen = resolve_weights("custom", parse_weights(flags.weights))
+    elif flags.preset:
+        chosen = resolve_weights(flags.preset, PRESETS[flags.preset])
+    when = cast(TimeRange | None, flags.time_range)  # one of click's choices
+    options = SearchOptions(time_range=when, kinds=flags.kinds or None, weights=chosen)
     return retriever.search(
         namespace,
         query,
-        limit=limit,
-        time_range=time_range,
-        kinds=kinds,
-        as_of=as_of,
-        weights=chosen,
-        record_access=record_access,
+        limit=flags.limit,
+        as_of=flags.as_of,
+        record_access=not flags.no_record,
+        options=options,
     )
 
 
@@ -68,7 +56,7 @@ def namespace_hint(settings: Settings, namespace: str) -> str | None:
     return f"namespace {namespace!r} holds nothing; namespaces that do: {', '.join(known)}"
 
 
-def render_hits(hits: Sequence[Hit], explain: bool, echo: Echo) -> None:
+def render_hits(hits: Sequence[Hit], *, explain: bool, echo: Echo) -> None:
     """A readable table: label, score, kind, date, text; with the breakdown when asked; then
     the ``Sources:`` line."""
     if not hits:
@@ -98,18 +86,18 @@ def render_hits(hits: Sequence[Hit], explain: bool, echo: Echo) -> None:
 
 
 def render_hits_json(
-    namespace: str, query: str, hits: Sequence[Hit], explain: bool, echo: Echo
+    namespace: str, query: str, hits: Sequence[Hit], *, explain: bool, echo: Echo
 ) -> None:
     """The hits as one JSON document, in the HTTP API's and MCP's shape (``serving``): each
     hit with its label, and the ``sources`` line."""
     from serving import search_view
 
-    found = search_view(namespace, cite(hits), explain)
+    found = search_view(namespace, cite(hits), explain=explain)
     echo(as_json({"namespace": namespace, "query": query} | found))
 
 
 def run_prime(
-    settings: Settings, namespace: str, message: str | None, echo: Echo, as_document: bool
+    settings: Settings, namespace: str, message: str | None, echo: Echo, *, as_document: bool
 ) -> None:
     """Print the priming text, or its parts and text as one JSON document."""
     if message:  # only a first message is searched for, and so embedded

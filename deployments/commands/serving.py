@@ -40,7 +40,7 @@ def api_command(host: str | None, port: int | None, workers: int) -> None:
 @click.option("--host", help="--http: address [default: ARCHIVIST_SERVING__HOST, 127.0.0.1]")
 @click.option("--port", type=click.IntRange(0, 65535), help="--http: port [default: 8766]")
 def mcp_command(
-    namespace: str | None, read_only: bool, http: bool, host: str | None, port: int | None
+    namespace: str | None, *, read_only: bool, http: bool, host: str | None, port: int | None
 ) -> None:
     """Serve one namespace's memory over MCP: tools search_memory, prime_conversation,
     remember, forget_memory, recent_episodes; resources memory://MEMORY.md, memory://daily.
@@ -85,7 +85,7 @@ def keys_group() -> None:
 @click.argument("namespace")
 @click.option("--read-only", is_flag=True, help="Search and read only: no writes.")
 @click.option("--label", help="A name to tell keys apart in `keys list`.")
-def keys_create(namespace: str, read_only: bool, label: str | None) -> None:
+def keys_create(namespace: str, *, read_only: bool, label: str | None) -> None:
     """Create a key for NAMESPACE and print it once: it is not stored and not shown again."""
     from sqlalchemy.orm import Session
 

@@ -147,7 +147,7 @@ def _prefect_data(api: ApiCheck) -> dict[str, Any]:
 
 @click.command("status")
 @click.option("--json", "as_json", is_flag=True, help="Print the sections as one JSON document.")
-def status_command(as_json: bool) -> None:
+def status_command(*, as_json: bool) -> None:
     """One screen: last runs, write queue, memories per tier and namespace, last quality."""
     if not as_json:
         show_status(load_settings(), click.echo)

@@ -18,7 +18,7 @@ from deployments.settings_loader import load_settings
 )
 @click.option("--namespace", callback=check_namespace, help="Only this namespace.")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
-def tidy_command(as_of: datetime | None, namespace: str | None, dry_run: bool) -> None:
+def tidy_command(as_of: datetime | None, namespace: str | None, *, dry_run: bool) -> None:
     """Run memory-weekly-tidy once: MEMORY.md, the weekly summary, logs to the archive."""
     from deployments.local_prefect import use_prefect
 

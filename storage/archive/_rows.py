@@ -8,7 +8,7 @@ The archive keeps every column a memory needs to come back unchanged (its id, ve
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import adbc_driver_postgresql.dbapi as adbc
 import numpy as np
@@ -129,7 +129,13 @@ class MemoryReader:
             return cursor.fetch_arrow_table()
 
     def memories(
-        self, namespace: str, span: tuple[datetime, datetime], after: int, limit: int, pinned: bool
+        self,
+        namespace: str,
+        span: tuple[datetime, datetime],
+        after: int,
+        limit: int,
+        *,
+        pinned: bool,
     ) -> pa.Table:
         values = {"namespace": namespace, "start": span[0], "end": span[1]}
         values |= {"with_pinned": pinned, "after": after, "limit": limit}
@@ -146,21 +152,27 @@ class MemoryReader:
         self.close()
 
 
+class Page(NamedTuple):
+    """Which rows of an id-ordered read: at most ``limit``, of ids above ``after``."""
+
+    after: int
+    limit: int
+
+
 def fetch_memories(
     reader: MemoryReader,
     namespace: str,
     span: tuple[datetime, datetime],
-    after: int,
-    limit: int,
+    page: Page,
     *,
     with_pinned: bool = False,
     year_first: bool = False,
     vectors: VectorBuffer | None = None,
 ) -> pa.Table:
-    """The next ``limit`` memories of a namespace that happened in [start, end), after id
-    ``after`` (unpinned unless asked), as one Arrow table, in id order (``year_first``:
-    by UTC year of ``occurred_at``, then id). Vectors go into ``vectors`` if given."""
-    found = reader.memories(namespace, span, after, limit, with_pinned)
+    """The page's memories of a namespace that happened in [start, end) (unpinned unless
+    asked), as one Arrow table, in id order (``year_first``: by UTC year of
+    ``occurred_at``, then id). Vectors go into ``vectors`` if given."""
+    found = reader.memories(namespace, span, page.after, page.limit, pinned=with_pinned)
     if found.num_rows == 0:
         return MEMORY_SCHEMA.empty_table()
     order = _year_order(found.column("occurred_at")) if year_first else None
@@ -169,7 +181,9 @@ def fetch_memories(
         if field.name == "embedding":
             embedding = found.column("embedding")
             buffer = vectors or VectorBuffer()
-            columns.append(_vectors(embedding, buffer, reader.stored_bytes, order))
+            columns.append(
+                _vectors(embedding, buffer, stored_bytes=reader.stored_bytes, order=order)
+            )
         else:
             column = found.column(field.name)
             columns.append((column if order is None else column.take(order)).cast(field.type))
@@ -185,7 +199,7 @@ def _year_order(occurred: pa.ChunkedArray) -> np.ndarray | None:
 
 
 def _vectors(
-    column: pa.ChunkedArray, buffer: VectorBuffer, stored_bytes: bool, order: np.ndarray | None
+    column: pa.ChunkedArray, buffer: VectorBuffer, *, stored_bytes: bool, order: np.ndarray | None
 ) -> pa.Array:
     """Vector bytes (int16 dim, int16 unused, float4s: big-endian from ``vector_send``, the
     server's own order if stored) to list<float32>, in ``order``: the headers dropped and

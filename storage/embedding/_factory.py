@@ -84,16 +84,20 @@ def _base_embedder(
     # Loaded only for a remote model: httpx and the redaction's phone-number data cost a
     # one-shot command about 0.1 s of imports.
     from storage.embedding._http import OpenAIEmbedder
+    from storage.kernel.http_json import Connection
     from storage.redaction import RedactionPolicy
 
+    connection = Connection(
+        api_key=settings.api_key.get_secret_value() if settings.api_key else None,
+        timeout=settings.timeout_seconds,
+        max_retries=settings.max_retries,
+        client=client,
+    )
     return OpenAIEmbedder(
         settings.base_url,
         settings.model,
         settings.dim,
-        client=client,
-        api_key=settings.api_key.get_secret_value() if settings.api_key else None,
+        connection=connection,
         batch_size=settings.batch_size,
-        timeout=settings.timeout_seconds,
-        max_retries=settings.max_retries,
         redaction=RedactionPolicy.from_settings(redaction),
     )

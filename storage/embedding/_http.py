@@ -12,15 +12,14 @@ which the vector cache (keyed by the original text) relies on.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
 import numpy as np
 
 from storage.kernel.errors import ConfigurationError, StorageError
-from storage.kernel.http_json import Endpoint, post_json, with_retries
+from storage.kernel.http_json import Connection, Endpoint, JsonApi
 from storage.redaction import RedactionPolicy
 
 
@@ -33,38 +32,26 @@ class OpenAIEmbedder:
         model: str,
         dim: int,
         *,
-        client: httpx.Client | None = None,
-        api_key: str | None = None,
+        connection: Connection | None = None,
         batch_size: int = 64,
-        timeout: float = 30.0,
-        max_retries: int = 3,
-        backoff_seconds: Sequence[float] = (0.5, 1, 2, 4, 8),
-        sleep: Callable[[float], None] = time.sleep,
         redaction: RedactionPolicy | None = None,
     ) -> None:
-        if batch_size < 1 or max_retries < 0 or not backoff_seconds:
-            raise ConfigurationError(
-                "OpenAIEmbedder needs batch_size >= 1, max_retries >= 0 and a backoff sequence"
-            )
+        if batch_size < 1:
+            raise ConfigurationError("OpenAIEmbedder needs batch_size >= 1")
+        connection = connection or Connection()
         self._url = base_url.rstrip("/") + "/embeddings"
-        self._endpoint = Endpoint(
+        endpoint = Endpoint(
             url=self._url,
             what="embedding endpoint",
             url_setting="ARCHIVIST_EMBEDDING__BASE_URL",
-            api_key=api_key,
-            timeout=timeout,
+            api_key=connection.api_key,
+            timeout=connection.timeout,
             hint=self._hint,
         )
+        self._api = JsonApi(endpoint, connection)
         self._model = model
         self._dim = dim
-        self._owns_client = client is None
-        self._client = client if client is not None else httpx.Client(timeout=timeout)
-        self._api_key = api_key
         self._batch_size = batch_size
-        self._timeout = timeout
-        self._max_retries = max_retries
-        self._backoff = tuple(backoff_seconds)
-        self._sleep = sleep
         # No policy given: the defaults, every category on; nothing leaves unredacted by omission.
         self._redaction = (
             redaction if redaction is not None else RedactionPolicy.from_settings(None)
@@ -80,8 +67,7 @@ class OpenAIEmbedder:
 
     def close(self) -> None:
         """Close the HTTP client if this embedder created it."""
-        if self._owns_client:
-            self._client.close()
+        self._api.close()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts in batches of ``batch_size``; rows follow the input order."""
@@ -104,17 +90,12 @@ class OpenAIEmbedder:
         return _normalise(self._vectors(response, len(batch)), self._url)
 
     def _post(self, body: dict[str, Any]) -> httpx.Response:
-        outcome = with_retries(
-            lambda: post_json(self._client, self._endpoint, body),
-            max_retries=self._max_retries,
-            backoff=self._backoff,
-            sleep=self._sleep,
-        )
+        outcome = self._api.post(body)
         if isinstance(outcome, httpx.Response):
             return outcome
         raise StorageError(
             f"embedding endpoint {self._url} failed ({outcome}) after "
-            f"{self._max_retries + 1} attempts; check the server is up and not overloaded, "
+            f"{self._api.attempts} attempts; check the server is up and not overloaded, "
             "or raise ARCHIVIST_EMBEDDING__TIMEOUT_SECONDS / ARCHIVIST_EMBEDDING__MAX_RETRIES"
         )
 

@@ -58,6 +58,7 @@ class LocalEmbedder:
         threads: int | None = None,
         batch_size: int = 64,
         cache_dir: Path | None = None,
+        *,
         int8_queries: bool = True,
     ) -> None:
         self._threads = threads
@@ -91,12 +92,14 @@ class LocalEmbedder:
         a cosine of 0.99 on average with `embed`'s, and compared with vectors `embed` made."""
         if not self._int8_queries:
             return self.embed([text])[0]  # type: ignore[no-any-return]
-        model = _load(*self._query_model())
+        threads, cache_dir, int8 = self._query_model()
+        model = _load(threads, cache_dir, int8=int8)
         return model.run([model.tokenizer.encode(text)])[0]  # type: ignore[no-any-return]
 
     def preload_queries(self) -> threading.Thread:
         """Start loading the graph `embed_query` runs, in the background (`preload`)."""
-        return preload(*self._query_model())
+        threads, cache_dir, int8 = self._query_model()
+        return preload(threads, cache_dir, int8=int8)
 
     def _query_model(self) -> tuple[int | None, Path | None, bool]:
         """``_load``'s arguments for the graph that embeds queries: int8 on one thread
@@ -111,7 +114,7 @@ class _Model:
     process)."""
 
     def __init__(
-        self, folder: Path, threads: int | None, cache_dir: Path | None, int8: bool
+        self, folder: Path, threads: int | None, cache_dir: Path | None, *, int8: bool
     ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
@@ -132,7 +135,7 @@ class _Model:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         self.session = ort.InferenceSession(
-            _graph(folder, cache_dir, int8), options, providers=["CPUExecutionProvider"]
+            _graph(folder, cache_dir, int8=int8), options, providers=["CPUExecutionProvider"]
         )
         self._lock = threading.Lock()
 
@@ -155,7 +158,7 @@ class _Model:
 _loading = threading.Lock()
 
 
-def preload(threads: int | None, cache_dir: Path | None, int8: bool) -> threading.Thread:
+def preload(threads: int | None, cache_dir: Path | None, *, int8: bool) -> threading.Thread:
     """Load the model in a background thread: a command that opens the store meanwhile
     (0.1 to 0.2 s, mostly waiting) finds it ready, or waits for that one build.
 
@@ -163,26 +166,30 @@ def preload(threads: int | None, cache_dir: Path | None, int8: bool) -> threadin
     without an active exception") when the interpreter ends while a session is being
     built, as it was when a command finished without needing the model."""
     loader = threading.Thread(
-        target=_load, args=(threads, cache_dir, int8), name="archivist-model-preload", daemon=True
+        target=_load,
+        args=(threads, cache_dir),
+        kwargs={"int8": int8},
+        name="archivist-model-preload",
+        daemon=True,
     )
     loader.start()
     atexit.register(loader.join)
     return loader
 
 
-def _load(threads: int | None, cache_dir: Path | None, int8: bool) -> _Model:
+def _load(threads: int | None, cache_dir: Path | None, *, int8: bool) -> _Model:
     """The model for a graph and thread count, built once per process: the first searches
     of a server arrive together, and each would otherwise build its own (16 took 14 s)."""
     with _loading:
-        return _built(threads, cache_dir, int8)
+        return _built(threads, cache_dir, int8=int8)
 
 
 @lru_cache(maxsize=4)
-def _built(threads: int | None, cache_dir: Path | None, int8: bool) -> _Model:
-    return _Model(_package_folder(), threads, cache_dir, int8)
+def _built(threads: int | None, cache_dir: Path | None, *, int8: bool) -> _Model:
+    return _Model(_package_folder(), threads, cache_dir, int8=int8)
 
 
-def _graph(folder: Path, cache_dir: Path | None, int8: bool) -> bytes | str:
+def _graph(folder: Path, cache_dir: Path | None, *, int8: bool) -> bytes | str:
     """The serialised encoder (float32, or int8 for queries), or the file that holds it
     when the cache has it."""
 

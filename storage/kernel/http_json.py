@@ -1,6 +1,8 @@
 """JSON POSTs to OpenAI-compatible endpoints, and the retry loop around them.
 
-Shared by the HTTP embedder and the LLM extractor. Timeouts, connection errors, 408, 429
+``JsonApi`` is the one client of such an endpoint, which the HTTP embedder and the LLM
+extractor both use: its URL, key, timeout and retries (``Connection``), over an httpx client
+it makes and closes unless it is given one. Timeouts, connection errors, 408, 429
 and 5xx are worth another try (a Retry-After in seconds wins, capped at 30 s); any other
 error status is a refusal, raised at once as ``ConfigurationError`` with a hint of what
 to check. No message ever contains the API key.
@@ -9,6 +11,7 @@ to check. No message ever contains the API key.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -112,3 +115,57 @@ def retry_after_seconds(value: str | None) -> float | None:
     if not math.isfinite(seconds):
         return None
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How to reach an OpenAI-compatible endpoint: its key, the time one request may take,
+    how often a failed one is tried again and how long to wait between (the server's
+    Retry-After wins), and an httpx client to use (None: one of the API's own)."""
+
+    api_key: str | None = None
+    timeout: float = 30.0
+    max_retries: int = 3
+    backoff_seconds: Sequence[float] = (0.5, 1, 2, 4, 8)
+    sleep: Callable[[float], None] = time.sleep
+    client: httpx.Client | None = None
+
+
+class JsonApi:
+    """POSTs of JSON to one endpoint, retried as its ``Connection`` says."""
+
+    def __init__(self, endpoint: Endpoint, connection: Connection) -> None:
+        if connection.max_retries < 0 or not connection.backoff_seconds:
+            raise ConfigurationError(
+                f"the {endpoint.what} needs max_retries >= 0 and a backoff sequence"
+            )
+        self.endpoint = endpoint
+        self.connection = connection
+        self._owns_client = connection.client is None
+        self._client = connection.client or httpx.Client(timeout=connection.timeout)
+
+    @property
+    def attempts(self) -> int:
+        return self.connection.max_retries + 1
+
+    def post(self, body: dict[str, Any]) -> httpx.Response | str:
+        """The accepted response, or the last failure once every attempt failed."""
+        return self.retried(lambda: self.attempt(body))
+
+    def attempt(self, body: dict[str, Any]) -> httpx.Response | Failure:
+        """One POST: the accepted response, or why another try may help; refusals raise."""
+        return post_json(self._client, self.endpoint, body)
+
+    def retried(self, attempt: Callable[[], T | Failure]) -> T | str:
+        """``attempt`` until it succeeds or the retries are spent (then the last failure)."""
+        return with_retries(
+            attempt,
+            max_retries=self.connection.max_retries,
+            backoff=self.connection.backoff_seconds,
+            sleep=self.connection.sleep,
+        )
+
+    def close(self) -> None:
+        """Close the httpx client if this API made it."""
+        if self._owns_client:
+            self._client.close()

@@ -72,3 +72,18 @@ def shard_params(shard: Shard | None) -> dict[str, Any]:
     if shard is None:
         return {"shard_count": None, "shard_index": None}
     return {"shard_count": shard.count, "shard_index": shard.index}
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What one run covers, and whether it writes: one namespace or every one (None), one
+    shard of them or all (None), and ``dry_run``: count what would change, change nothing."""
+
+    namespace: str | None = None
+    shard: Shard | None = None
+    dry_run: bool = False
+
+    @property
+    def shard_label(self) -> str | None:
+        """``"2/4"``, or None for every namespace."""
+        return None if self.shard is None else str(self.shard)

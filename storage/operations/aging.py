@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.kernel.shards import Shard, in_shard, shard_params
+from storage.kernel.shards import Scope, Shard, in_shard, shard_params
 
 ID_RANGE = text(
     "SELECT coalesce(min(id), 0) AS lo, coalesce(max(id), -1) AS hi FROM memories "
@@ -86,12 +86,12 @@ DECAY_EPISODES = text(
 
 @dataclass(frozen=True)
 class DecayParams:
+    """One decay pass: as of when, the half-life, the change worth a write, and its scope."""
+
     as_of: datetime
     half_life: float
     epsilon: float
-    namespace: str | None
-    dry_run: bool
-    shard: Shard | None = None
+    scope: Scope = Scope()
 
 
 def id_range(
@@ -108,8 +108,10 @@ def decay_batch(
     session: Session, params: DecayParams, lo: int, hi: int, *, episodes: bool = False
 ) -> tuple[int, int]:
     """Decay ids in [lo, hi); returns (rows seen, rows written or, dry run, to write)."""
-    values = {k: v for k, v in params.__dict__.items() if k != "shard"}
-    values |= {"lo": lo, "hi": hi, **shard_params(params.shard)}
+    scope = params.scope
+    values = {"as_of": params.as_of, "half_life": params.half_life, "epsilon": params.epsilon}
+    values |= {"namespace": scope.namespace, "dry_run": scope.dry_run, "lo": lo, "hi": hi}
+    values |= shard_params(scope.shard)
     row = session.execute(DECAY_EPISODES if episodes else DECAY, values).one()
     return int(row.seen), int(row.changed)
 
@@ -292,6 +294,7 @@ def delete_expired(
     session: Session,
     cutoff: datetime,
     namespace: str | None,
+    *,
     dry_run: bool,
     shard: Shard | None = None,
 ) -> tuple[int, int]:

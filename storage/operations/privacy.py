@@ -184,7 +184,7 @@ def pseudonymize_runs(session: Session, namespace: str, pseudonym: str) -> list[
     return sorted({str(run) for run in found if run is not None})
 
 
-def set_pinned(session: Session, memory_id: int, pinned: bool) -> str | None:
+def set_pinned(session: Session, memory_id: int, *, pinned: bool) -> str | None:
     """Pin or unpin a hot memory; its namespace, or None if it is not in the hot table."""
     value = session.execute(PIN, {"id": memory_id, "pinned": pinned}).scalar()
     return None if value is None else str(value)

@@ -52,7 +52,7 @@ def archived(session: Session, namespace: str, memory_id: int) -> bool:
     return found is not None
 
 
-def set_pinned(session: Session, namespace: str, memory_id: int, pinned: bool) -> bool:
+def set_pinned(session: Session, namespace: str, memory_id: int, *, pinned: bool) -> bool:
     """Pin or unpin a hot memory of the namespace; False if it has none of that id."""
     params = {"id": memory_id, "namespace": namespace, "pinned": pinned}
     return session.execute(PIN, params).first() is not None

@@ -48,7 +48,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 from storage.kernel.base import Base
 from storage.kernel.errors import InputError
 from storage.kernel.records import storable
-from storage.kernel.settings import QueueSettings, RedactionSettings
+from storage.kernel.settings import QueueSettings, Settings
 from storage.memories import Memory
 from storage.queue._payloads import (
     DeadItem,
@@ -124,26 +124,27 @@ def enqueue(
     payload: Mapping[str, Any],
     *,
     idempotency_key: str | None = None,
-    max_attempts: int | None = None,
     now: datetime | None = None,
-    redaction: RedactionSettings | None = None,
+    settings: Settings | None = None,
 ) -> Enqueued:
     """Validate and queue one write; the same idempotency key again gives back the first item.
 
-    With ``redaction.before_storage`` the payload's texts are stored redacted, one
-    placeholder scope per item.
+    ``settings`` (default: the defaults): its queue's attempts per item, and with
+    ``redaction.before_storage`` the payload's texts are stored redacted, one placeholder
+    scope per item.
     """
     parsed = validate_payload(namespace, op, payload)
+    redaction = settings.redaction if settings is not None else None
     policy = RedactionPolicy.from_settings(redaction) if redaction is not None else None
     if policy is not None and policy.before_storage:
         parsed = redacted(parsed, policy.redactor())
-    _check_options(idempotency_key, max_attempts)
+    _check_key(idempotency_key)
     params = {
         "namespace": namespace,
         "op": op,
         "payload": parsed.model_dump_json(exclude_none=True),
         "idempotency_key": idempotency_key,
-        "max_attempts": max_attempts or QueueSettings().max_attempts,
+        "max_attempts": (settings.queue if settings is not None else QueueSettings()).max_attempts,
         "now": now,
     }
     new_id = session.execute(ENQUEUE, params).scalar()
@@ -152,7 +153,7 @@ def enqueue(
     return Enqueued(id=int(new_id), duplicate=False)
 
 
-def _check_options(idempotency_key: str | None, max_attempts: int | None) -> None:
+def _check_key(idempotency_key: str | None) -> None:
     if idempotency_key is not None:
         if not 1 <= len(idempotency_key) <= 200:
             raise InputError("idempotency_key must be 1 to 200 characters long")
@@ -160,8 +161,6 @@ def _check_options(idempotency_key: str | None, max_attempts: int | None) -> Non
             storable(idempotency_key)
         except ValueError as exc:
             raise InputError(f"idempotency_key {exc}") from exc
-    if max_attempts is not None and not 1 <= max_attempts <= 50:
-        raise InputError(f"max_attempts must be between 1 and 50, got {max_attempts}")
 
 
 def relax_commit(session: Session) -> None:

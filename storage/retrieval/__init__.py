@@ -16,7 +16,7 @@ from storage.retrieval._citations import (
     sources_line,
 )
 from storage.retrieval._search import Retriever
-from storage.retrieval._types import DOC_KIND, DocSource, Hit, Priming, TimeRange
+from storage.retrieval._types import DOC_KIND, DocSource, Hit, Priming, SearchOptions, TimeRange
 
 __all__ = [
     "Citation",
@@ -27,6 +27,7 @@ __all__ = [
     "Priming",
     "RetrievalError",
     "Retriever",
+    "SearchOptions",
     "TimeRange",
     "cite",
     "render_citations",

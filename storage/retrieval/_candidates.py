@@ -109,14 +109,18 @@ def first_params(
         "query": query,
         "namespace": namespace,
         "ef_search": str(settings.ef_search),
-        "plan_cache_mode": plan_cache_mode(settings.prepared_statements),
+        "plan_cache_mode": plan_cache_mode(prepare=settings.prepared_statements),
     }
 
 
 def plan(conn: Connection, settings: RetrievalSettings, *, force_index: bool, exact: bool) -> None:
     """Planner settings for the next statement: the HNSW walk, or exact scans only."""
     # The walk is planned for its namespace (its own HNSW index); the rest as the search.
-    mode = "force_custom_plan" if force_index else plan_cache_mode(settings.prepared_statements)
+    mode = (
+        "force_custom_plan"
+        if force_index
+        else plan_cache_mode(prepare=settings.prepared_statements)
+    )
     params = {
         "ef_search": str(settings.ef_search),
         "other": "off" if force_index else "on",

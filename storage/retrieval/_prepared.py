@@ -54,6 +54,6 @@ def rows(
     return execute(conn, statement, params, prepare=prepare).all()
 
 
-def plan_cache_mode(prepare: bool) -> str | None:
+def plan_cache_mode(*, prepare: bool) -> str | None:
     """The ``plan_cache_mode`` a search's statements run under (None: the server's)."""
     return "force_generic_plan" if prepare else None

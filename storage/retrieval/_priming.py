@@ -51,6 +51,7 @@ def build_priming(
     namespace: str,
     initial_message: str | None,
     now: datetime,
+    *,
     record_access: bool,
 ) -> Priming:
     """Everything priming needs, read in one transaction."""

@@ -55,8 +55,10 @@ from storage.retrieval._sql import (
     RECORD_ACCESS,
 )
 from storage.retrieval._stats import StatsCache
-from storage.retrieval._types import DOC_KIND, Hit, Priming, TimeRange
+from storage.retrieval._types import DOC_KIND, Hit, Priming, SearchOptions
 from storage.server.scoped import scope
+
+NO_OPTIONS = SearchOptions()
 
 
 class Retriever:
@@ -110,22 +112,21 @@ class Retriever:
         query: str,
         *,
         limit: int = 10,
-        time_range: TimeRange | None = None,
-        kinds: Sequence[str] | None = None,
         as_of: datetime | None = None,
-        weights: Mapping[str, float] | None = None,
         record_access: bool = True,
-        include_archived: bool = False,
+        options: SearchOptions = NO_OPTIONS,
         conn: Connection | None = None,
     ) -> list[Hit]:
-        """The ``limit`` best memories of ``namespace`` for ``query``, best first.
+        """The ``limit`` best memories of ``namespace`` for ``query``, best first, as of
+        ``as_of`` (now); ``options`` narrow or reweigh it; ``record_access``: count each
+        hit as an access.
 
         ``conn``: search inside the caller's transaction (scoped to ``namespace`` here, and
         committed by the caller) instead of one of its own."""
-        check_request(namespace, query, limit, kinds, self.settings.max_limit)
+        check_request(namespace, query, limit, options.kinds, self.settings.max_limit)
         now = aware(as_of) if as_of is not None else datetime.now(UTC)
-        start, end = resolve_time_range(time_range, now, self.tz)
-        used = self.weights if weights is None else custom_weights(weights)
+        start, end = resolve_time_range(options.time_range, now, self.tz)
+        used = self.weights if options.weights is None else custom_weights(options.weights)
         request = Request(
             namespace,
             query,
@@ -133,8 +134,8 @@ class Retriever:
             limit,
             start,
             end,
-            kinds,
-            include_archived,
+            options.kinds,
+            options.include_archived,
         )
         try:
             with self._transaction(conn) as tx:
@@ -161,7 +162,7 @@ class Retriever:
             )
         now = aware(as_of) if as_of is not None else datetime.now(UTC)
         try:
-            return build_priming(self, namespace, initial_message, now, record_access)
+            return build_priming(self, namespace, initial_message, now, record_access=record_access)
         except DBAPIError as exc:
             raise StorageError(f"priming namespace {namespace!r} failed: {exc.orig}") from exc
 

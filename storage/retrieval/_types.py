@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -10,6 +11,17 @@ TimeRangeName = Literal["today", "week", "month", "recent", "all"]
 TimeRange = TimeRangeName | tuple[datetime, datetime]
 # The kind of a hit that is a chunk of a knowledge document, not a memory.
 DOC_KIND = "doc"
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """What narrows or reweighs a search beyond its namespace, query and size: a time range
+    (a name, or ``(start, end)``), kinds, custom weights, and the cold tier too."""
+
+    time_range: TimeRange | None = None
+    kinds: Sequence[str] | None = None
+    weights: Mapping[str, float] | None = None
+    include_archived: bool = False
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,15 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from storage import archive, blocks
-from storage.archive import EARLIEST, ManifestEntry, MemoryReader, VectorBuffer, fetch_memories
-from storage.kernel.shards import Shard
+from storage.archive import (
+    EARLIEST,
+    ManifestEntry,
+    MemoryReader,
+    Page,
+    VectorBuffer,
+    fetch_memories,
+)
+from storage.kernel.shards import Scope, Shard
 from storage.operations.access import fold_accesses
 from tasks.aging._bulk_memory import bulk_memory
 from tasks.aging._cold_store import ColdStore, Scratch, memories_part
@@ -213,8 +220,7 @@ def archive_namespace(
             worker.reader,
             namespace,
             (EARLIEST, cutoff),
-            after,
-            batch,
+            Page(after, batch),
             year_first=True,
             vectors=worker.vectors,
         )
@@ -257,17 +263,17 @@ def archive_old(
     engine: Engine,
     cold: ColdStore,
     cutoff: datetime,
-    namespace: str | None,
     batch: int,
-    dry_run: bool,
-    shard: Shard | None = None,
+    scope: Scope,
     *,
     as_of: datetime | None = None,
 ) -> ArchiveOutcome:
-    """Move unpinned memories (of a namespace, a shard) that happened before ``cutoff``
-    to the cold tier; each file's timeline line says ``as_of`` (default: now).
+    """Move unpinned memories (of the scope's namespace or shard) that happened before
+    ``cutoff`` to the cold tier, ``batch`` rows per read; each file's timeline line says
+    ``as_of`` (default: now).
 
     ``candidates`` is what a dry run counts, and what a real run found to archive."""
+    namespace, shard, dry_run = scope.namespace, scope.shard, scope.dry_run
     window = (cutoff, as_of or datetime.now(UTC))
     outcome = ArchiveOutcome()
     with Session(engine) as session:

@@ -145,7 +145,7 @@ class ColdStore:
         return str(self.fs._strip_protocol(uri))
 
     def write(
-        self, relative: str, table: pa.Table, scratch: Scratch | None = None, flush: bool = True
+        self, relative: str, table: pa.Table, scratch: Scratch | None = None, *, flush: bool = True
     ) -> Written:
         """Write a Parquet file (not yet verified), encoded in ``scratch`` if given; in a
         local folder, flushed to disk with its name (unless ``flush`` is False: then
@@ -231,7 +231,7 @@ def open_cold_store(settings: Settings) -> ColdStore:
     return ColdStore(fs=fs, root=root)
 
 
-def memories_part(namespace: str, year: int, min_id: int, max_id: int, rewrite: bool) -> str:
+def memories_part(namespace: str, year: int, min_id: int, max_id: int, *, rewrite: bool) -> str:
     suffix = f"-r{uuid.uuid4().hex[:8]}" if rewrite else ""
     return f"memories/namespace={namespace}/year={year}/part-{min_id}-{max_id}{suffix}.parquet"
 

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from storage import archive
 from storage.embedding import Embedder
 from storage.episodes import episode_text
-from storage.kernel.shards import Shard
+from storage.kernel.shards import Scope
 from storage.operations import aging
 from storage.operations.aging import CompressCandidate
 from tasks.aging._cold_store import ColdStore, transcript_part
@@ -154,19 +154,17 @@ def compress_old(
     cold: ColdStore,
     embedder: Embedder,
     cutoff: datetime,
-    namespace: str | None,
     batch_size: int,
-    dry_run: bool,
-    shard: Shard | None = None,
+    scope: Scope,
 ) -> CompressOutcome:
-    """Compress every session (of a namespace, a shard) that ended before the cutoff,
-    ``batch_size`` at a time."""
+    """Compress every session (of the scope's namespace or shard) that ended before the
+    cutoff, ``batch_size`` at a time."""
     total = CompressOutcome()
     with Session(engine) as session:
-        ready = aging.compressible(session, cutoff, namespace, shard)
+        ready = aging.compressible(session, cutoff, scope.namespace, scope.shard)
     for first in range(0, len(ready), batch_size):
         batch = ready[first : first + batch_size]
-        if dry_run:
+        if scope.dry_run:
             with Session(engine) as session:
                 turns = aging.count_turns(session, [c.session_id for c in batch])
             done = CompressOutcome(len(batch), turns, sum(c.messages for c in batch))

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from storage import archive
 from storage.kernel.settings import AgingSettings
-from storage.kernel.shards import Shard
+from storage.kernel.shards import Scope
 from storage.operations import aging
 from storage.operations.aging import DecayParams
 from tasks.aging._archival import ArchiveOutcome
@@ -68,7 +68,8 @@ def decay(engine: Engine, params: DecayParams, batch: int = 50_000) -> DecayOutc
     out = DecayOutcome()
     for episodes in (False, True):
         with Session(engine) as session:
-            ids = aging.id_range(session, params.namespace, shard=params.shard, episodes=episodes)
+            scope = params.scope
+            ids = aging.id_range(session, scope.namespace, shard=scope.shard, episodes=episodes)
         for lo in range(ids.start, ids.stop, batch):
             with Session(engine) as session, session.begin():
                 seen, written = aging.decay_batch(
@@ -85,25 +86,22 @@ def decay(engine: Engine, params: DecayParams, batch: int = 50_000) -> DecayOutc
 
 
 def delete_old(
-    engine: Engine,
-    cold: ColdStore,
-    cutoff: datetime,
-    namespace: str | None,
-    enabled: bool,
-    dry_run: bool,
-    shard: Shard | None = None,
+    engine: Engine, cold: ColdStore, cutoff: datetime, scope: Scope, *, enabled: bool
 ) -> DeleteOutcome:
     """Past ``cutoff``: archived rows (files rewritten), transcripts, hot rows, sessions
-    (of a namespace, a shard)."""
+    (of the scope's namespace or shard)."""
     if not enabled:
         return DeleteOutcome()
+    namespace, shard, dry_run = scope.namespace, scope.shard, scope.dry_run
     out = DeleteOutcome(enabled=True)
     with Session(engine) as session:
         grouped = archive.old_archived(session, cutoff, namespace, shard)
         transcripts = archive.old_transcripts(session, cutoff, namespace, shard)
     if dry_run:
         with Session(engine) as session:
-            out.hot_rows, _ = aging.delete_expired(session, cutoff, namespace, True, shard)
+            out.hot_rows, _ = aging.delete_expired(
+                session, cutoff, namespace, dry_run=True, shard=shard
+            )
         out.archived_rows = sum(len(ids) for ids in grouped.values())
         out.transcripts = len(transcripts)
         return out
@@ -114,7 +112,9 @@ def delete_old(
         cold.remove(entry.uri)
         out.transcripts += 1
     with Session(engine) as session, session.begin():
-        out.hot_rows, out.sessions = aging.delete_expired(session, cutoff, namespace, False, shard)
+        out.hot_rows, out.sessions = aging.delete_expired(
+            session, cutoff, namespace, dry_run=False, shard=shard
+        )
     return out
 
 

@@ -11,7 +11,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from storage.embedding import Embedder
-from storage.kernel.shards import Shard
+from storage.kernel.shards import Scope
 from storage.operations.aging import DecayParams
 from storage.server.engine import Store
 from tasks.aging._archival import ArchiveOutcome, archive_old
@@ -65,17 +65,9 @@ def decay_task(store: Store, params: DecayParams) -> DecayOutcome:
 
 @task(name="compress-sessions", cache_policy=NO_CACHE, **IO_RETRY)
 def compress_task(
-    store: Store,
-    cold: ColdStore,
-    embedder: Embedder,
-    cutoff: datetime,
-    namespace: str | None,
-    shard: Shard | None,
-    dry_run: bool,
+    store: Store, cold: ColdStore, embedder: Embedder, cutoff: datetime, scope: Scope
 ) -> CompressOutcome:
-    out = compress_old(
-        store.engine, cold, embedder, cutoff, namespace, COMPRESS_BATCH, dry_run, shard
-    )
+    out = compress_old(store.engine, cold, embedder, cutoff, COMPRESS_BATCH, scope)
     get_run_logger().info(
         "compression: %d sessions, %d turns folded, %d messages to the cold tier",
         out.sessions,
@@ -87,20 +79,15 @@ def compress_task(
 
 @task(name="archive-memories", cache_policy=NO_CACHE, **IO_RETRY)
 def archive_task(
-    store: Store,
-    cold: ColdStore,
-    cutoff: datetime,
-    namespace: str | None,
-    shard: Shard | None,
-    dry_run: bool,
-    as_of: datetime | None = None,
+    store: Store, cold: ColdStore, cutoff: datetime, scope: Scope, *, as_of: datetime | None = None
 ) -> ArchiveOutcome:
     """Archive, then append each committed file's line to its namespace's timeline (and
     any other block still pending there)."""
     batch = store.settings.aging.archive_batch
-    out = archive_old(store.engine, cold, cutoff, namespace, batch, dry_run, shard, as_of=as_of)
-    if not dry_run:
-        flush_blocks(store.engine, open_memory_root(store.settings), namespace, shard=shard)
+    out = archive_old(store.engine, cold, cutoff, batch, scope, as_of=as_of)
+    if not scope.dry_run:
+        root = open_memory_root(store.settings)
+        flush_blocks(store.engine, root, scope.namespace, shard=scope.shard)
     get_run_logger().info(
         "archival: %d candidates, %d rows in %d files (%d recovered, %d discarded)",
         out.candidates,
@@ -113,16 +100,9 @@ def archive_task(
 
 
 @task(name="delete-expired", cache_policy=NO_CACHE, **IO_RETRY)
-def delete_task(
-    store: Store,
-    cold: ColdStore,
-    cutoff: datetime,
-    namespace: str | None,
-    shard: Shard | None,
-    dry_run: bool,
-) -> DeleteOutcome:
+def delete_task(store: Store, cold: ColdStore, cutoff: datetime, scope: Scope) -> DeleteOutcome:
     enabled = store.settings.aging.deletion_enabled
-    out = delete_old(store.engine, cold, cutoff, namespace, enabled, dry_run, shard)
+    out = delete_old(store.engine, cold, cutoff, scope, enabled=enabled)
     if not enabled:
         get_run_logger().info("deletion is off (ARCHIVIST_AGING__DELETION_ENABLED)")
     return out

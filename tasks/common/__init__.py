@@ -4,9 +4,11 @@ from tasks.common._notice import Notice, NoticeKind
 from tasks.common._notify import Channel, notify_flow_failure, open_notifier
 from tasks.common._retry import IO_RETRY
 from tasks.common._steps import (
+    RunReport,
     connect_task,
     finish_run,
     fold_access_task,
+    open_store_task,
     pseudonyms_task,
     publish_report,
     start_run,
@@ -18,11 +20,13 @@ __all__ = [
     "IO_RETRY",
     "Notice",
     "NoticeKind",
+    "RunReport",
     "connect_task",
     "finish_run",
     "fold_access_task",
     "notify_flow_failure",
     "open_notifier",
+    "open_store_task",
     "pseudonyms_task",
     "publish_report",
     "readable",

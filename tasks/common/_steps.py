@@ -26,14 +26,24 @@ from storage.kernel.shards import Shard
 from storage.operations.access import Folded, fold_accesses
 from storage.pseudonyms import Pseudonyms, pseudonyms
 from storage.server.connect import connect
-from storage.server.engine import Store
+from storage.server.engine import Store, open_store
+from storage.server.migrate import require_current
 from tasks.common._retry import IO_RETRY
 from tasks.common._time import readable
 
 
 @task(name="open-store", cache_policy=NO_CACHE, **IO_RETRY)
 def connect_task(settings: Settings) -> tuple[Store, Embedder]:
+    """The store, its schema checked, and the embedder that fits it."""
     return connect(settings)
+
+
+@task(name="open-store-alone", cache_policy=NO_CACHE, **IO_RETRY)
+def open_store_task(settings: Settings) -> Store:
+    """The store, its schema checked, without an embedder (for a flow that embeds nothing)."""
+    store = open_store(settings)
+    require_current(store.engine, settings)
+    return store
 
 
 @task(name="fold-accesses", cache_policy=NO_CACHE, **IO_RETRY)

@@ -9,8 +9,10 @@ from tasks.documents._chunk import Span, chunk
 from tasks.documents._ingest import (
     Chunking,
     DocsReport,
+    IngestRequest,
     check_names,
     embed_text,
+    embedded,
     ingest_documents,
 )
 from tasks.documents._manage import (
@@ -26,6 +28,7 @@ __all__ = [
     "SKIP_REASONS",
     "Chunking",
     "DocsReport",
+    "IngestRequest",
     "Parsed",
     "RebuildOutcome",
     "Skip",
@@ -33,6 +36,7 @@ __all__ = [
     "check_names",
     "chunk",
     "embed_text",
+    "embedded",
     "feedback",
     "ingest_documents",
     "list_documents",

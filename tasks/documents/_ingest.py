@@ -124,52 +124,49 @@ def _inside(root: str, paths: list[str], report: DocsReport) -> list[str]:
     return kept
 
 
+@dataclass(frozen=True)
+class IngestRequest:
+    """What to ingest where, and how: the files under ``urls`` into ``namespace``, cut by
+    ``chunking``, labelled ``tag``, files over ``max_bytes`` skipped, stamped ``at``;
+    ``options`` for the file system, ``embed_batch`` chunks embedded together; with
+    ``prune``, documents whose files are gone from an ingested folder are dropped (audited
+    under ``actor``)."""
+
+    namespace: str
+    urls: Sequence[str]
+    chunking: Chunking
+    max_bytes: int
+    at: datetime
+    tag: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    embed_batch: int = 256
+    prune: bool = False
+    actor: str = "ingest"
+
+
 def ingest_documents(
     engine: Engine,
     embedder: Embedder,
-    namespace: str,
-    urls: Sequence[str],
-    *,
-    chunking: Chunking,
-    tag: str | None = None,
-    max_bytes: int,
-    at: datetime,
-    options: dict[str, Any] | None = None,
+    request: IngestRequest,
     on_progress: OnProgress | None = None,
-    embed_batch: int = 256,
-    prune: bool = False,
-    actor: str = "ingest",
 ) -> DocsReport:
-    """Ingest the files under ``urls`` into ``namespace``; bad files are skipped, counted.
-    Documents under an ingested folder whose files are gone are reported, and with
-    ``prune`` dropped (audited under ``actor``)."""
-    check_names(namespace, tag)
-    chunking.check()
+    """Ingest the request's files; bad files are skipped, counted. Documents under an
+    ingested folder whose files are gone are reported, and with ``prune`` dropped."""
+    check_names(request.namespace, request.tag)
+    request.chunking.check()
     report = DocsReport()
-    files = sources(urls, options or {}, report)
+    files = sources(request.urls, request.options, report)
     with Session(engine) as session:
-        stored = store.stored_documents(session, namespace)
+        stored = store.stored_documents(session, request.namespace)
     for done, source in enumerate(files, start=1):
         report.files += 1
-        _one(
-            engine,
-            embedder,
-            namespace,
-            source,
-            stored.get(source.uri),
-            report,
-            chunking=chunking,
-            tag=tag,
-            max_bytes=max_bytes,
-            at=at,
-            batch=embed_batch,
-        )
+        _one(engine, embedder, request, source, stored.get(source.uri), report)
         if on_progress is not None:
             on_progress(done, len(files))
-    gone = gone_documents(ingested_folders(urls, options or {}), stored)
+    gone = gone_documents(ingested_folders(request.urls, request.options), stored)
     report.gone = sorted(gone)
-    if prune and gone:
-        prune_gone(engine, namespace, gone, actor)
+    if request.prune and gone:
+        prune_gone(engine, request.namespace, gone, request.actor)
         report.pruned = len(gone)
     return report
 
@@ -177,24 +174,19 @@ def ingest_documents(
 def _one(
     engine: Engine,
     embedder: Embedder,
-    namespace: str,
+    request: IngestRequest,
     source: Source,
     existing: store.StoredDocument | None,
     report: DocsReport,
-    *,
-    chunking: Chunking,
-    tag: str | None,
-    max_bytes: int,
-    at: datetime,
-    batch: int,
 ) -> None:
+    namespace, chunking, tag, at = request.namespace, request.chunking, request.tag, request.at
     try:
         storable(source.uri)
     except ValueError as exc:
         report.skip(source.uri, "refused", f"its name {exc}")
         return
     try:
-        data = _read(source, max_bytes)
+        data = _read(source, request.max_bytes)
         digest = hashlib.sha256(data).hexdigest()
         stored = None if existing is None else (existing.content_hash, existing.chunk_size,
                                                 existing.overlap)  # fmt: skip
@@ -213,7 +205,8 @@ def _one(
         namespace, source.uri, parsed.title, kept_tag if tag is None else tag, parsed.format,
         digest, len(data), parsed.text, chunking.size, chunking.overlap, at,
     )  # fmt: skip
-    chunks = embedded(embedder, chunk(parsed.text, chunking.size, chunking.overlap), batch)
+    spans = chunk(parsed.text, chunking.size, chunking.overlap)
+    chunks = embedded(embedder, spans, request.embed_batch)
     try:
         with Session(engine) as session, session.begin():
             doc_id = store.save_document(session, new, existing.id if existing else None)

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from storage.embedding import Embedder
 from storage.kernel.errors import InputError
 from storage.kernel.inputs import EARLIEST
-from storage.retrieval import Hit, Retriever
+from storage.retrieval import Hit, Retriever, SearchOptions
 from storage.sessions import load_sessions, other_data
 from tasks.evaluation._inputs import EvalQuery
 from tasks.extraction import HeuristicExtractor
@@ -184,10 +184,9 @@ def run_queries(
             q.namespace,
             q.question,
             limit=limit,
-            time_range=(EARLIEST, q.asked_at),  # nothing said after the question
             as_of=q.asked_at,
-            weights=weights,
             record_access=False,
+            options=SearchOptions(time_range=(EARLIEST, q.asked_at), weights=weights),
         )
         runs.append(QueryRun(q, tuple(hits), (clock.perf_counter() - started) * 1000))
         if on_query is not None:

@@ -96,7 +96,7 @@ def _thread_topic(lower: str, topics: Sequence[str]) -> str:
 
 
 def _thread_status(
-    msg: Msg, sentence: str, lower: str, answered: bool
+    msg: Msg, sentence: str, lower: str, *, answered: bool
 ) -> Literal["unanswered_question", "promised", "follow_up"] | None:
     if is_question(sentence):
         return "unanswered_question" if msg.record.role == "user" and not answered else None
@@ -117,7 +117,7 @@ def find_open_threads(msgs: Sequence[Msg], topics: Sequence[str]) -> tuple[OpenT
     threads: dict[str, OpenThread] = {}
     for position, msg in enumerate(msgs):
         for sentence, lower in _thread_sentences(msg):
-            status = _thread_status(msg, sentence, lower, answered[position])
+            status = _thread_status(msg, sentence, lower, answered=answered[position])
             key = dedup_key(lower) if status is not None else ""
             if status is not None and key not in threads:
                 threads[key] = OpenThread(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 
 from storage.kernel.errors import ConfigurationError
+from storage.kernel.http_json import Connection
 from storage.kernel.settings import ExtractorSettings, Settings
 from storage.redaction import RedactionPolicy
 from tasks.extraction._command import CommandExtractor
@@ -42,13 +43,17 @@ def _llm(
             "the llm extractor needs ARCHIVIST_EXTRACTOR__BASE_URL and ARCHIVIST_EXTRACTOR__MODEL"
         )
     key = config.api_key.get_secret_value() if config.api_key is not None else None
+    connection = Connection(
+        api_key=key,
+        timeout=config.timeout_seconds,
+        max_retries=config.max_retries,
+        backoff_seconds=(1, 2, 4, 8),
+        client=client,
+    )
     return LLMExtractor(
         config.base_url,
         config.model,
-        api_key=key,
-        client=client,
-        timeout=config.timeout_seconds,
-        max_retries=config.max_retries,
+        connection=connection,
         max_input_chars=config.max_input_chars,
         redaction=redaction,
     )

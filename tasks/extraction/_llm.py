@@ -13,15 +13,13 @@ raise ``ConfigurationError`` at once. No message ever contains the API key.
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
 
 from storage.kernel.errors import ConfigurationError, DataQualityError
-from storage.kernel.http_json import Endpoint, Failure, post_json, with_retries
+from storage.kernel.http_json import Connection, Endpoint, Failure, JsonApi
 from storage.kernel.records import SessionState
 from storage.redaction import RedactionPolicy
 from tasks.extraction._heuristic import HeuristicExtractor
@@ -49,7 +47,7 @@ class _Usage:
             self.prompt += _count(usage.get("prompt_tokens"))
             self.completion += _count(usage.get("completion_tokens"))
 
-    def tokens(self, fallback: bool) -> dict[str, int]:
+    def tokens(self, *, fallback: bool) -> dict[str, int]:
         return {
             "prompt": self.prompt,
             "completion": self.completion,
@@ -66,38 +64,28 @@ class LLMExtractor:
         base_url: str,
         model: str,
         *,
-        api_key: str | None = None,
-        client: httpx.Client | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 2,
+        connection: Connection | None = None,
         max_input_chars: int = 60_000,
-        backoff_seconds: Sequence[float] = (1, 2, 4, 8),
-        sleep: Callable[[float], None] = time.sleep,
         fallback: Extractor | None = None,
         redaction: RedactionPolicy | None = None,
     ) -> None:
-        if max_retries < 0 or not backoff_seconds or max_input_chars < 1:
-            raise ConfigurationError(
-                "LLMExtractor needs max_retries >= 0, max_input_chars >= 1 and a backoff sequence"
-            )
+        if max_input_chars < 1:
+            raise ConfigurationError("LLMExtractor needs max_input_chars >= 1")
+        connection = connection or Connection(
+            timeout=60.0, max_retries=2, backoff_seconds=(1, 2, 4, 8)
+        )
         self._url = base_url.rstrip("/") + "/chat/completions"
-        self._endpoint = Endpoint(
+        endpoint = Endpoint(
             url=self._url,
             what="llm endpoint",
             url_setting="ARCHIVIST_EXTRACTOR__BASE_URL",
-            api_key=api_key,
-            timeout=timeout,
+            api_key=connection.api_key,
+            timeout=connection.timeout,
             hint=self._hint,
         )
+        self._api = JsonApi(endpoint, connection)
         self._model = model
-        self._api_key = api_key
-        self._owns_client = client is None
-        self._client = client if client is not None else httpx.Client(timeout=timeout)
-        self._timeout = timeout
-        self._max_retries = max_retries
         self._max_input_chars = max_input_chars
-        self._backoff = tuple(backoff_seconds)
-        self._sleep = sleep
         self._fallback: Extractor = fallback if fallback is not None else HeuristicExtractor()
         # No policy given: the defaults, every category on; nothing leaves unredacted by omission.
         self._redaction = (
@@ -111,8 +99,7 @@ class LLMExtractor:
 
     def close(self) -> None:
         """Close the HTTP client if this extractor created it."""
-        if self._owns_client:
-            self._client.close()
+        self._api.close()
 
     def extract(self, state: SessionState) -> Extraction:
         """The model's episode and facts with the fallback's turns, or the fallback's result."""
@@ -125,7 +112,7 @@ class LLMExtractor:
             if not self._redaction.before_storage:
                 outcome = restore_reply(outcome, redactor)
             extraction = to_extraction(state, outcome, base)
-            return replace(extraction, tokens=usage.tokens(False), redactions=counts)
+            return replace(extraction, tokens=usage.tokens(fallback=False), redactions=counts)
         logger.warning(
             "llm extractor %s failed on session %s (%s) after %d requests; using %s instead",
             self._url,
@@ -134,17 +121,12 @@ class LLMExtractor:
             usage.calls,
             self._fallback.name,
         )
-        return replace(base, tokens=usage.tokens(True), redactions=counts)
+        return replace(base, tokens=usage.tokens(fallback=True), redactions=counts)
 
     def _ask(self, state: SessionState, usage: _Usage) -> Reply | str:
         """The validated reply, or what went wrong on the last of ``max_retries + 1`` tries."""
         body = self._body(state)
-        return with_retries(
-            lambda: self._attempt(body, usage),
-            max_retries=self._max_retries,
-            backoff=self._backoff,
-            sleep=self._sleep,
-        )
+        return self._api.retried(lambda: self._attempt(body, usage))
 
     def _body(self, state: SessionState) -> dict[str, Any]:
         return {
@@ -174,7 +156,7 @@ class LLMExtractor:
 
     def _send(self, body: dict[str, Any], usage: _Usage) -> httpx.Response | Failure:
         usage.calls += 1
-        return post_json(self._client, self._endpoint, body)
+        return self._api.attempt(body)
 
     def _hint(self, status: int) -> str:
         if status in (401, 403):

@@ -51,6 +51,15 @@ class ForgetOutcome:
     flow_runs: int = 0
 
 
+@dataclass(frozen=True)
+class Export:
+    """Where ``forget`` writes the namespace first: a folder or fsspec URL, and the file
+    system's options."""
+
+    url: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
 def forget(
     engine: Engine,
     cold: ColdStore,
@@ -58,17 +67,15 @@ def forget(
     namespace: str,
     *,
     actor: str,
-    export_to: str | None = None,
-    export_options: dict[str, Any] | None = None,
+    export: Export | None = None,
     full_vacuum: bool = False,
 ) -> ForgetOutcome:
     """Erase everything of a namespace (optionally exporting it first); one audit row."""
     if not NAMESPACE.fullmatch(namespace):
         raise InputError("bad namespace name: use lowercase letters, digits, '.', '_' or '-'")
     out = ForgetOutcome(namespace)
-    if export_to is not None:
-        options = export_options or {}
-        out.exported = export_namespace(engine, cold, root, namespace, export_to, options)
+    if export is not None:
+        out.exported = export_namespace(engine, cold, root, namespace, export.url, export.options)
     with Session(engine) as session, session.begin():  # before the key goes with the rows
         out.pseudonym = namespace_pseudonym(session, namespace)
         flow_runs = privacy.pseudonymize_runs(session, namespace, out.pseudonym)
@@ -84,7 +91,7 @@ def forget(
                 "storage.operations.privacy"
             )
         details = {**out.rows, "cold_files": out.cold_files, "memory_files": out.memory_files}
-        details["exported"] = export_to is not None
+        details["exported"] = export is not None
         audit.record(session, "forget", actor=actor, namespace=namespace, details=details)
     with Session(engine) as session, session.begin():  # a short lock, once the rows are gone
         drop_namespace_index(session, namespace)
@@ -133,14 +140,14 @@ def set_pin(
     engine: Engine,
     cold: ColdStore,
     memory_id: int,
+    *,
     pinned: bool,
     embedder: Embedder,
-    *,
     actor: str,
 ) -> str:
     """Pin (never ages) or unpin a memory; an archived one is restored first to be pinned."""
     with Session(engine) as session, session.begin():
-        namespace = privacy.set_pinned(session, memory_id, pinned)
+        namespace = privacy.set_pinned(session, memory_id, pinned=pinned)
         if namespace is not None:
             action = "pin" if pinned else "unpin"
             audit.record(
@@ -152,5 +159,5 @@ def set_pin(
             archived = bool(archive.locate(session, [memory_id]))
         if archived:
             restore(engine, cold, memory_id, embedder, actor=actor)
-            return set_pin(engine, cold, memory_id, pinned, embedder, actor=actor)
+            return set_pin(engine, cold, memory_id, pinned=pinned, embedder=embedder, actor=actor)
     raise InputError(f"memory {memory_id} does not exist (or is archived: restore it first)")

@@ -28,7 +28,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from storage import archive
-from storage.archive import EARLIEST, MEMORY_SCHEMA, MemoryReader, fetch_memories
+from storage.archive import EARLIEST, MEMORY_SCHEMA, MemoryReader, Page, fetch_memories
 from storage.documents import DocumentChunk, documents_of
 from storage.episodes import Episode
 from storage.sessions import ChatMessage, ChatSession
@@ -43,7 +43,9 @@ def _hot_memories(engine: Engine, namespace: str) -> pa.Table:
     after = 0
     with MemoryReader(engine) as reader:
         while True:
-            part = fetch_memories(reader, namespace, _ALL_TIME, after, 50_000, with_pinned=True)
+            part = fetch_memories(
+                reader, namespace, _ALL_TIME, Page(after, 50_000), with_pinned=True
+            )
             if part.num_rows == 0:
                 return pa.concat_tables(parts) if parts else MEMORY_SCHEMA.empty_table()
             parts.append(part)

@@ -2,22 +2,18 @@
 
 from tasks.quality._steps import (
     FLOW_NAME,
-    open_store_task,
     publish_task,
     raise_on_critical,
     record_task,
     run_suites_task,
-    start_run_task,
 )
 from tasks.quality._types import QualityReport
 
 __all__ = [
     "FLOW_NAME",
     "QualityReport",
-    "open_store_task",
     "publish_task",
     "raise_on_critical",
     "record_task",
     "run_suites_task",
-    "start_run_task",
 ]

@@ -112,7 +112,7 @@ def _examples(result: dict[str, Any], limit: int) -> tuple[str, ...]:
     return tuple(repr(v) for v in (result.get("partial_unexpected_list") or [])[:limit])
 
 
-def _observed(success: bool, result: dict[str, Any], error: str | None) -> str:
+def _observed(*, success: bool, result: dict[str, Any], error: str | None) -> str:
     if error is not None:
         return f"error: {error}"
     if "unexpected_count" in result:
@@ -140,7 +140,7 @@ def outcome_of(validation_result: Any, examples: int) -> CheckOutcome:
         expectation=str(config.type),
         critical=bool(config.meta["critical"]),
         success=success,
-        observed=_observed(success, result, error),
+        observed=_observed(success=success, result=result, error=error),
         unexpected_count=None if unexpected is None else int(unexpected),
         examples=() if success else _examples(result, examples),
     )

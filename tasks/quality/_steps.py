@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
 
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -14,11 +13,9 @@ from sqlalchemy.orm import Session
 
 from storage import runs
 from storage.kernel.errors import DataQualityError
-from storage.kernel.settings import Settings
 from storage.quality_runs import QualityRunRecord, record_quality_run
-from storage.server.engine import Store, open_store
-from storage.server.migrate import require_current
-from tasks.common import IO_RETRY, readable
+from storage.server.engine import Store
+from tasks.common import readable
 from tasks.files import open_memory_root
 from tasks.quality._run import run_quality
 from tasks.quality._types import QualityReport
@@ -26,19 +23,6 @@ from tasks.quality._types import QualityReport
 FLOW_NAME = "memory-quality-report"
 ARTIFACT_KEY = "memory-quality-report"
 SUMMARY_KEY = "memory-quality-summary"
-
-
-@task(name="open-store", cache_policy=NO_CACHE, **IO_RETRY)
-def open_store_task(settings: Settings) -> Store:
-    store = open_store(settings)
-    require_current(store.engine, settings)
-    return store
-
-
-@task(name="start-run", cache_policy=NO_CACHE)
-def start_run_task(store: Store, as_of: datetime, parameters: dict[str, Any]) -> uuid.UUID:
-    with Session(store.engine) as session, session.begin():
-        return runs.start_run(session, FLOW_NAME, as_of, parameters, flow_run.get_id())
 
 
 @task(name="run-quality-suites", cache_policy=NO_CACHE)
@@ -75,8 +59,9 @@ def publish_task(report: QualityReport) -> None:
 
 
 @task(name="record-quality-run", cache_policy=NO_CACHE)
-def record_task(store: Store, run_id: uuid.UUID, report: QualityReport) -> int:
-    """The ``quality_runs`` row and the ``runs`` outcome, in one transaction."""
+def record_task(store: Store, run_id: uuid.UUID | None, report: QualityReport) -> int:
+    """The ``quality_runs`` row and the ``runs`` outcome (of a recorded run), in one
+    transaction."""
     record = QualityRunRecord(
         as_of=report.as_of,
         suite_results=report.suite_results(),
@@ -87,7 +72,9 @@ def record_task(store: Store, run_id: uuid.UUID, report: QualityReport) -> int:
     )
     summary = {"suites": record.suite_results, "critical_failures": report.critical_failures}
     with Session(store.engine) as session, session.begin():
-        runs.finish_run(session, run_id, "completed" if report.success else "failed", summary)
+        if run_id is not None:
+            status = "completed" if report.success else "failed"
+            runs.finish_run(session, run_id, status, summary)
         return record_quality_run(session, record)
 
 

@@ -111,7 +111,7 @@ class AssetSpec:
 
 
 def _between(
-    check: str, column: str, low: Any, high: Any, critical: bool = True
+    check: str, column: str, low: Any, high: Any, *, critical: bool = True
 ) -> ExpectationSpec:
     kwargs = {"column": column, "min_value": low, "max_value": high}
     return ExpectationSpec(check, "ExpectColumnValuesToBeBetween", kwargs, critical)

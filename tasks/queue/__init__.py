@@ -2,6 +2,7 @@
 
 from tasks.queue._ops import (
     DrainReport,
+    Hooks,
     default_worker_name,
     drain_once,
     fold_pending,
@@ -11,6 +12,7 @@ from tasks.queue._steps import QueueRunReport, drain_task, purge_task, stats_tas
 
 __all__ = [
     "DrainReport",
+    "Hooks",
     "QueueRunReport",
     "default_worker_name",
     "drain_once",

@@ -146,6 +146,18 @@ def _record_failure(
         report.errors.append(f"item {item.id} ({item.op}, attempt {item.attempts}): {error}")
 
 
+@dataclass(frozen=True)
+class Hooks:
+    """What a pass listens to: ``stop``, set to end it after the batch in hand, and
+    ``on_batch``, told of each batch's report."""
+
+    stop: threading.Event | None = None
+    on_batch: Callable[[DrainReport], None] | None = None
+
+
+NO_HOOKS = Hooks()
+
+
 def drain_once(
     engine: Engine,
     embedder: Embedder,
@@ -154,10 +166,10 @@ def drain_once(
     now: datetime | None = None,
     *,
     max_batches: int | None = None,
-    stop: threading.Event | None = None,
-    on_batch: Callable[[DrainReport], None] | None = None,
+    hooks: Hooks = NO_HOOKS,
 ) -> DrainReport:
     """Reclaim, claim and run batches until none is due (or ``max_batches``)."""
+    stop, on_batch = hooks.stop, hooks.on_batch
     started = time.perf_counter()
     report = DrainReport()
     # One connection for the whole pass: no pool checkout and ping per transaction, and
@@ -216,7 +228,8 @@ def run_worker(
     fold_at = time.monotonic()
     with queue.notifications(engine) as wait:
         while not stop.is_set():
-            total.merge(drain_once(engine, embedder, settings, name, stop=stop, on_batch=on_report))
+            hooks = Hooks(stop=stop, on_batch=on_report)
+            total.merge(drain_once(engine, embedder, settings, name, hooks=hooks))
             if time.monotonic() >= fold_at:
                 total.accesses_folded += fold_pending(engine)
                 fold_at = time.monotonic() + settings.queue.fold_seconds

@@ -99,7 +99,7 @@ def _day(ns: str, day: date, today: date, tz: ZoneInfo) -> list[_Draft]:
     plans = _plans(ns, day, rng)
     starts = sorted(rng.randint(_FIRST_START, _LAST_START) for _ in plans)
     return [
-        _draft(ns, day, letter, plan, start, rng, today, tz)
+        _draft(ns, datetime.combine(day, time(), tzinfo=tz), letter, plan, start, rng, today)
         for letter, plan, start in zip("abc", plans, starts, strict=False)
     ]
 
@@ -141,14 +141,16 @@ def _pinned_feature(ns: str, day: date) -> str | None:
 
 def _draft(
     ns: str,
-    day: date,
+    midnight: datetime,
     letter: str,
     plan: _Plan,
     start: int,
     rng: random.Random,
     today: date,
-    tz: ZoneInfo,
 ) -> _Draft:
+    """One session of ``ns`` starting ``start`` seconds after the ``midnight`` that
+    begins its day (the next day's part too, unless that day is after ``today``)."""
+    day = midnight.date()
     topic = _topic(ns, plan, rng)
     slots = _slots(rng)
     kind: SessionKind = "group" if ns == "team-atlas" else "direct"
@@ -162,7 +164,7 @@ def _draft(
         kind=kind,
         title=title,
     )
-    messages = _messages(session, _script(topic, plan, rng), slots, day, start, rng, tz)
+    messages = _messages(session, _script(topic, plan, rng), slots, midnight, start, rng)
     if plan.continues and day < today:
         # The next day is drawn from its own seed: the day itself stays as it was.
         later = _rng(ns, day.isoformat(), letter, "next")
@@ -171,10 +173,9 @@ def _draft(
             session,
             list(topic.followup),
             slots,
-            day + timedelta(days=1),
+            midnight + timedelta(days=1),  # wall-clock arithmetic: the next midnight
             start_next,
             later,
-            tz,
             first=len(messages) + 1,
         )
     return _Draft(f"{ns}/{day.isoformat()}-{letter}.jsonl", session, messages)
@@ -213,17 +214,15 @@ def _messages(
     session: SessionRecord,
     turns: list[Turn],
     slots: dict[str, str],
-    day: date,
+    midnight: datetime,
     start: int,
     rng: random.Random,
-    tz: ZoneInfo,
     *,
     first: int = 1,
 ) -> list[MessageRecord]:
     roles = [_speaker(code, session, slots) for code, _ in turns]
     gaps = [_gap(role, rng) for role, _ in roles[1:]]
     offsets = itertools.accumulate(gaps, initial=min(start, _DAY_END - sum(gaps)))
-    midnight = datetime.combine(day, time(), tzinfo=tz)
     rows = zip(roles, turns, offsets, strict=True)
     return [
         message_at(

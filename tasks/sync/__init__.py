@@ -2,7 +2,7 @@
 
 from tasks.files import FlushOutcome
 from tasks.sync._process import plan_sync, process_batch
-from tasks.sync._report import SyncReport, build_report, skipped, touched_namespaces
+from tasks.sync._report import SyncReport, SyncWork, build_report, skipped, touched_namespaces
 from tasks.sync._steps import (
     SESSIONS,
     build_context,
@@ -23,7 +23,7 @@ from tasks.sync._transcripts import (
     parse_transcript,
     split_lines,
 )
-from tasks.sync._types import BatchOutcome, SyncContext
+from tasks.sync._types import BatchOutcome, SyncContext, SyncOptions
 
 __all__ = [
     "SESSIONS",
@@ -33,7 +33,9 @@ __all__ = [
     "JsonlTranscripts",
     "Problem",
     "SyncContext",
+    "SyncOptions",
     "SyncReport",
+    "SyncWork",
     "Transcript",
     "build_context",
     "build_report",

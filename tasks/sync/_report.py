@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
+from storage.kernel.shards import Scope
 from storage.pseudonyms import Pseudonyms
 from tasks.common import readable
 from tasks.files import FlushOutcome, md_inline
@@ -126,30 +127,31 @@ def touched_namespaces(*flushed: FlushOutcome) -> list[str]:
     return sorted({p.split("/", 1)[0] for outcome in flushed for p in outcome.files})
 
 
+@dataclass(frozen=True)
+class SyncWork:
+    """What one sync run did after its plan: the batches written, the file blocks delivered
+    (those an earlier run left, then this run's), and the transcripts loaded, if any."""
+
+    written: BatchOutcome
+    recovered: FlushOutcome
+    flushed: FlushOutcome
+    ingest: IngestReport | None = None
+
+
 def build_report(
-    flow: str,
-    plan: SyncPlan,
-    namespace: str | None,
-    dry_run: bool,
-    written: BatchOutcome,
-    recovered: FlushOutcome,
-    flushed: FlushOutcome,
-    ingest: IngestReport | None,
-    started: datetime,
-    finished: datetime,
-    shard: str | None = None,
-    *,
-    names: Pseudonyms,
+    flow: str, plan: SyncPlan, scope: Scope, work: SyncWork, started: datetime, names: Pseudonyms
 ) -> SyncReport:
-    """Assemble the report of one run; namespaces, files and sessions by their pseudonyms
-    (``names``: of the ``namespace``, of ``touched_namespaces`` and ``skipped``)."""
+    """Assemble the report of one run started at ``started`` and ending now; namespaces,
+    files and sessions by their pseudonyms (``names``: of the scope's namespace, of
+    ``touched_namespaces`` and ``skipped``)."""
+    written, recovered, flushed, ingest = work.written, work.recovered, work.flushed, work.ingest
     files = sorted(set(recovered.files) | set(flushed.files))
     return SyncReport(
         flow=flow,
         as_of=plan.as_of.isoformat(),
         window_start=plan.window_start.isoformat(),
-        namespace=names.namespace(namespace),
-        dry_run=dry_run,
+        namespace=names.namespace(scope.namespace),
+        dry_run=scope.dry_run,
         sessions_seen=plan.seen,
         skipped_few_user_messages=len(plan.skipped_few_user_messages),
         unchanged=len(plan.unchanged),
@@ -160,8 +162,8 @@ def build_report(
         blocks_recovered=recovered.blocks_appended,
         files_touched=[names.path(p) for p in files],
         ingest=ingest.as_dict() if ingest is not None else None,
-        seconds=(finished - started).total_seconds(),
+        seconds=(datetime.now(UTC) - started).total_seconds(),
         skipped_sessions=[names.session(s) for s in skipped(plan)],
         skipped_no_user_message=len(plan.skipped_no_user_message),
-        shard=shard,
+        shard=scope.shard_label,
     )

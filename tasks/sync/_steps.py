@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from storage.embedding import Embedder
 from storage.kernel.errors import ROWS_REFUSED
 from storage.kernel.settings import Settings
-from storage.kernel.shards import Shard
+from storage.kernel.shards import Scope, Shard
 from storage.processed import Candidate
 from storage.server.engine import Store
 from tasks.common import IO_RETRY
@@ -24,14 +24,14 @@ from tasks.progress import progress
 from tasks.sync._process import derive_batch, plan_sync, read_batch, write_batch
 from tasks.sync._redacted import RedactedSource, stored_source
 from tasks.sync._transcripts import IngestReport, JsonlTranscripts, ingest
-from tasks.sync._types import BatchOutcome, SyncContext, SyncPlan
+from tasks.sync._types import BatchOutcome, SyncContext, SyncOptions, SyncPlan
 
 # The label of the sessions' progress (``tasks.progress``): planned, then batch by batch.
 SESSIONS = "sessions processed"
 
 
 @task(name="ingest-transcripts", cache_policy=NO_CACHE, **IO_RETRY)
-def ingest_task(store: Store, url: str, dry_run: bool) -> IngestReport:
+def ingest_task(store: Store, url: str, *, dry_run: bool) -> IngestReport:
     """Load JSONL transcripts into the raw tables (dry run: parse and report only).
 
     With redaction before storage on, what is stored holds placeholders, not the values.
@@ -54,18 +54,17 @@ def ingest_task(store: Store, url: str, dry_run: bool) -> IngestReport:
 
 
 @task(name="plan-sync", cache_policy=NO_CACHE, **IO_RETRY)
-def plan_task(
-    store: Store,
-    as_of: datetime,
-    window_hours: float,
-    min_user_messages: int,
-    namespace: str | None,
-    idle_minutes: float | None = None,
-    shard: Shard | None = None,
-) -> SyncPlan:
+def plan_task(store: Store, as_of: datetime, options: SyncOptions, scope: Scope) -> SyncPlan:
+    min_user_messages = options.min_user_messages
     with Session(store.engine) as session:
         plan = plan_sync(
-            session, as_of, window_hours, min_user_messages, namespace, idle_minutes, shard
+            session,
+            as_of,
+            options.window_hours,
+            min_user_messages,
+            scope.namespace,
+            options.idle_minutes,
+            scope.shard,
         )
     get_run_logger().info(
         "%d sessions in the window: %d to write, %d unchanged, %d processed later, "
@@ -139,7 +138,7 @@ def write_files_task(
 
 
 def build_context(
-    settings: Settings, embedder: Embedder, as_of: datetime, run_id: Any, dry_run: bool
+    settings: Settings, embedder: Embedder, as_of: datetime, run_id: Any, *, dry_run: bool
 ) -> SyncContext:
     """The per-run context every batch shares."""
     return SyncContext(

@@ -31,6 +31,29 @@ class SyncPlan:
 
 
 @dataclass(frozen=True)
+class SyncOptions:
+    """Which sessions a run takes up: those with a message in the last ``window_hours``,
+    with ``min_user_messages`` or more, quiet for ``idle_minutes`` (None: however recent);
+    transcripts loaded from ``transcripts_url`` first; and whether a run that finds nothing
+    to do still publishes its report (``publish_idle``)."""
+
+    window_hours: float
+    min_user_messages: int
+    idle_minutes: float | None = None
+    transcripts_url: str | None = None
+    publish_idle: bool = True
+
+    def recorded(self) -> dict[str, object]:
+        """The options as a run's parameters."""
+        return {
+            "window_hours": self.window_hours,
+            "min_user_messages": self.min_user_messages,
+            "idle_minutes": self.idle_minutes,
+            "transcripts_url": self.transcripts_url,
+        }
+
+
+@dataclass(frozen=True)
 class SyncContext:
     """What every batch of one run needs."""
 

@@ -75,13 +75,13 @@ def decisive(text: str) -> frozenset[str]:
     for chunk in text.split():
         words = chunk.translate(_punctuation()).split()
         for k, word in enumerate(words):
-            if _is_decisive(word, opening and k == 0):
+            if _is_decisive(word, opens_sentence=opening and k == 0):
                 found.add(word.casefold())
         opening = _ends_sentence(chunk) if words else opening or _ends_sentence(chunk)
     return frozenset(found)
 
 
-def _is_decisive(word: str, opens_sentence: bool) -> bool:
+def _is_decisive(word: str, *, opens_sentence: bool) -> bool:
     if any(ch.isdigit() for ch in word) or word.casefold() in _lexicon():
         return True
     if opens_sentence:

@@ -75,6 +75,7 @@ def make_context(
     embedder: Embedder,
     as_of: datetime,
     run_id: uuid.UUID | None = None,
+    *,
     dry_run: bool = False,
 ) -> TidyContext:
     tidy = settings.tidy
@@ -240,7 +241,7 @@ def _entry_row(
     }
 
 
-def write_memory_md(root: MemoryRoot, namespace: str, plan: MemoryPlan, dry_run: bool) -> str:
+def write_memory_md(root: MemoryRoot, namespace: str, plan: MemoryPlan, *, dry_run: bool) -> str:
     """Swap in the new ``MEMORY.md`` if it differs; says what happened."""
     if plan.later_week is not None:
         return f"left alone: week of {plan.later_week} already tidied"
@@ -281,7 +282,7 @@ def tidy_namespace(
             outcome.embedded = record_entries(session, ctx, namespace, plan)
             line = tidy_block(namespace, ctx.monday, _counts(outcome), ctx.as_of, ctx.run_id)
             blocks.add_blocks(session, [line])
-    outcome.memory_md = write_memory_md(root, namespace, plan, ctx.dry_run)
+    outcome.memory_md = write_memory_md(root, namespace, plan, dry_run=ctx.dry_run)
     outcome.weekly_file = write_weekly(engine, root, ctx, namespace)
     if not ctx.dry_run:  # the timeline's line, and log blocks left pending, before the move
         flush_blocks(engine, root, namespace)

@@ -59,7 +59,7 @@ class Line:
     text: str
 
 
-def section_for(kind: str, pinned: bool) -> str:
+def section_for(kind: str, *, pinned: bool) -> str:
     return "Pinned" if pinned else SECTION_OF_KIND.get(kind, DEFAULT_SECTION)
 
 

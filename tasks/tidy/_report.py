@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from storage.pseudonyms import Pseudonyms
@@ -93,10 +93,11 @@ def build_report(
     namespace: str | None,
     outcomes: Sequence[NamespaceOutcome],
     started: datetime,
-    finished: datetime,
     names: Pseudonyms,
 ) -> TidyReport:
-    """Assemble the report of one run, in pseudonyms (``names``)."""
+    """Assemble the report of one run started at ``started`` and ending now, in
+    pseudonyms (``names``)."""
+    finished = datetime.now(UTC)
     return TidyReport(
         flow=flow,
         as_of=ctx.as_of.isoformat(),

@@ -108,7 +108,7 @@ def to_entry(group: Sequence[Candidate], caps: Caps) -> Entry:
     pinned = any(c.pinned for c in group)
     ids = tuple(c.id for c in group)
     text, line = entry_line(best.text, ids, caps)
-    section = section_for(best.kind, pinned)
+    section = section_for(best.kind, pinned=pinned)
     top = max(c.score for c in group)
     sessions = tuple(sorted({c.session_id for c in group if c.session_id is not None}))
     return Entry(entry_key(best.text), text, section, ids, pinned, top, line, sessions)

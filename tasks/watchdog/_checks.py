@@ -123,7 +123,7 @@ def check_stale(dep: DeploymentInfo, as_of: datetime, grace: timedelta) -> Check
     active = [s for s in dep.schedules if s.active]
     interval = expected_interval(active[0], as_of) if active else None
     if interval is None:
-        return CheckResult(key, True, "no active schedule; staleness not checked")
+        return CheckResult(key, ok=True, summary="no active schedule; staleness not checked")
     allowed = interval + grace
     since = dep.last_completed_at or dep.created
     age = None if since is None else as_of - since
@@ -193,7 +193,7 @@ def check_queue(stats: QueueStats, ws: WatchdogSettings) -> list[CheckResult]:
 def check_quality(latest: QualityRunRecord | None) -> CheckResult:
     """The newest data-quality run succeeded (no run yet counts as OK)."""
     if latest is None:
-        return CheckResult("quality:last-run", True, "no quality run yet")
+        return CheckResult("quality:last-run", ok=True, summary="no quality run yet")
     ok = latest.success
     snapshot = {
         "quality_run": latest.id,

@@ -52,7 +52,7 @@ def read_deployments(
     return client.read_deployments(deployment_filter=flt)
 
 
-def _schedule(active: bool, schedule: object) -> ScheduleInfo:
+def _schedule(*, active: bool, schedule: object) -> ScheduleInfo:
     if isinstance(schedule, CronSchedule):
         return ScheduleInfo(active, cron=schedule.cron, timezone=schedule.timezone or None)
     if isinstance(schedule, IntervalSchedule):
@@ -117,7 +117,7 @@ def observe(
         name=deployment.name,
         paused=deployment.paused,
         created=deployment.created,
-        schedules=[_schedule(s.active, s.schedule) for s in deployment.schedules],
+        schedules=[_schedule(active=s.active, schedule=s.schedule) for s in deployment.schedules],
         last_finished=_run(finished),
         last_completed_at=None if completed is None else completed.end_time,
         late_runs=_late_runs(client, deployment, as_of),

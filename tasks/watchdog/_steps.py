@@ -12,8 +12,6 @@ from prefect.client.orchestration import get_client
 from sqlalchemy import Engine
 
 from storage.kernel.settings import RedactionSettings, Settings, WatchdogSettings
-from storage.server.engine import open_store
-from storage.server.migrate import require_current
 from tasks.common import IO_RETRY, Channel, Notice, open_notifier
 from tasks.watchdog._checks import CheckResult, DeploymentInfo
 from tasks.watchdog._run import (
@@ -28,13 +26,6 @@ from tasks.watchdog._run import (
 )
 
 REPORT_KEY = "memory-cron-watchdog-report"
-
-
-@task(name="open-store", cache_policy=NO_CACHE, **IO_RETRY)
-def open_engine(settings: Settings) -> Engine:
-    engine = open_store(settings).engine
-    require_current(engine, settings)
-    return engine
 
 
 @task(name="observe-deployments", cache_policy=NO_CACHE, **IO_RETRY)

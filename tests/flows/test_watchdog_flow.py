@@ -25,7 +25,7 @@ from tests.webhook_server import Webhook, webhook_server
 
 
 @flow(name="watchdog-target")
-def watchdog_target(fail: bool = False) -> str:
+def watchdog_target(*, fail: bool = False) -> str:
     if fail:
         raise RuntimeError("the target failed on purpose")
     return "done"
@@ -48,14 +48,16 @@ def deploy(name: str, target: Flow[..., str] = watchdog_target, **schedule: obje
     return deployment_id
 
 
-def run_for(deployment_id: uuid.UUID, fail: bool, target: Flow[..., str] = watchdog_target) -> None:
+def run_for(
+    deployment_id: uuid.UUID, *, fail: bool, target: Flow[..., str] = watchdog_target
+) -> None:
     """One real flow run of the deployment, executed here by the engine."""
     with get_client(sync_client=True) as client:
         flow_run = client.create_flow_run_from_deployment(deployment_id, parameters={"fail": fail})
     run_flow(target, flow_run=flow_run, parameters={"fail": fail}, return_type="state")
 
 
-def watch(name: str, as_of: datetime, dry_run: bool = False) -> list[str]:
+def watch(name: str, as_of: datetime, *, dry_run: bool = False) -> list[str]:
     report = memory_cron_watchdog(as_of=as_of, deployments=[name], dry_run=dry_run)
     return [f"{n.kind}:{n.check}" for n in report.notices]
 

@@ -48,7 +48,7 @@ def test_without_rls_every_path_keeps_to_the_grants_namespace(
             with pytest.raises(NotFound):
                 call(alice, other)
         with pytest.raises(NotFound):
-            service.set_pinned(alice, other, True)
+            service.set_pinned(alice, other, pinned=True)
     with store.engine.connect() as conn:
         left = conn.execute(
             text("SELECT count(*) FROM memories WHERE id = ANY(:ids) AND NOT pinned"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TypedDict, Unpack
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
@@ -14,18 +15,25 @@ from storage.memories import NewMemory, insert_memories
 from storage.server.engine import Store
 
 
+class MemoryFields(TypedDict, total=False):
+    """A test memory's fields beyond its text and time (defaults: a fact, importance 0.5)."""
+
+    kind: str
+    importance: float
+    vehemence: float
+    access_count: int
+
+
 def put(
     store: Store,
     namespace: str,
     contents: Sequence[str],
     occurred_at: datetime,
-    *,
-    kind: str = "fact",
-    importance: float = 0.5,
-    vehemence: float = 0.0,
-    access_count: int = 0,
+    **fields: Unpack[MemoryFields],
 ) -> list[int]:
     """Insert memories (no session) and return their ids."""
+    kind, importance = fields.get("kind", "fact"), fields.get("importance", 0.5)
+    vehemence, access_count = fields.get("vehemence", 0.0), fields.get("access_count", 0)
     embedder = HashingEmbedder(store.settings.embedding.dim)
     vectors = embedder.embed(list(contents))
     rows = [

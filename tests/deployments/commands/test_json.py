@@ -101,7 +101,17 @@ def test_status_json_has_every_section(
         )
     with Session(store.engine) as session, session.begin():
         suites = {"memories": {"evaluated": 12, "failed": 1, "critical": 0}}
-        record_quality_run(session, QualityRunRecord(NOW, suites, True, 0, "file:///docs", None))
+        record_quality_run(
+            session,
+            QualityRunRecord(
+                NOW,
+                suites,
+                success=True,
+                critical_failures=0,
+                data_docs_uri="file:///docs",
+                flow_run_id=None,
+            ),
+        )
 
     with temporary_settings(updates={PREFECT_API_URL: None}):  # a session harness may be up
         status = run_json(["status"])

@@ -214,7 +214,7 @@ def test_the_store_line_says_which_server_and_how_long_the_embedded_one_stays_up
 
 def test_documents_are_counted_per_namespace(store: Store, tmp_path: Path) -> None:
     from storage.embedding import HashingEmbedder
-    from tasks.documents import Chunking, ingest_documents
+    from tasks.documents import Chunking, IngestRequest, ingest_documents
 
     folder = tmp_path / "kb"
     folder.mkdir()
@@ -223,10 +223,8 @@ def test_documents_are_counted_per_namespace(store: Store, tmp_path: Path) -> No
         (folder / f"{name}.md").write_text(f"# {name}\n\n" + "\n\n".join(paragraphs))
     embedder = HashingEmbedder(store.settings.embedding.dim)
     before = screen(store.settings).split("== Documents")[1].split("==")[0]
-    report = ingest_documents(
-        store.engine, embedder, "acme", [str(folder)], chunking=Chunking(1200, 150),
-        max_bytes=1_000_000, at=NOW,
-    )  # fmt: skip
+    request = IngestRequest("acme", [str(folder)], Chunking(1200, 150), max_bytes=1_000_000, at=NOW)
+    report = ingest_documents(store.engine, embedder, request)
 
     out = screen(store.settings).split("== Documents")[1].split("==")[0]
     document = status_document(store.settings, NOW)

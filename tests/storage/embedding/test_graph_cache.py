@@ -33,7 +33,7 @@ def graphs(folder: Path) -> list[Path]:
 
 @pytest.mark.parametrize("touched", [False, True], ids=["as written", "touched"])
 def test_a_second_process_loads_the_kept_graph_without_building_it(
-    tmp_path: Path, touched: bool
+    tmp_path: Path, *, touched: bool
 ) -> None:
     first = LocalEmbedder(threads=1, cache_dir=tmp_path).embed(TEXTS)
     [graph] = graphs(tmp_path)

@@ -16,6 +16,7 @@ from pydantic import SecretStr
 
 from storage.embedding import OpenAIEmbedder, make_embedder
 from storage.kernel.errors import ConfigurationError, StorageError
+from storage.kernel.http_json import Connection
 from storage.kernel.settings import EmbeddingSettings
 
 DIM = 8
@@ -31,7 +32,7 @@ def vector_for(text: str, dim: int = DIM) -> list[float]:
     return [float(x) for x in rng.uniform(0.5, 3.0, dim)]
 
 
-def reply(texts: list[str], dim: int = DIM, shuffle: bool = False) -> dict[str, object]:
+def reply(texts: list[str], dim: int = DIM, *, shuffle: bool = False) -> dict[str, object]:
     data = [
         {"object": "embedding", "index": i, "embedding": vector_for(t, dim)}
         for i, t in enumerate(texts)
@@ -41,14 +42,17 @@ def reply(texts: list[str], dim: int = DIM, shuffle: bool = False) -> dict[str, 
     return {"object": "list", "data": data, "model": "m"}
 
 
-def ok(request: httpx.Request, shuffle: bool = False) -> httpx.Response:
+def ok(request: httpx.Request, *, shuffle: bool = False) -> httpx.Response:
     return httpx.Response(200, json=reply(json.loads(request.content)["input"], shuffle=shuffle))
 
 
 def embedder(handler: Handler, delays: list[float] | None = None, **kwargs: Any) -> OpenAIEmbedder:
+    """The embedder over a mock transport; ``kwargs``: its own, and its Connection's."""
     client = httpx.Client(transport=httpx.MockTransport(handler))
     sleep = delays.append if delays is not None else (lambda _: None)
-    return OpenAIEmbedder(BASE, "m", DIM, client=client, sleep=sleep, **kwargs)
+    wire = {k: kwargs.pop(k) for k in ("api_key", "max_retries", "backoff_seconds") if k in kwargs}
+    connection = Connection(client=client, sleep=sleep, **wire)
+    return OpenAIEmbedder(BASE, "m", DIM, connection=connection, **kwargs)
 
 
 def expected(texts: list[str]) -> np.ndarray:
@@ -233,9 +237,9 @@ def local_server() -> Iterator[str]:
 
 def test_real_http_server(local_server: str) -> None:
     with httpx.Client() as client:
-        out = OpenAIEmbedder(local_server, "m", DIM, client=client, batch_size=2).embed(
-            ["x", "y", "z"]
-        )
+        out = OpenAIEmbedder(
+            local_server, "m", DIM, connection=Connection(client=client), batch_size=2
+        ).embed(["x", "y", "z"])
     np.testing.assert_allclose(out, expected(["x", "y", "z"]), rtol=1e-6)
 
 

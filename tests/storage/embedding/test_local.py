@@ -18,7 +18,7 @@ from storage.embedding import LocalEmbedder, make_embedder
 from storage.embedding._local import model_folder, verified
 from storage.kernel.errors import ConfigurationError
 from storage.kernel.settings import EmbeddingSettings, RetrievalSettings
-from storage.retrieval import Retriever
+from storage.retrieval import Retriever, SearchOptions
 from storage.server.engine import Store
 from tests.helpers import add_session, chat, run_sync
 
@@ -151,7 +151,9 @@ def test_paraphrases_are_found_on_the_default_install(store: Store, local: Local
     retriever = Retriever(store.engine, local, RetrievalSettings(), store.settings.tz)
 
     def first(query: str) -> str:
-        hits = retriever.search("alice", query, as_of=NOW, kinds=["turn"], record_access=False)
+        hits = retriever.search(
+            "alice", query, as_of=NOW, record_access=False, options=SearchOptions(kinds=["turn"])
+        )
         assert not hits[0].low_confidence
         return hits[0].content
 

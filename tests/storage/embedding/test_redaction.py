@@ -8,6 +8,7 @@ import httpx
 import numpy as np
 
 from storage.embedding import OpenAIEmbedder, make_embedder
+from storage.kernel.http_json import Connection
 from storage.kernel.settings import EmbeddingSettings, RedactionSettings
 from tests.storage.embedding.test_http import BASE, DIM, ok
 
@@ -57,7 +58,7 @@ def test_every_category_is_replaced_and_each_text_is_its_own_scope() -> None:
 def test_a_text_is_sent_the_same_whatever_its_batch() -> None:
     sent: list[str] = []
     client = recording(sent)
-    embedder = OpenAIEmbedder(BASE, "m", DIM, client=client, batch_size=2)
+    embedder = OpenAIEmbedder(BASE, "m", DIM, connection=Connection(client=client), batch_size=2)
 
     first = embedder.embed(["x@example.com and y@example.com", "y@example.com"])
     second = embedder.embed(["y@example.com"])

@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from storage.kernel.settings import RedactionSettings
+from storage.kernel.settings import RedactionSettings, Settings
 from storage.queue._payloads import parse_stored
 from storage.server.engine import Store
 from tests.storage.queue.test_table import MESSAGE, SESSION, T, claim, put, row
 
-BEFORE = RedactionSettings(before_storage=True)
+BEFORE = Settings(redaction=RedactionSettings(before_storage=True))
 TEXT = "Alice: alice@example.com, +49 30 12345678; again alice@example.com"
 
 
 def test_a_memory_and_a_message_are_queued_redacted(store: Store) -> None:
-    [memory] = put(store, {"content": TEXT}, redaction=BEFORE)
+    [memory] = put(store, {"content": TEXT}, settings=BEFORE)
     session = SESSION | {"title": "Call with bob@example.com"}
     [message] = put(
         store,
         {"session": session, "message": MESSAGE | {"content": TEXT}},
         op="RECORD_MESSAGE",
-        redaction=BEFORE,
+        settings=BEFORE,
     )
 
     assert (
@@ -35,7 +35,7 @@ def test_a_memory_and_a_message_are_queued_redacted(store: Store) -> None:
 
 
 def test_without_before_storage_the_queue_keeps_the_text(store: Store) -> None:
-    [plain] = put(store, {"content": TEXT}, redaction=RedactionSettings())
+    [plain] = put(store, {"content": TEXT}, settings=Settings())
     [unset] = put(store, {"content": TEXT})
     assert row(store, plain)["payload"]["content"] == TEXT
     assert row(store, unset)["payload"]["content"] == TEXT

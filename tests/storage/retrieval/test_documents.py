@@ -13,7 +13,7 @@ from sqlalchemy import text
 from storage.embedding import HashingEmbedder
 from storage.kernel.errors import RetrievalError
 from storage.kernel.settings import RetrievalSettings
-from storage.retrieval import DOC_KIND, DocSource
+from storage.retrieval import DOC_KIND, DocSource, SearchOptions
 from storage.retrieval._search import Retriever
 from storage.server.engine import Store
 from storage.server.scoped import open_serving_engine
@@ -32,7 +32,9 @@ def test_doc_hits_alone_carry_their_provenance(store: Store, tmp_path: Path):
     write_samples(tmp_path)
     ingest(store, str(tmp_path), tag="home")
     put(store, "acme", ["the bicycle chain squeaked on the ride to work"], AT)
-    hits = retriever(store).search("acme", "oil the bicycle chain", kinds=["doc"], as_of=NOW)
+    hits = retriever(store).search(
+        "acme", "oil the bicycle chain", as_of=NOW, options=SearchOptions(kinds=["doc"])
+    )
     assert hits and all(h.kind == DOC_KIND for h in hits)
     top = hits[0]
     assert "Oil the chain" in top.content
@@ -63,9 +65,13 @@ def test_default_search_mixes_chunks_and_memories_on_one_scale(store: Store, tmp
         assert {"semantic", "recency", "importance"} <= set(h.factors)
         assert h.weights == hits[0].weights
         assert (h.doc is not None) == (h.kind == DOC_KIND)
-    memory_only = r.search("acme", "aphids on the tomatoes", kinds=["fact"], as_of=NOW)
+    memory_only = r.search(
+        "acme", "aphids on the tomatoes", as_of=NOW, options=SearchOptions(kinds=["fact"])
+    )
     assert {h.kind for h in memory_only} == {"fact"}
-    mixed = r.search("acme", "aphids on the tomatoes", kinds=["fact", "doc"], as_of=NOW)
+    mixed = r.search(
+        "acme", "aphids on the tomatoes", as_of=NOW, options=SearchOptions(kinds=["fact", "doc"])
+    )
     assert [h.ref for h in mixed] == [h.ref for h in hits]
     assert r.search("acme", "dentist Friday", as_of=NOW)[0].kind == "fact"
 
@@ -82,15 +88,21 @@ def test_feedback_moves_a_chunk_in_the_ranking(store: Store, tmp_path: Path):
         (tmp_path / f"{name}.md").write_text("The VPN token lives in the blue drawer.\n")
     ingest(store, str(tmp_path))
     r = retriever(store)
-    first, second = r.search("acme", "where is the VPN token?", kinds=["doc"], as_of=NOW)
+    first, second = r.search(
+        "acme", "where is the VPN token?", as_of=NOW, options=SearchOptions(kinds=["doc"])
+    )
     assert first.score == pytest.approx(second.score)
     assert first.doc is not None and second.doc is not None
     feedback(store.engine, second.doc.chunk_id, 1, 0.1)
-    top = r.search("acme", "where is the VPN token?", kinds=["doc"], as_of=NOW)[0]
+    top = r.search(
+        "acme", "where is the VPN token?", as_of=NOW, options=SearchOptions(kinds=["doc"])
+    )[0]
     assert top.ref == second.ref and top.factors["importance"] == pytest.approx(0.6)
     for _ in range(2):
         feedback(store.engine, second.doc.chunk_id, -1, 0.1)
-    top = r.search("acme", "where is the VPN token?", kinds=["doc"], as_of=NOW)[0]
+    top = r.search(
+        "acme", "where is the VPN token?", as_of=NOW, options=SearchOptions(kinds=["doc"])
+    )[0]
     assert top.ref == first.ref
 
 
@@ -98,7 +110,9 @@ def test_doc_hits_record_no_access(store: Store, tmp_path: Path):
     ids = put(store, "acme", [f"unrelated note {i}" for i in range(30)], AT)
     write_samples(tmp_path)
     ingest(store, str(tmp_path))
-    hits = retriever(store).search("acme", "oil the bicycle chain", kinds=["doc"], as_of=NOW)
+    hits = retriever(store).search(
+        "acme", "oil the bicycle chain", as_of=NOW, options=SearchOptions(kinds=["doc"])
+    )
     assert hits and {h.ref[1] for h in hits} & set(ids)  # ids overlap, nothing else does
     with store.engine.connect() as conn:
         logged = conn.execute(text("SELECT count(*) FROM memory_access_log")).scalar()
@@ -145,7 +159,7 @@ def test_under_the_serving_role_a_query_without_namespace_sees_one(
 
 def test_an_unknown_kind_is_still_refused(store: Store):
     with pytest.raises(RetrievalError, match="unknown kind"):
-        retriever(store).search("acme", "x", kinds=["docs"])
+        retriever(store).search("acme", "x", options=SearchOptions(kinds=["docs"]))
 
 
 def test_archived_search_keeps_the_chunks(store: Store, tmp_path: Path):
@@ -154,7 +168,9 @@ def test_archived_search_keeps_the_chunks(store: Store, tmp_path: Path):
     put(store, "acme", ["the bicycle chain snapped on Tuesday"], AT)
     r = retriever(store)
     hot = r.search("acme", "bicycle chain", as_of=NOW, record_access=False)
-    cold = r.search("acme", "bicycle chain", as_of=NOW, include_archived=True)
+    cold = r.search(
+        "acme", "bicycle chain", as_of=NOW, options=SearchOptions(include_archived=True)
+    )
     assert [h.ref for h in cold] == [h.ref for h in hot]
     assert any(h.doc is not None for h in cold)
 
@@ -172,7 +188,14 @@ def test_the_hnsw_index_finds_what_the_exact_scan_finds(store: Store, tmp_path: 
     put(store, "acme", ["a small memory about the boiler"], AT)
     r = retriever(store)
     query = "boiler pressure item 3"
-    exact = r.search("acme", query, kinds=["doc"], limit=20, as_of=NOW, record_access=False)
+    exact = r.search(
+        "acme",
+        query,
+        limit=20,
+        as_of=NOW,
+        record_access=False,
+        options=SearchOptions(kinds=["doc"]),
+    )
     flagged = refresh_ann_index(store.engine, min_rows=100)
     assert flagged == {"acme": 120}
     with store.engine.connect() as conn:
@@ -181,7 +204,14 @@ def test_the_hnsw_index_finds_what_the_exact_scan_finds(store: Store, tmp_path: 
         ).scalar_one()
     assert indexed == 120
     r = retriever(store)
-    walked = r.search("acme", query, kinds=["doc"], limit=20, as_of=NOW, record_access=False)
+    walked = r.search(
+        "acme",
+        query,
+        limit=20,
+        as_of=NOW,
+        record_access=False,
+        options=SearchOptions(kinds=["doc"]),
+    )
     assert [h.ref for h in walked[:10]] == [h.ref for h in exact[:10]]
     mixed = r.search("acme", query, as_of=NOW, record_access=False)
     assert any(h.doc is not None for h in mixed)

@@ -11,6 +11,7 @@ from sqlalchemy import Connection, text
 
 from storage.embedding import HashingEmbedder
 from storage.kernel.settings import RetrievalSettings
+from storage.retrieval import SearchOptions
 from storage.retrieval._search import Retriever
 from storage.server.engine import Store
 from tasks.ann_index import refresh_ann_index
@@ -23,11 +24,15 @@ DAY = timedelta(days=1)
 # the exact scan of a small namespace, and time ranges that leave some rows.
 SEARCHES: list[tuple[str, str, dict[str, Any]]] = [
     ("big", "atlas budget", {}),
-    ("big", "budget overview", {"kinds": ["decision"]}),
+    ("big", "budget overview", {"options": SearchOptions(kinds=["decision"])}),
     ("small", "atlas", {}),
-    ("big", "atlas preference", {"kinds": ["preference"]}),
-    ("small", "atlas note", {"time_range": (NOW - DAY, NOW + DAY)}),
-    ("big", "ship atlas", {"time_range": (NOW - 2 * DAY, NOW + DAY), "limit": 20}),
+    ("big", "atlas preference", {"options": SearchOptions(kinds=["preference"])}),
+    ("small", "atlas note", {"options": SearchOptions(time_range=(NOW - DAY, NOW + DAY))}),
+    (
+        "big",
+        "ship atlas",
+        {"options": SearchOptions(time_range=(NOW - 2 * DAY, NOW + DAY)), "limit": 20},
+    ),
 ]
 WALKS = 4  # the searches of "big": each walks the index once
 

@@ -19,6 +19,7 @@ from storage.kernel import scoring
 from storage.kernel.errors import RetrievalError, StorageError
 from storage.kernel.settings import RetrievalSettings
 from storage.operations.access import fold_accesses
+from storage.retrieval import SearchOptions
 from storage.retrieval._search import Retriever
 from storage.server.engine import Store
 from tasks.ann_index import refresh_ann_index
@@ -46,6 +47,7 @@ def test_public_api_is_pinned_and_imports_no_prefect() -> None:
         "Priming",
         "RetrievalError",
         "Retriever",
+        "SearchOptions",
         "TimeRange",
         "cite",
         "render_citations",
@@ -90,7 +92,9 @@ def test_top_k_is_complete_whatever_the_namespace_size_and_plan(store: Store) ->
     assert len(r.search("big", "atlas budget", limit=10, as_of=NOW)) == 10
     assert len(r.search("small", "atlas", limit=10, as_of=NOW)) == 10
     # A filter that leaves 12 of 1,512 indexed rows must still give 10 (exact fallback).
-    decisions = r.search("big", "budget overview", limit=10, kinds=["decision"], as_of=NOW)
+    decisions = r.search(
+        "big", "budget overview", limit=10, as_of=NOW, options=SearchOptions(kinds=["decision"])
+    )
     assert len(decisions) == 10 and {h.kind for h in decisions} == {"decision"}
 
 
@@ -105,10 +109,9 @@ def test_time_ranges_and_kinds(store: Store) -> None:
         hits = r.search(
             "a",
             "flight booked",
-            time_range=time_range,
-            kinds=kinds,
             as_of=NOW,
             record_access=False,
+            options=SearchOptions(time_range=time_range, kinds=kinds),
         )
         return {h.content.split()[3] for h in hits if h.kind == "fact"} | {
             "turn" for h in hits if h.kind == "turn"
@@ -266,15 +269,15 @@ def test_pending_accesses_score_as_folded_ones(store: Store) -> None:
         ({"query": "   "}, "empty query"),
         ({"limit": 0}, "limit 0 out of range"),
         ({"limit": 101}, "limit 101 out of range"),
-        ({"kinds": ["memes"]}, "unknown kind"),
+        ({"options": SearchOptions(kinds=["memes"])}, "unknown kind"),
         ({"namespace": "a b"}, "bad namespace"),
         ({"namespace": "bob\n"}, "bad namespace"),  # `$` alone would accept the newline
         ({"query": "dentist\x00"}, "query holds a NUL character"),
         ({"query": "dentist \udc80"}, "query holds a lone surrogate"),
-        ({"time_range": (NOW, NOW - timedelta(days=1))}, "reversed time range"),
-        ({"time_range": "fortnight"}, "unknown time range"),
-        ({"weights": {"semantic": -1}}, "weights must be numbers"),
-        ({"weights": {"smell": 1}}, "unknown weight"),
+        ({"options": SearchOptions(time_range=(NOW, NOW - timedelta(days=1)))}, "reversed"),
+        ({"options": SearchOptions(time_range="fortnight")}, "unknown time range"),  # type: ignore[arg-type]
+        ({"options": SearchOptions(weights={"semantic": -1})}, "weights must be numbers"),
+        ({"options": SearchOptions(weights={"smell": 1})}, "unknown weight"),
         ({"as_of": datetime(2026, 1, 1)}, "needs a UTC offset"),
     ],
 )

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import text
 
 from storage.embedding import HashingEmbedder
-from storage.kernel.shards import Shard
+from storage.kernel.shards import Scope, Shard
 from storage.operations.aging import DecayParams
 from storage.server.engine import Store
 from tasks.aging._archival import archive_old
@@ -55,12 +55,12 @@ def age(
     """``memory-aging``'s recipe as plain functions; small archive batches, so a
     namespace's old rows go to several files."""
     policy, when = store.settings.aging, cutoffs(as_of, store.settings.aging)
-    params = DecayParams(as_of, policy.half_life_days, policy.salience_epsilon, None, False, shard)
+    params = DecayParams(as_of, policy.half_life_days, policy.salience_epsilon, Scope(shard=shard))
     decay(store.engine, params, batch=policy.decay_batch)
     embedder = HashingEmbedder(store.settings.embedding.dim)
-    compress_old(store.engine, cold, embedder, when.compress, None, 500, False, shard)
-    archive_old(store.engine, cold, when.archive, None, 4, False, shard)
-    delete_old(store.engine, cold, when.delete, None, deletion, False, shard)
+    compress_old(store.engine, cold, embedder, when.compress, 500, Scope(shard=shard))
+    archive_old(store.engine, cold, when.archive, 4, Scope(shard=shard))
+    delete_old(store.engine, cold, when.delete, Scope(shard=shard), enabled=deletion)
 
 
 # Each query's first column is the namespace. No surrogate id: memories are told apart by

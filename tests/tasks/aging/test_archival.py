@@ -16,6 +16,7 @@ from storage.archive._rows import (
     MEMORY_SCHEMA,
     STORED_BYTES_CAST,
     MemoryReader,
+    Page,
     VectorBuffer,
     _vectors,
     fetch_memories,
@@ -23,6 +24,8 @@ from storage.archive._rows import (
 from storage.embedding import HashingEmbedder
 from storage.kernel.errors import InputError
 from storage.kernel.settings import RetrievalSettings
+from storage.kernel.shards import Scope
+from storage.retrieval import SearchOptions
 from storage.retrieval._archived import ArchiveReader
 from storage.retrieval._search import Retriever
 from storage.server.engine import Store
@@ -76,7 +79,7 @@ def consistent(store: Store, cold: ColdStore, total: int) -> None:
 
 
 def run(store: Store, cold: ColdStore, batch: int = 10_000):
-    return archive_old(store.engine, cold, CUTOFF, None, batch, False)
+    return archive_old(store.engine, cold, CUTOFF, batch, Scope())
 
 
 @pytest.mark.parametrize("where", ["local", "s3"])
@@ -113,7 +116,9 @@ def test_pinned_memories_are_never_archived(store: Store, tmp_path: Path) -> Non
 
 def _first_part(store: Store):
     with MemoryReader(store.engine) as reader:
-        old = fetch_memories(reader, "alice", (AS_OF - timedelta(days=5000), CUTOFF), 0, 10_000)
+        old = fetch_memories(
+            reader, "alice", (AS_OF - timedelta(days=5000), CUTOFF), Page(0, 10_000)
+        )
     return by_year(old)[-1]  # alice's 2025 memories, as the first file of a run would hold
 
 
@@ -238,14 +243,24 @@ def test_include_archived_search_finds_cold_rows_at_lower_priority(
 
     hot = r.search("alice", "dentist Okafor", as_of=AS_OF, record_access=False)
     cold_hits = r.search(
-        "alice", "dentist Okafor", as_of=AS_OF, record_access=False, include_archived=True
+        "alice",
+        "dentist Okafor",
+        as_of=AS_OF,
+        record_access=False,
+        options=SearchOptions(include_archived=True),
     )
 
     assert all("Okafor" not in h.content for h in hot)
     assert cold_hits[0].content == "the dentist appointment with Dr. Okafor"
     assert cold_hits[0].tier == "archived" and cold_hits[0].factors["archived"] == 1.0
     assert all(h.namespace == "alice" for h in cold_hits)
-    bob = r.search("bob", "bob old fact", as_of=AS_OF, record_access=False, include_archived=True)
+    bob = r.search(
+        "bob",
+        "bob old fact",
+        as_of=AS_OF,
+        record_access=False,
+        options=SearchOptions(include_archived=True),
+    )
     assert bob and all(h.tier == "archived" for h in bob)  # nothing hot left in bob
 
 
@@ -333,13 +348,15 @@ def test_a_fetch_by_year_groups_rows_at_year_edges_and_reuses_vector_memory(
     span = (new_year - timedelta(days=5000), CUTOFF)
     buffer = VectorBuffer()
     with MemoryReader(store.engine) as reader:
-        plain = fetch_memories(reader, "alice", span, 0, 100)
-        first = fetch_memories(reader, "alice", span, 0, 100, year_first=True, vectors=buffer)
+        plain = fetch_memories(reader, "alice", span, Page(0, 100))
+        first = fetch_memories(reader, "alice", span, Page(0, 100), year_first=True, vectors=buffer)
         assert first.column("id").to_pylist() == [*older, *late, *early]
         assert [p.num_rows for p in by_year(first)] == [2, 1, 1]
         by_id = {r["id"]: r["embedding"] for r in first.to_pylist()}
         after = early[0]
-        again = fetch_memories(reader, "alice", span, after, 100, year_first=True, vectors=buffer)
+        again = fetch_memories(
+            reader, "alice", span, Page(after, 100), year_first=True, vectors=buffer
+        )
 
     assert by_id == {r["id"]: r["embedding"] for r in plain.to_pylist()}
     assert again.column("id").to_pylist() == [*older, *late]  # after early's id, by year
@@ -377,13 +394,13 @@ def test_vectors_read_the_same_as_stored_bytes_and_through_vector_send(store: St
     span = (AS_OF - timedelta(days=5000), CUTOFF)
     with MemoryReader(store.engine) as reader:
         assert reader.stored_bytes  # the embedded server's
-        stored = fetch_memories(reader, "alice", span, 0, 100)
+        stored = fetch_memories(reader, "alice", span, Page(0, 100))
     with store.engine.begin() as conn:  # as on a server without the cast
         conn.execute(text("DROP CAST (vector AS bytea)"))
     try:
         with MemoryReader(store.engine) as reader:
             assert not reader.stored_bytes
-            sent = fetch_memories(reader, "alice", span, 0, 100)
+            sent = fetch_memories(reader, "alice", span, Page(0, 100))
     finally:
         with store.engine.begin() as conn:
             conn.execute(text("CREATE CAST (vector AS bytea) WITHOUT FUNCTION"))
@@ -396,7 +413,7 @@ def test_vectors_read_the_same_as_stored_bytes_and_through_vector_send(store: St
 
 
 @pytest.mark.parametrize("stored_bytes", [True, False])
-def test_vectors_convert_from_any_chunking_into_the_asked_order(stored_bytes: bool) -> None:
+def test_vectors_convert_from_any_chunking_into_the_asked_order(*, stored_bytes: bool) -> None:
     want = np.random.default_rng(3).standard_normal((7, 5)).astype(np.float32)
     endian = "<" if stored_bytes else ">"  # stored bytes, or vector_send's big-endian
     head = np.array([5, 0], dtype=f"{endian}i2").tobytes()  # int16 dimensions, int16 unused
@@ -406,14 +423,14 @@ def test_vectors_convert_from_any_chunking_into_the_asked_order(stored_bytes: bo
     column = pa.chunked_array([sliced, pa.array([], pa.binary()), pa.array(values[3:])])
     order = np.array([6, 0, 5, 1, 4, 2, 3])
 
-    got = _vectors(column, VectorBuffer(), stored_bytes, order)
-    in_place = _vectors(column, VectorBuffer(), stored_bytes, None)
+    got = _vectors(column, VectorBuffer(), stored_bytes=stored_bytes, order=order)
+    in_place = _vectors(column, VectorBuffer(), stored_bytes=stored_bytes, order=None)
 
     assert np.array_equal(np.array(got.to_pylist(), dtype=np.float32), want[order])
     assert np.array_equal(np.array(in_place.to_pylist(), dtype=np.float32), want)
     mixed = pa.chunked_array([pa.array(values[:2]), pa.array([head + bytes(8)])])
     with pytest.raises(ValueError, match="different dimensions"):
-        _vectors(mixed, VectorBuffer(), stored_bytes, None)
+        _vectors(mixed, VectorBuffer(), stored_bytes=stored_bytes, order=None)
 
 
 def test_two_workers_archive_every_namespace_of_many_once(store: Store, tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ def test_arrow_allocates_from_glibc_inside_the_block_only() -> None:
 
 
 @pytest.mark.parametrize("enabled", [True, False])
-def test_the_collector_pauses_and_comes_back_as_it_was(enabled: bool) -> None:
+def test_the_collector_pauses_and_comes_back_as_it_was(*, enabled: bool) -> None:
     (gc.enable if enabled else gc.disable)()
     try:
         with pytest.raises(RuntimeError), bulk_memory():

@@ -14,9 +14,10 @@ from sqlalchemy.orm import Session
 from storage.embedding import HashingEmbedder
 from storage.kernel import scoring
 from storage.kernel.settings import Settings
+from storage.kernel.shards import Scope
 from storage.memories import NewMemory, insert_memories
 from storage.operations.aging import DecayParams
-from storage.retrieval import Retriever
+from storage.retrieval import Retriever, SearchOptions
 from storage.server.engine import Store
 from tasks.aging._archival import archive_old
 from tasks.aging._compression import compress_old, write_transcripts
@@ -38,8 +39,8 @@ from tests.tasks.aging.helpers import (
 HALF_LIFE = 30.0
 
 
-def params(as_of: datetime = AS_OF, epsilon: float = 0.01, dry_run: bool = False) -> DecayParams:
-    return DecayParams(as_of, HALF_LIFE, epsilon, None, dry_run)
+def params(as_of: datetime = AS_OF, epsilon: float = 0.01, *, dry_run: bool = False) -> DecayParams:
+    return DecayParams(as_of, HALF_LIFE, epsilon, Scope(dry_run=dry_run))
 
 
 def test_decay_in_sql_equals_the_scoring_formula(store: Store) -> None:
@@ -165,15 +166,14 @@ def test_episode_salience_follows_its_memory_access(store: Store) -> None:
     assert scalar(store, "SELECT salience FROM episodes") == pytest.approx(expected)
 
 
-def compress(store: Store, tmp_path: Path, dry_run: bool = False):
+def compress(store: Store, tmp_path: Path, *, dry_run: bool = False):
     return compress_old(
         store.engine,
         local_cold(tmp_path),
         HashingEmbedder(384),
         AS_OF - timedelta(days=90),
-        None,
         10,
-        dry_run,
+        Scope(dry_run=dry_run),
     )
 
 
@@ -272,14 +272,16 @@ def test_deletion_is_off_by_default_and_on_when_enabled(store: Store, tmp_path: 
             {"id": archived[0]},
         )
     cold = local_cold(tmp_path)
-    archive_old(store.engine, cold, AS_OF - timedelta(days=850), None, 1000, False)
+    archive_old(store.engine, cold, AS_OF - timedelta(days=850), 1000, Scope())
     assert store.settings.aging.deletion_enabled is False
     cutoff = AS_OF - timedelta(days=730)
 
-    off = delete_old(store.engine, cold, cutoff, None, store.settings.aging.deletion_enabled, False)
+    off = delete_old(
+        store.engine, cold, cutoff, Scope(), enabled=store.settings.aging.deletion_enabled
+    )
 
     assert off.enabled is False and scalar(store, "SELECT count(*) FROM memories") == 4
-    on = delete_old(store.engine, cold, cutoff, None, True, False)
+    on = delete_old(store.engine, cold, cutoff, Scope(), enabled=True)
     assert (on.hot_rows, on.archived_rows) == (2, 1)
     assert column(store, "SELECT content FROM memories ORDER BY id") == ["ancient pinned", "recent"]
     assert scalar(store, "SELECT count(*) FROM archive_manifest") == 0
@@ -301,7 +303,9 @@ def test_an_episode_is_found_by_its_session_title_before_and_after_compression(
     retriever = Retriever(store.engine, HashingEmbedder(384))
 
     def episode_hits() -> list[str]:
-        hits = retriever.search("alice", "when is the dentist?", as_of=AS_OF, kinds=["episode"])
+        hits = retriever.search(
+            "alice", "when is the dentist?", as_of=AS_OF, options=SearchOptions(kinds=["episode"])
+        )
         return [h.content for h in hits if h.factors["bm25"] > 0]
 
     (before,) = episode_hits()

@@ -9,9 +9,9 @@ from datetime import timedelta
 from pathlib import Path
 from threading import Barrier
 
-from storage.archive import EARLIEST, MemoryReader, fetch_memories
+from storage.archive import EARLIEST, MemoryReader, Page, fetch_memories
 from storage.embedding import HashingEmbedder
-from storage.kernel.shards import Shard
+from storage.kernel.shards import Scope, Shard
 from storage.server.engine import Store
 from tasks.aging._archival import archive_old, write_part
 from tasks.aging._cold_store import ColdStore
@@ -33,9 +33,13 @@ def would_do(store: Store, cold: ColdStore, shard: Shard | None) -> list[int]:
     """A dry run's counts: sessions to compress, rows to archive, rows and files to delete."""
     when = cutoffs(AS_OF, store.settings.aging)
     embedder = HashingEmbedder(store.settings.embedding.dim)
-    compress = compress_old(store.engine, cold, embedder, when.compress, None, 500, True, shard)
-    archive = archive_old(store.engine, cold, when.archive, None, 4, True, shard)
-    delete = delete_old(store.engine, cold, when.delete, None, True, True, shard)
+    compress = compress_old(
+        store.engine, cold, embedder, when.compress, 500, Scope(shard=shard, dry_run=True)
+    )
+    archive = archive_old(store.engine, cold, when.archive, 4, Scope(shard=shard, dry_run=True))
+    delete = delete_old(
+        store.engine, cold, when.delete, Scope(shard=shard, dry_run=True), enabled=True
+    )
     deleted = delete.hot_rows + delete.archived_rows + delete.transcripts
     return [compress.sessions, archive.candidates, deleted]
 
@@ -75,11 +79,11 @@ def test_a_shard_leaves_the_unfinished_file_of_another_shard_to_that_shard(
     bob = put(store, "bob", [f"bob old fact {i}" for i in range(5)], AS_OF - timedelta(days=400))
     put(store, "alice", [f"alice old fact {i}" for i in range(3)], AS_OF - timedelta(days=400))
     with MemoryReader(store.engine) as reader:
-        part = fetch_memories(reader, "bob", (EARLIEST, CUTOFF), 0, 100)
+        part = fetch_memories(reader, "bob", (EARLIEST, CUTOFF), Page(0, 100))
     entry = write_part(store.engine, cold, part)  # bob's shard is writing it now (or died)
 
-    alices = archive_old(store.engine, cold, CUTOFF, None, 100, False, Shard(3, 4))
-    by_name = archive_old(store.engine, cold, CUTOFF, "alice", 100, False)
+    alices = archive_old(store.engine, cold, CUTOFF, 100, Scope(shard=Shard(3, 4)))
+    by_name = archive_old(store.engine, cold, CUTOFF, 100, Scope("alice"))
 
     assert (alices.rows_archived, alices.recovered, alices.discarded) == (3, 0, 0)
     assert (by_name.rows_archived, by_name.recovered, by_name.discarded) == (0, 0, 0)
@@ -88,6 +92,6 @@ def test_a_shard_leaves_the_unfinished_file_of_another_shard_to_that_shard(
     )
     assert cold.verify(entry.uri, entry.row_count, entry.checksum)
     assert sorted(column(store, "SELECT id FROM memories WHERE namespace = 'bob'")) == bob
-    bobs = archive_old(store.engine, cold, CUTOFF, None, 100, False, Shard(1, 4))
+    bobs = archive_old(store.engine, cold, CUTOFF, 100, Scope(shard=Shard(1, 4)))
     assert (bobs.recovered, bobs.rows_archived) == (1, 5)
     assert column(store, "SELECT count(*) FROM memories") == [0]

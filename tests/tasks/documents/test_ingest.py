@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from storage.embedding import HashingEmbedder
 from storage.kernel.errors import InputError
 from storage.server.engine import Store
-from tasks.documents import Chunking, ingest_documents
+from tasks.documents import Chunking, IngestRequest, ingest_documents
 from tests.tasks.documents.samples import HTML, MARKDOWN, TEXT, pdf
 
 AT = datetime(2026, 11, 20, 12, tzinfo=UTC)
@@ -35,13 +35,11 @@ def write_samples(folder: Path) -> None:
 
 def ingest(store: Store, *urls: str, at: datetime = AT, ns: str = "acme", **kw):
     embedder = HashingEmbedder(store.settings.embedding.dim)
-    options = kw.pop("options", None)
+    kw.setdefault("max_bytes", 50 * 1024 * 1024)
+    kw["options"] = kw.get("options") or {}
     chunking = kw.pop("chunking", CHUNKING)
-    max_bytes = kw.pop("max_bytes", 50 * 1024 * 1024)
-    return ingest_documents(
-        store.engine, embedder, ns, list(urls), chunking=chunking, max_bytes=max_bytes, at=at,
-        options=options, **kw,
-    )  # fmt: skip
+    request = IngestRequest(ns, list(urls), chunking, at=at, **kw)
+    return ingest_documents(store.engine, embedder, request)
 
 
 def chunks_of(store: Store, ns: str = "acme") -> list:
@@ -223,10 +221,8 @@ def test_two_ingests_of_the_same_new_file_end_with_one_document(store: Store, tm
 
     def first() -> None:
         try:
-            outcome["report"] = ingest_documents(
-                store.engine, slow, "acme", [str(tmp_path)], chunking=CHUNKING,
-                max_bytes=1 << 20, at=AT,
-            )  # fmt: skip
+            request = IngestRequest("acme", [str(tmp_path)], CHUNKING, max_bytes=1 << 20, at=AT)
+            outcome["report"] = ingest_documents(store.engine, slow, request)
         except Exception as exc:  # the run the unique constraint used to stop
             outcome["error"] = exc
 

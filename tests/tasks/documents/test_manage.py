@@ -15,7 +15,7 @@ from storage.kernel.errors import InputError
 from storage.server.engine import Store
 from tasks.documents import Chunking, feedback, list_documents, purge_documents, rebuild
 from tasks.files._memory_files import open_memory_root
-from tasks.privacy._erase import forget
+from tasks.privacy import Export, forget
 from tests.tasks.aging.helpers import local_cold
 from tests.tasks.documents.test_ingest import AT, chunks_of, ingest, write_samples
 
@@ -108,7 +108,7 @@ def test_forget_leaves_no_document_or_chunk_row(store: Store, tmp_path: Path):
     cold = local_cold(tmp_path)
     root = open_memory_root(store.settings)
     bundle = tmp_path / "export"
-    out = forget(store.engine, cold, root, "acme", actor="test", export_to=str(bundle))
+    out = forget(store.engine, cold, root, "acme", actor="test", export=Export(str(bundle)))
     assert out.rows["documents"] == 4 and out.rows["document_chunks"] >= 4
     assert out.exported is not None and out.exported["documents"] == 4
     exported = [json.loads(line) for line in (bundle / "acme/documents.jsonl").open()]

@@ -11,7 +11,7 @@ import pytest
 from storage.embedding import LocalEmbedder
 from storage.kernel.scoring import resolve_weights
 from storage.kernel.settings import RetrievalSettings
-from storage.retrieval import Retriever
+from storage.retrieval import Retriever, SearchOptions
 from storage.server.engine import Store
 from tasks.evaluation import (
     OVERALL,
@@ -71,12 +71,17 @@ def test_a_later_statement_comes_before_the_one_it_supersedes(
         run_sync(store, when.replace(hour=23), embedder=local, min_user_messages=1)
     retriever = Retriever(store.engine, local, RetrievalSettings(), store.settings.tz)
 
-    hits = retriever.search("alice", "where do I live?", as_of=NOW, kinds=["turn"])
+    hits = retriever.search(
+        "alice", "where do I live?", as_of=NOW, options=SearchOptions(kinds=["turn"])
+    )
 
     cities = [h.content for h in hits if "moved to" in h.content]
     assert len(cities) == 2 and "Paris" in cities[0] and "Berlin" in cities[1]
     # Relevance alone cannot tell them apart (Berlin is a shade closer): recency decides.
     alone = retriever.search(
-        "alice", "where do I live?", as_of=NOW, kinds=["turn"], weights={"semantic": 1.0}
+        "alice",
+        "where do I live?",
+        as_of=NOW,
+        options=SearchOptions(kinds=["turn"], weights={"semantic": 1.0}),
     )
     assert "Berlin" in [h.content for h in alone if "moved to" in h.content][0]

@@ -19,8 +19,10 @@ from sqlalchemy.orm import Session
 
 from storage.embedding import HashingEmbedder
 from storage.kernel.errors import ConfigurationError
+from storage.kernel.http_json import Connection
 from storage.kernel.records import MessageRecord, SessionKind, SessionRecord, SessionState
 from storage.kernel.settings import ExtractorSettings, Settings
+from storage.kernel.shards import Scope
 from storage.pseudonyms import Pseudonyms
 from storage.server.engine import Store
 from tasks.extraction._command import CommandExtractor
@@ -29,8 +31,8 @@ from tasks.extraction._heuristic import HeuristicExtractor
 from tasks.extraction._llm import LLMExtractor
 from tasks.extraction._none import NoneExtractor
 from tasks.files import FlushOutcome
+from tasks.sync import SyncWork, build_report
 from tasks.sync._process import plan_sync, process_batch
-from tasks.sync._report import build_report
 from tasks.sync._types import SyncContext
 from tests.helpers import add_session, chat
 
@@ -179,8 +181,12 @@ def client() -> Iterator[httpx.Client]:
 def extractor(
     url: str, client: httpx.Client, delays: list[float] | None = None, **kwargs: Any
 ) -> LLMExtractor:
+    """The extractor at ``url``; ``kwargs``: its own, and its Connection's."""
     sleep = delays.append if delays is not None else (lambda _: None)
-    return LLMExtractor(url, MODEL, api_key=KEY, client=client, sleep=sleep, **kwargs)
+    wire: dict[str, Any] = {"max_retries": 2, "backoff_seconds": (1, 2, 4, 8), "timeout": 60.0}
+    wire |= {k: kwargs.pop(k) for k in ("max_retries", "backoff_seconds", "timeout") if k in kwargs}
+    connection = Connection(api_key=KEY, client=client, sleep=sleep, **wire)
+    return LLMExtractor(url, MODEL, connection=connection, **kwargs)
 
 
 def test_happy_path_maps_the_reply_and_records_tokens(
@@ -393,19 +399,8 @@ def test_daily_sync_step_writes_the_llm_episode_and_counts_tokens(
     assert [tuple(f) for f in facts] == [("Alice prefers quiet hotel rooms.", ["m2"])]
     assert (written.prompt_tokens, written.completion_tokens) == (321, 54)
     assert (written.llm_calls, written.extractor_fallbacks) == (1, 0)
-    report = build_report(
-        "memory-sync-daily",
-        plan,
-        None,
-        False,
-        written,
-        FlushOutcome(),
-        FlushOutcome(),
-        None,
-        as_of,
-        as_of,
-        names=Pseudonyms(),
-    )
+    work = SyncWork(written, FlushOutcome(), FlushOutcome())
+    report = build_report("memory-sync-daily", plan, Scope(), work, as_of, Pseudonyms())
     assert (
         "| extractor: calls / fallbacks / tokens in / out | 1 / 0 / 321 / 54 |" in report.markdown()
     )

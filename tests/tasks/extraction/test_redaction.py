@@ -20,15 +20,17 @@ import pytest
 from sqlalchemy.orm import Session
 
 from storage.embedding import HashingEmbedder
+from storage.kernel.http_json import Connection
 from storage.kernel.settings import RedactionSettings
+from storage.kernel.shards import Scope
 from storage.pseudonyms import Pseudonyms
 from storage.redaction import RedactionPolicy
 from storage.server.engine import Store
 from tasks.extraction._command import CommandExtractor
 from tasks.extraction._llm import LLMExtractor
 from tasks.files import FlushOutcome
+from tasks.sync import SyncWork, build_report
 from tasks.sync._process import plan_sync, process_batch
-from tasks.sync._report import build_report
 from tasks.sync._types import SyncContext
 from tests.helpers import add_session, chat
 from tests.tasks.extraction.test_llm import (
@@ -77,9 +79,8 @@ def chat_server() -> Iterator[FakeChat]:
 
 
 def llm(url: str, policy: RedactionPolicy = POLICY) -> LLMExtractor:
-    return LLMExtractor(
-        url, MODEL, client=httpx.Client(), sleep=lambda _: None, redaction=policy, max_retries=0
-    )
+    connection = Connection(client=httpx.Client(), sleep=lambda _: None, max_retries=0)
+    return LLMExtractor(url, MODEL, connection=connection, redaction=policy)
 
 
 def test_the_server_receives_no_planted_value_and_consistent_placeholders(
@@ -170,10 +171,8 @@ def test_counts_reach_the_sync_report_and_no_value_reaches_a_log_or_report(
     with caplog.at_level(logging.DEBUG), Session(store.engine) as session, session.begin():
         written = process_batch(session, ctx, plan.to_process)
 
-    report = build_report(
-        "memory-sync-daily", plan, None, False, written, FlushOutcome(), FlushOutcome(), None,
-        as_of, as_of, names=Pseudonyms(),
-    )  # fmt: skip
+    work = SyncWork(written, FlushOutcome(), FlushOutcome())
+    report = build_report("memory-sync-daily", plan, Scope(), work, as_of, Pseudonyms())
     assert written.extractor_fallbacks == 1 and "failed on session" in caplog.text
     assert report.as_dict()["written"]["redactions"]["card"] == 1
     assert "| extractor: values redacted from what it sent | address 2, card 1, email 3" in (

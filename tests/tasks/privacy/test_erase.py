@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from storage.embedding import HashingEmbedder
 from storage.kernel.errors import InputError
+from storage.kernel.shards import Scope
 from storage.keys import create_key
 from storage.operations.ann import refresh_terms
 from storage.queue import enqueue
@@ -22,7 +23,7 @@ from tasks.aging._archival import archive_old
 from tasks.aging._cold_store import ColdStore
 from tasks.aging._compression import compress_old
 from tasks.files._memory_files import open_memory_root
-from tasks.privacy import forget, purge_session, set_pin
+from tasks.privacy import Export, forget, purge_session, set_pin
 from tests.helpers import add_session, chat, run_sync
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import (
@@ -69,10 +70,8 @@ def full_history(store: Store, cold: ColdStore, namespace: str, prefix: str) -> 
     synced_session(store, f"{prefix}-mid", namespace, MONTHS_AGO, DENTIST)
     synced_session(store, f"{prefix}-new", namespace, RECENTLY, TRIP)
     put(store, namespace, [f"{namespace} likes green tea"], AS_OF - timedelta(days=2), kind="note")
-    compress_old(
-        store.engine, cold, HashingEmbedder(384), AS_OF - timedelta(days=90), None, 50, False
-    )
-    archive_old(store.engine, cold, AS_OF - timedelta(days=365), None, 1000, False)
+    compress_old(store.engine, cold, HashingEmbedder(384), AS_OF - timedelta(days=90), 50, Scope())
+    archive_old(store.engine, cold, AS_OF - timedelta(days=365), 1000, Scope())
     Retriever(store.engine, HashingEmbedder(384)).search(namespace, "flight Lisbon", as_of=AS_OF)
     with store.engine.begin() as conn:
         conn.execute(
@@ -169,7 +168,7 @@ def test_export_first_writes_a_readable_bundle(store: Store, tmp_path: Path) -> 
     Path(root.path("alice2")).mkdir(parents=True)
     Path(root.path("alice2/MEMORY.md")).write_text("- a look-alike's memory\n")
 
-    out = forget(store.engine, cold, root, "alice", actor="test", export_to=str(bundle))
+    out = forget(store.engine, cold, root, "alice", actor="test", export=Export(str(bundle)))
 
     assert out.exported is not None and out.exported["memories"] == hot
     assert pq.read_table(bundle / "alice/memories.parquet").num_rows == hot
@@ -293,20 +292,22 @@ def test_pin_and_unpin_with_audit_and_pinned_never_age(store: Store, tmp_path: P
     cold = local_cold(tmp_path)
     (old,) = put(store, "alice", ["keep this forever"], AS_OF - timedelta(days=900))
     (archived,) = put(store, "alice", ["archive then pin"], AS_OF - timedelta(days=900))
-    set_pin(store.engine, cold, old, True, HashingEmbedder(384), actor="test")
-    archive_old(store.engine, cold, AS_OF - timedelta(days=365), None, 1000, False)
+    set_pin(store.engine, cold, old, pinned=True, embedder=HashingEmbedder(384), actor="test")
+    archive_old(store.engine, cold, AS_OF - timedelta(days=365), 1000, Scope())
     assert column(store, "SELECT id FROM memories") == [old]
 
     set_pin(
-        store.engine, cold, archived, True, HashingEmbedder(384), actor="test"
+        store.engine, cold, archived, pinned=True, embedder=HashingEmbedder(384), actor="test"
     )  # restored, then pinned
-    set_pin(store.engine, cold, old, False, HashingEmbedder(384), actor="test")
+    set_pin(store.engine, cold, old, pinned=False, embedder=HashingEmbedder(384), actor="test")
 
     assert column(store, "SELECT id FROM memories WHERE pinned") == [archived]
     actions = column(store, "SELECT action FROM audit_log ORDER BY id")
     assert actions == ["pin", "restore", "pin", "unpin"]
     with pytest.raises(InputError):
-        set_pin(store.engine, cold, 999_999, True, HashingEmbedder(384), actor="test")
+        set_pin(
+            store.engine, cold, 999_999, pinned=True, embedder=HashingEmbedder(384), actor="test"
+        )
 
 
 def test_purge_removes_the_whole_block_heading_included(store: Store, tmp_path: Path) -> None:

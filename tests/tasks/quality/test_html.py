@@ -14,9 +14,23 @@ AT = datetime(2026, 11, 20, 23, 30, tzinfo=UTC)
 
 def report(at: datetime, observed: str) -> QualityReport:
     checks = (
-        CheckOutcome("memories", "rows", "expect_table_row_count", False, True, "12 rows"),
         CheckOutcome(
-            "memories", "created_at_not_future", "expect_max", True, False, observed, 1, ("id 7",)
+            "memories",
+            "rows",
+            "expect_table_row_count",
+            critical=False,
+            success=True,
+            observed="12 rows",
+        ),
+        CheckOutcome(
+            "memories",
+            "created_at_not_future",
+            "expect_max",
+            critical=True,
+            success=False,
+            observed=observed,
+            unexpected_count=1,
+            examples=("id 7",),
         ),
     )
     return QualityReport(at, checks, data_docs_uri=None, skipped=("queue: table absent",))

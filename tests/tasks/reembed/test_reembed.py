@@ -13,8 +13,10 @@ from sqlalchemy.orm import Session
 
 from storage.embedding import HashingEmbedder
 from storage.kernel.errors import ConfigurationError
+from storage.kernel.shards import Scope
 from storage.meta import check_compatible, read_facts
 from storage.operations.ann import namespace_index
+from storage.retrieval import SearchOptions
 from storage.retrieval._search import Retriever
 from storage.server.engine import Store
 from tasks.aging._archival import archive_old
@@ -180,11 +182,11 @@ def test_a_restored_memory_of_the_old_model_comes_back_re_embedded(
     )
     put(store, "alice", texts(3, "garden"), AS_OF)
     cold = local_cold(tmp_path)
-    archive_old(store.engine, cold, AS_OF - timedelta(days=365), None, 1000, False)
+    archive_old(store.engine, cold, AS_OF - timedelta(days=365), 1000, Scope())
     reembed(store.engine, NEW)
 
     found = Retriever(store.engine, NEW).search(
-        "alice", "blue pot shed key", as_of=AS_OF, include_archived=True
+        "alice", "blue pot shed key", as_of=AS_OF, options=SearchOptions(include_archived=True)
     )
     assert found[0].memory_id == old and found[0].factors["cosine"] == 0.0  # words alone
 

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from storage.embedding import HashingEmbedder
 from storage.kernel.records import MessageRecord
 from storage.kernel.settings import RetrievalSettings
+from storage.kernel.shards import Scope
 from storage.queue import forget_memory
 from storage.retrieval import Hit, Retriever
 from storage.retrieval._archived import ArchiveReader
@@ -128,7 +129,7 @@ def test_chunks_archive_and_compress_like_other_turns(store: Store, tmp_path: Pa
     assert len(chunks) >= 5
     cold = local_cold(tmp_path)
 
-    archive_old(store.engine, cold, AS_OF - timedelta(days=365), None, 10_000, False)
+    archive_old(store.engine, cold, AS_OF - timedelta(days=365), 10_000, Scope())
     assert chunks_of_m0(store) == []
     archived = column(store, "SELECT memory_id FROM archived_memories ORDER BY memory_id")
     assert {i for i, _ in chunks} <= set(archived)
@@ -150,9 +151,8 @@ def test_compression_folds_every_chunk_into_the_episode(store: Store, tmp_path: 
         local_cold(tmp_path),
         HashingEmbedder(384),
         AS_OF - timedelta(days=90),
-        None,
         10,
-        False,
+        Scope(),
     )
 
     assert done.sessions == 1

@@ -56,17 +56,19 @@ def by_key(results: list[CheckResult]) -> dict[str, CheckResult]:
     ],
 )
 def test_expected_interval_of_a_cron(cron: str, tz: str, expected: timedelta) -> None:
-    assert expected_interval(ScheduleInfo(True, cron=cron, timezone=tz), T0) == expected
+    assert expected_interval(ScheduleInfo(active=True, cron=cron, timezone=tz), T0) == expected
 
 
 def test_expected_interval_over_a_weekend() -> None:
     monday = datetime(2026, 11, 23, 9, 10, tzinfo=UTC)
-    weekdays = ScheduleInfo(True, cron="0 9 * * 1-5", timezone="UTC")
+    weekdays = ScheduleInfo(active=True, cron="0 9 * * 1-5", timezone="UTC")
     assert expected_interval(weekdays, monday) == timedelta(days=3)
 
 
 def test_expected_interval_of_an_interval_schedule() -> None:
-    assert expected_interval(ScheduleInfo(True, interval_seconds=30), T0) == timedelta(seconds=30)
+    assert expected_interval(ScheduleInfo(active=True, interval_seconds=30), T0) == timedelta(
+        seconds=30
+    )
 
 
 def test_a_healthy_deployment_passes_every_check() -> None:
@@ -84,7 +86,7 @@ def test_paused_and_inactive_schedules() -> None:
 @pytest.mark.parametrize(
     ("state", "ok"), [("FAILED", False), ("CRASHED", False), ("COMPLETED", True)]
 )
-def test_last_run_state(state: str, ok: bool) -> None:
+def test_last_run_state(state: str, *, ok: bool) -> None:
     run = RunInfo("sad-owl", state, state.title(), T0 - timedelta(hours=1))
     result = by_key(check_deployment(deployment(last_finished=run), T0, WS))["last-run"]
     assert result.ok is ok
@@ -153,7 +155,16 @@ def test_queue_checks() -> None:
 
 def test_quality_check() -> None:
     assert check_quality(None).ok
-    failed = QualityRunRecord(T0, {}, False, 3, None, None, T0, 7)
+    failed = QualityRunRecord(
+        T0,
+        {},
+        success=False,
+        critical_failures=3,
+        data_docs_uri=None,
+        flow_run_id=None,
+        run_at=T0,
+        id=7,
+    )
     result = check_quality(failed)
     assert not result.ok
     assert "3 critical" in result.summary
@@ -204,7 +215,7 @@ def test_clearing_before_the_alert_sends_nothing() -> None:
 def test_the_report_ends_at_its_last_row_or_note() -> None:
     from tasks.watchdog._run import Decision, WatchdogReport
 
-    ok = CheckResult("queue:dead", True, "0 dead items")
+    ok = CheckResult("queue:dead", ok=True, summary="0 dead items")
     decision = Decision(ok, CheckState("queue:dead"), None)
     quiet = WatchdogReport(T0, dry_run=True, decisions=[decision]).markdown()
     noted = WatchdogReport(T0, dry_run=True, decisions=[decision], notes=["no store"]).markdown()
