@@ -71,7 +71,9 @@ class Settings(BaseSettings):
     )
 
     database_url: SecretStr | None = Field(
-        None, description="SQLAlchemy URL of a PostgreSQL with pgvector; unset: embedded server"
+        None,
+        description="SQLAlchemy URL of a PostgreSQL with pgvector, e.g. "
+        "postgresql://user:pass@host/db; unset: the embedded server",
     )
     data_dir: Path = Field(
         default_factory=_default_data_dir,
@@ -90,7 +92,9 @@ class Settings(BaseSettings):
         None, description="fsspec URL of the memory files; default <data_dir>/memory"
     )
     storage_options: dict[str, Any] = Field(
-        default_factory=dict, description="fsspec options for memory_root (JSON)"
+        default_factory=dict,
+        description="fsspec options (JSON) for every URL Archivist reads or writes: the memory "
+        "root, the archive, transcripts, documents and exports (e.g. an S3 endpoint or key)",
     )
     timezone: str = Field(
         "UTC",
