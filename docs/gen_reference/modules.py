@@ -40,7 +40,8 @@ def _package(folder: Path) -> str:
             rows.append([code(child.name), prose(_summary(child))])
         elif child.is_dir() and any(child.glob("*.py")):
             init = child / "__init__.py"
-            about = prose(_summary(init)) if init.exists() else ""
+            first = init if init.exists() else sorted(child.glob("*.py"))[0]
+            about = prose(_summary(first))
             if child.name in SKIPPED:
                 about = "one module per migration"
             rows.append([code(child.name + "/"), about or " "])
