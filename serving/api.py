@@ -151,6 +151,22 @@ def app_from_environment() -> SearchRoute:
     return serving_app(MemoryService.open(Settings()))
 
 
+def openapi_schema() -> dict[str, Any]:
+    """The API's OpenAPI schema without a store, for the documentation's HTTP reference: the
+    app around a service whose engine never connects, since no route is called. Default
+    settings, not the environment's: the schema depends on none of them."""
+    from sqlalchemy import create_engine
+
+    from serving._files import MemoryFiles
+    from storage.embedding import HashingEmbedder
+    from storage.retrieval import Retriever
+
+    settings = Settings.model_construct()
+    retriever = Retriever(create_engine("postgresql+psycopg://"), HashingEmbedder())
+    service = MemoryService(settings, retriever, MemoryFiles.of(settings))
+    return create_app(service).openapi()
+
+
 def worker_pool_size(pool_size: int, workers: int) -> int:
     """Each worker process's share of the API's ``pool_size`` connections (rounded up)."""
     return -(-pool_size // workers)

@@ -71,9 +71,16 @@ class Settings(BaseSettings):
     )
 
     database_url: SecretStr | None = Field(
-        None, description="SQLAlchemy URL of a PostgreSQL with pgvector; unset: embedded server"
+        None,
+        description="SQLAlchemy URL of a PostgreSQL with pgvector, e.g. "
+        "postgresql://user:pass@host/db; unset: the embedded server",
     )
-    data_dir: Path = Field(default_factory=_default_data_dir)
+    data_dir: Path = Field(
+        default_factory=_default_data_dir,
+        description="the embedded server's data (pgdata/), the demo's transcripts, and the default "
+        "parent of memory/, archive/ and reports/; default $XDG_DATA_HOME/archivist or "
+        "~/.local/share/archivist",
+    )
     embedded_keep_alive_seconds: float = Field(
         600.0,
         ge=0,
@@ -85,10 +92,21 @@ class Settings(BaseSettings):
         None, description="fsspec URL of the memory files; default <data_dir>/memory"
     )
     storage_options: dict[str, Any] = Field(
-        default_factory=dict, description="fsspec options for memory_root (JSON)"
+        default_factory=dict,
+        description="fsspec options (JSON) for every URL Archivist reads or writes: the memory "
+        "root, the archive, transcripts, documents and exports (e.g. an S3 endpoint or key)",
     )
-    timezone: str = "UTC"
-    text_search_config: str = Field("english", pattern=r"^[a-z_]+$")
+    timezone: str = Field(
+        "UTC",
+        description="IANA time zone of the memory files' dates, the schedules, named time "
+        "ranges and --as-of times written without an offset",
+    )
+    text_search_config: str = Field(
+        "english",
+        pattern=r"^[a-z_]+$",
+        description="PostgreSQL text-search configuration of the full-text columns; fixed when "
+        "archivist db upgrade creates the schema",
+    )
     extractor: ExtractorSettings = Field(default_factory=ExtractorSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
     summaries: SummariesSettings = Field(default_factory=SummariesSettings)

@@ -22,7 +22,13 @@ class EmbeddingSettings(BaseModel):
         "local",
         description="local: all-MiniLM-L6-v2 here; hashing: no model; openai: an endpoint",
     )
-    dim: int = Field(384, ge=8, le=4096)
+    dim: int = Field(
+        384,
+        ge=8,
+        le=4096,
+        description="vector size, fixed at archivist db upgrade (local makes 384); change it "
+        "with archivist reembed",
+    )
     threads: int | None = Field(
         None,
         ge=1,
@@ -39,15 +45,22 @@ class EmbeddingSettings(BaseModel):
         None, description="OpenAI-compatible API root, e.g. http://localhost:11434/v1"
     )
     model: str | None = Field(None, description="model name sent to the /embeddings endpoint")
-    api_key: SecretStr | None = None
-    batch_size: int = Field(64, ge=1, le=2048)
+    api_key: SecretStr | None = Field(None, description="API key of the openai provider")
+    batch_size: int = Field(
+        64, ge=1, le=2048, description="texts per request (openai) or per batch of the local model"
+    )
     graph_cache_dir: Path | None = Field(
         None,
         description="where the local model's built graph is kept between processes; "
         "default $XDG_CACHE_HOME/archivist or ~/.cache/archivist",
     )
-    timeout_seconds: float = Field(30.0, gt=0)
-    max_retries: int = Field(3, ge=0, le=10)
+    timeout_seconds: float = Field(30.0, gt=0, description="timeout of one openai request")
+    max_retries: int = Field(
+        3,
+        ge=0,
+        le=10,
+        description="openai retries on timeouts, 429 and 5xx (backoff 0.5, 1, 2, 4, 8 s)",
+    )
     cache: Literal["auto", "on", "off"] = Field(
         "auto",
         description="keep vectors in the embedding_cache table; auto: for remote models only",
@@ -75,12 +88,23 @@ class ExtractorSettings(BaseModel):
 
     model_config = ConfigDict(hide_input_in_errors=True)
 
-    mode: Literal["heuristic", "llm", "command", "none"] = "heuristic"
+    mode: Literal["heuristic", "llm", "command", "none"] = Field(
+        "heuristic",
+        description="heuristic: offline rules; llm: an OpenAI-compatible /chat/completions "
+        "endpoint; command: a local program; none: no model, turns only",
+    )
     base_url: str | None = Field(None, description="OpenAI-compatible API root, for llm")
     model: str | None = Field(None, description="chat model name, for llm")
-    api_key: SecretStr | None = None
-    timeout_seconds: float = Field(60.0, gt=0)
-    max_retries: int = Field(2, ge=0, le=10)
+    api_key: SecretStr | None = Field(None, description="API key of the llm endpoint")
+    timeout_seconds: float = Field(
+        60.0, gt=0, description="timeout of one llm request or one command run"
+    )
+    max_retries: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="llm retries (backoff 1, 2, 4, 8 s) before falling back to the heuristic",
+    )
     max_input_chars: int = Field(
         60_000, ge=1000, description="longer sessions are cut from the start for llm/command"
     )
@@ -107,8 +131,8 @@ class RedactionSettings(BaseModel):
     model_config = ConfigDict(hide_input_in_errors=True)
 
     enabled: bool = Field(True, description="redact text sent to the llm, embedder and webhook")
-    emails: bool = True
-    phones: bool = True
+    emails: bool = Field(True, description="email addresses")
+    phones: bool = Field(True, description="phone numbers valid in their country's plan")
     cards: bool = Field(True, description="payment card numbers that pass the Luhn check")
     ibans: bool = Field(True, description="IBANs that pass their country format and checksum")
     ips: bool = Field(True, description="IPv4 and IPv6 addresses")

@@ -11,15 +11,23 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 class SyncSettings(BaseModel):
     """Defaults of the daily sync; flow parameters override them per run."""
 
-    window_hours: float = Field(26.0, gt=0)
-    min_user_messages: int = Field(2, ge=0)
-    batch_size: int = Field(500, ge=1, le=10_000)
+    window_hours: float = Field(
+        26.0,
+        gt=0,
+        description="look-back: sessions with a message in (as_of - this, as_of] are read",
+    )
+    min_user_messages: int = Field(
+        2, ge=0, description="sessions with fewer user messages are skipped and counted"
+    )
+    batch_size: int = Field(500, ge=1, le=10_000, description="sessions written in one transaction")
 
 
 class SummariesSettings(BaseModel):
     """Near-real-time session summaries: idle sessions get their memory within minutes."""
 
-    idle_minutes: float = Field(30.0, gt=0)
+    idle_minutes: float = Field(
+        30.0, gt=0, description="a session quiet this long gets its memory (still active: later)"
+    )
     window_hours: float = Field(26.0, gt=0, description="how far back idle sessions are sought")
     min_user_messages: int = Field(1, ge=0, description="short sessions are kept by default")
 
@@ -27,17 +35,27 @@ class SummariesSettings(BaseModel):
 class QueueSettings(BaseModel):
     """The durable write queue (seed 000), every threshold configurable."""
 
-    claim_batch: int = Field(20, ge=1, le=1000)
-    max_attempts: int = Field(3, ge=1, le=50)
+    claim_batch: int = Field(
+        20, ge=1, le=1000, description="items claimed at once by a drainer (FOR UPDATE SKIP LOCKED)"
+    )
+    max_attempts: int = Field(
+        3,
+        ge=1,
+        le=50,
+        description="attempts before an item is dead, for the items archivist enqueue queues "
+        "(the API's and MCP's writes, and enqueue() without max_attempts=, get 3)",
+    )
     backoff_base_seconds: float = Field(2.0, gt=0, description="retry n waits base * 2**(n-1)")
-    backoff_max_seconds: float = Field(300.0, gt=0)
+    backoff_max_seconds: float = Field(300.0, gt=0, description="longest wait before a retry")
     stuck_after_seconds: float = Field(600.0, gt=0, description="processing longer is reclaimed")
     detect_gone_workers: bool = Field(
         True,
         description="reclaim at once what a worker whose backend left pg_stat_activity held; "
         "off behind a transaction-pooling proxy or where other sessions are hidden",
     )
-    purge_completed_after_hours: float = Field(24.0, gt=0)
+    purge_completed_after_hours: float = Field(
+        24.0, gt=0, description="completed items are kept this long, then purged"
+    )
     poll_seconds: float = Field(0.2, gt=0, description="continuous worker's idle poll")
     fold_seconds: float = Field(
         60.0,
@@ -50,25 +68,41 @@ class QueueSettings(BaseModel):
 class TidySettings(BaseModel):
     """The weekly tidy (seed 004): the long-term MEMORY.md and its hard caps."""
 
-    max_lines: int = Field(80, ge=5, le=10_000)
-    max_bytes: int = Field(5 * 1024, ge=256, le=10_000_000)
+    max_lines: int = Field(
+        80, ge=5, le=10_000, description="hard cap on MEMORY.md's lines, everything counted"
+    )
+    max_bytes: int = Field(
+        5 * 1024, ge=256, le=10_000_000, description="hard cap on MEMORY.md's size in bytes"
+    )
     days: int = Field(7, ge=1, le=60, description="daily logs consolidated per run")
 
 
 class AgingSettings(BaseModel):
     """Salience decay, compression, cold archive and (opt-in) deletion (seeds 001-003)."""
 
-    half_life_days: float = Field(30.0, gt=0)
+    half_life_days: float = Field(
+        30.0, gt=0, description="salience halves every this many days without an access"
+    )
     salience_epsilon: float = Field(0.01, ge=0, description="smaller changes are not written")
-    decay_batch: int = Field(50_000, ge=100)
-    compress_after_days: float = Field(90.0, gt=0)
-    archive_after_days: float = Field(365.0, gt=0)
-    delete_after_days: float = Field(730.0, gt=0)
-    deletion_enabled: bool = False
+    decay_batch: int = Field(50_000, ge=100, description="ids per salience decay statement")
+    compress_after_days: float = Field(
+        90.0, gt=0, description="sessions whose last message is older are compressed"
+    )
+    archive_after_days: float = Field(
+        365.0, gt=0, description="memories older than this move to the cold Parquet tier"
+    )
+    delete_after_days: float = Field(
+        730.0, gt=0, description="older memories, transcripts and sessions are deleted, if enabled"
+    )
+    deletion_enabled: bool = Field(
+        False, description="run the deletion step (off: nothing is ever deleted)"
+    )
     archive_url: str | None = Field(
         None, description="fsspec URL of the cold Parquet tier; default <data_dir>/archive"
     )
-    archive_batch: int = Field(50_000, ge=100)
+    archive_batch: int = Field(
+        50_000, ge=100, description="old memories read at once by archival (one file per year)"
+    )
 
 
 class QualitySettings(BaseModel):

@@ -10,19 +10,29 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 class RetrievalSettings(BaseModel):
     """How search ranks and how much it fetches; weights may come from the policy file."""
 
-    preset: Literal["archivist", "librarian"] = "archivist"
+    preset: Literal["archivist", "librarian"] = Field(
+        "archivist",
+        description="archivist: 0.6 semantic, 0.25 recency, 0.15 importance; librarian: 0.40 "
+        "semantic, 0.25 recency, 0.20 frequency, 0.15 vehemence",
+    )
     weights: dict[str, float] | None = Field(
         None, description="custom factor weights, replacing the preset's"
     )
-    half_life_days: float = Field(30.0, gt=0)
-    overfetch: int = Field(2, ge=1, le=20)
+    half_life_days: float = Field(
+        30.0, gt=0, description="half-life of the recency and salience factors, in days"
+    )
+    overfetch: int = Field(
+        2, ge=1, le=20, description="candidates per hit the pool is sized for (max(limit, 50))"
+    )
     dense_share: float = Field(
         0.5, ge=0, le=1, description="share of dense cosine in the fused relevance (rest BM25)"
     )
     ann_min_namespace_rows: int = Field(
         2_000, ge=100, description="namespaces this large get the HNSW index"
     )
-    ef_search: int = Field(100, ge=10, le=1000)
+    ef_search: int = Field(
+        100, ge=10, le=1000, description="hnsw.ef_search of a walk through a namespace's index"
+    )
     stats_ttl_seconds: float = Field(
         300.0, ge=0, description="how long BM25 statistics are reused in-process (0: never)"
     )
@@ -32,16 +42,18 @@ class RetrievalSettings(BaseModel):
         le=1,
         description="a query with no word match needs a candidate this close; default: embedder's",
     )
-    max_limit: int = Field(100, ge=1, le=1000)
+    max_limit: int = Field(100, ge=1, le=1000, description="largest limit a search accepts")
     prepared_statements: bool = Field(
         True,
         description="search's statements planned once per connection (off behind a pooler "
         "in transaction mode that cannot keep prepared statements)",
     )
-    prime_episodes: int = Field(3, ge=0, le=50)
-    prime_min_salience: float = Field(0.3, ge=0, le=1)
-    prime_threads: int = Field(5, ge=0, le=50)
-    prime_facts: int = Field(10, ge=0, le=100)
+    prime_episodes: int = Field(3, ge=0, le=50, description="recent episodes in a priming")
+    prime_min_salience: float = Field(
+        0.3, ge=0, le=1, description="episodes less salient are left out of a priming"
+    )
+    prime_threads: int = Field(5, ge=0, le=50, description="open threads in a priming")
+    prime_facts: int = Field(10, ge=0, le=100, description="salient facts in a priming")
 
 
 class ServingSettings(BaseModel):
@@ -59,8 +71,8 @@ class ServingSettings(BaseModel):
         True, description="serve as archivist_serving, which sees one namespace per transaction"
     )
     host: str = Field("127.0.0.1", description="address archivist api and mcp listen on")
-    api_port: int = Field(8765, ge=0, le=65535)
-    mcp_port: int = Field(8766, ge=0, le=65535)
+    api_port: int = Field(8765, ge=0, le=65535, description="port of archivist api")
+    mcp_port: int = Field(8766, ge=0, le=65535, description="port of archivist mcp --http")
     pool_size: int = Field(
         16,
         ge=1,
