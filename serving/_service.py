@@ -1,9 +1,11 @@
 """``MemoryService``: what the HTTP API and the MCP server do, for one grant at a time.
 
 Both are thin shells over this class. Every method takes a ``Grant`` (one namespace, read
-only or not) and works inside a transaction scoped to that namespace: with row-level
-security on (the default) the pool logs in as ``archivist_serving`` and cannot see another
-namespace's rows even through a query that forgets its filter. Writes go through the
+only or not) and works inside a transaction scoped to that namespace by the grant's key
+(``storage.keys.scope``): with row-level security on (the default) the pool logs in as
+``archivist_serving``, which sees only the rows of the namespace a key scoped its
+transaction to, even through a query that forgets its filter, and changes them only in a
+transaction scoped for writing. Writes go through the
 durable write queue (``remember``) or change one memory in place (pin, unpin, forget);
 each change is audited with the key's id, never the key.
 """
@@ -27,10 +29,9 @@ from storage import audit, queue
 from storage.embedding import LocalEmbedder
 from storage.kernel.errors import InputError
 from storage.kernel.settings import Settings
-from storage.keys import Grant, resolve_key
+from storage.keys import Grant, resolve_key, scope
 from storage.operations import serving_reads
 from storage.retrieval import Citation, Retriever, SearchOptions, TimeRange, cite
-from storage.server.scoped import scope
 
 MAX_EPISODES = 50
 
@@ -94,7 +95,7 @@ class MemoryService:
             raise Forbidden(f"this key is for another namespace than {namespace!r}")
         if write and grant.read_only:
             self._refused(grant, "read_only")
-            if grant.key_id is None:  # bound by configuration: there is no key to blame
+            if grant.key_id is None or grant.narrowed:  # the configuration's, not the key's
                 raise Forbidden("this server is read-only (started with --read-only)")
             raise Forbidden("this key is read-only")
 
@@ -116,7 +117,9 @@ class MemoryService:
         frequent request takes one connection, not two."""
         with self._database(), self.engine.begin() as conn:
             if isinstance(grant, KeyFor):
-                grant = self.check(grant, conn=conn)
+                grant = self.check(grant, conn=conn)  # which scopes the transaction
+            else:
+                self._scope(conn, grant)
             hits = self.retriever.search(
                 grant.namespace,
                 query,
@@ -130,8 +133,9 @@ class MemoryService:
 
     def prime(self, grant: Grant, message: str | None = None) -> dict[str, Any]:
         """What to remember when a conversation starts, as data and as text."""
-        with self._database():
-            return priming_view(self.retriever.prime(grant.namespace, message))
+        with self._database(), self.engine.begin() as conn:
+            self._scope(conn, grant)
+            return priming_view(self.retriever.prime(grant.namespace, message, conn=conn))
 
     def get(self, grant: Grant, memory_id: int) -> dict[str, Any]:
         """One memory of the grant's namespace; ``NotFound`` for any other id."""
@@ -191,7 +195,7 @@ class MemoryService:
             payload["importance"] = importance
         if occurred_at is not None:
             payload["occurred_at"] = occurred_at.isoformat()
-        with self._session(grant) as session:
+        with self._session(grant, write=True) as session:
             queued = queue.enqueue(
                 session,
                 grant.namespace,
@@ -207,7 +211,7 @@ class MemoryService:
     def set_pinned(self, grant: Grant, memory_id: int, *, pinned: bool) -> dict[str, Any]:
         """Pin (never ages) or unpin a memory of the grant's namespace."""
         self.authorize(grant, grant.namespace, write=True)
-        with self._session(grant) as session:
+        with self._session(grant, write=True) as session:
             if not serving_reads.set_pinned(session, grant.namespace, memory_id, pinned=pinned):
                 raise self._missing(session, grant, memory_id)
             self._audit(session, grant, "pin" if pinned else "unpin", f"memory:{memory_id}")
@@ -216,7 +220,7 @@ class MemoryService:
     def forget(self, grant: Grant, memory_id: int) -> dict[str, Any]:
         """Delete one memory now (a turn's sibling chunks with it)."""
         self.authorize(grant, grant.namespace, write=True)
-        with self._session(grant) as session:
+        with self._session(grant, write=True) as session:
             if queue.forget_memory(session, grant.namespace, memory_id) != "deleted":
                 raise self._missing(session, grant, memory_id)
             self._audit(session, grant, "forget_memory", f"memory:{memory_id}")
@@ -225,11 +229,18 @@ class MemoryService:
     # -- plumbing --------------------------------------------------------------------------
 
     @contextmanager
-    def _session(self, grant: Grant) -> Iterator[Session]:
-        """A transaction scoped to the grant's namespace, committed when the block ends."""
+    def _session(self, grant: Grant, *, write: bool = False) -> Iterator[Session]:
+        """A transaction scoped to the grant's namespace (``write``: for writing too),
+        committed when the block ends."""
         with self._database(), Session(self.engine) as session, session.begin():
-            scope(session.connection(), grant.namespace)
+            self._scope(session.connection(), grant, write=write)
             yield session
+
+    def _scope(self, conn: Connection, grant: Grant, *, write: bool = False) -> None:
+        """Scope the transaction by the grant's key: under row-level security the serving
+        role sees nothing otherwise. ``Unauthorized`` once the key no longer holds."""
+        if self.settings.serving.row_level_security and not scope(conn, grant, write=write):
+            raise Unauthorized("unknown or revoked key")
 
     @contextmanager
     def _database(self) -> Iterator[None]:

@@ -3,15 +3,16 @@
 A key is ``ak_`` and 43 random URL-safe characters (256 bits), shown once when created.
 The table keeps its SHA-256 (a key of that entropy needs no slow hash), the first
 characters to tell keys apart in a listing, the namespace and whether it may write. The
-serving role cannot read the table: it resolves one presented key through the database
-function ``archivist_key_grant`` (migration 0015).
+serving role cannot read the table: it presents a key's hash to the database function
+``archivist_scope`` (migration 0025), which answers for that key alone and scopes the
+transaction to the key's namespace, the only scope the serving role's policies trust.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import Connection, text
@@ -42,7 +43,7 @@ REVOKE = text(
     RETURNING namespace
     """
 )
-GRANT = text("SELECT key_id, namespace, read_only, revoked FROM archivist_key_grant(:hash)")
+SCOPE = text("SELECT key_id, namespace, read_only, revoked FROM archivist_scope(:hash, :write)")
 
 
 @dataclass(frozen=True)
@@ -63,9 +64,14 @@ class KeyInfo:
 class Grant:
     """What a presented key allows: one namespace, reading only or writing too."""
 
-    key_id: int | None  # None: bound by configuration (MCP over stdio), not by a key
+    key_id: int | None  # None: bound by configuration, not by a key (no row-level security)
     namespace: str
     read_only: bool
+    # The key's hash, which scopes a transaction to the namespace (``scope``).
+    credential: str | None = field(default=None, repr=False, compare=False)
+    # Read only by the server's configuration (``archivist mcp --read-only``), whatever
+    # the key may do.
+    narrowed: bool = False
 
     @property
     def actor(self) -> str:
@@ -106,11 +112,24 @@ def revoke_key(session: Session, key_id: int, now: datetime) -> str | None:
     return None if found is None else str(found)
 
 
-def resolve_key(conn: Connection, key: str) -> Grant | None:
-    """The grant of a valid key; None for an unknown or revoked one (or not a key at all)."""
+def resolve_key(conn: Connection, key: str, *, write: bool = False) -> Grant | None:
+    """The grant of a valid key, with this transaction scoped to its namespace (for writing
+    too with ``write``, if the key may write); None for an unknown or revoked one (or not a
+    key at all), and then the transaction has no scope."""
     if not key.startswith(PREFIX) or len(key) > 200:
         return None
-    row = conn.execute(GRANT, {"hash": key_hash(key)}).first()
+    hashed = key_hash(key)
+    row = conn.execute(SCOPE, {"hash": hashed, "write": write}).first()
     if row is None or row.revoked:
         return None
-    return Grant(key_id=int(row.key_id), namespace=str(row.namespace), read_only=row.read_only)
+    return Grant(int(row.key_id), str(row.namespace), row.read_only, credential=hashed)
+
+
+def scope(conn: Connection, grant: Grant, *, write: bool = False) -> bool:
+    """Scope this transaction to the grant's namespace by its key again (``write``: for
+    writing too, if the key may write); False when the key no longer holds (revoked or
+    deleted since) or the grant has none."""
+    if grant.credential is None:
+        return False
+    row = conn.execute(SCOPE, {"hash": grant.credential, "write": write}).first()
+    return row is not None and not row.revoked and str(row.namespace) == grant.namespace

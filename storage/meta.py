@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import String, Text, delete, exists, func, select
+from sqlalchemy import String, Text, delete, exists, func, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
@@ -15,6 +15,8 @@ from storage.memories import Memory
 EMBEDDING_MODEL, EMBEDDING_DIM = "embedding_model", "embedding_dim"
 # Set while ``archivist reembed`` fills the next vectors; gone when they replace the old.
 REEMBED_MODEL, REEMBED_DIM = "reembed_model", "reembed_dim"
+CAN_RECORD = text("SELECT has_table_privilege('archivist_meta', 'INSERT')")
+ADOPT = text("SELECT archivist_adopt_model(:model)")
 
 
 class SchemaFact(Base):
@@ -58,8 +60,7 @@ def check_compatible(session: Session, embedder: Embedder) -> None:
     stored_model = facts.get(EMBEDDING_MODEL) or _model_of_rows(session)
     if stored_model == embedder.name and stored_dim == embedder.dim:
         return
-    if stored_dim == embedder.dim and (stored_model is None or _empty(session)):
-        set_fact(session, EMBEDDING_MODEL, embedder.name)
+    if stored_dim == embedder.dim and _adopted(session, embedder.name, stored_model):
         return
     under_way = facts.get(REEMBED_MODEL)
     raise ConfigurationError(
@@ -72,6 +73,18 @@ def check_compatible(session: Session, embedder: Embedder) -> None:
             "or configure the store's model again (ARCHIVIST_EMBEDDING__PROVIDER and __MODEL)"
         )
     )
+
+
+def _adopted(session: Session, model: str, stored_model: str | None) -> bool:
+    """Whether the store took ``model`` as its own: it holds no vector yet (or names no
+    model). A role that cannot see every row or write the facts (the serving role) asks
+    ``archivist_adopt_model`` (migration 0025), which adopts only for a store with no vector."""
+    if not session.execute(CAN_RECORD).scalar_one():
+        return bool(session.execute(ADOPT, {"model": model}).scalar() == model)
+    if stored_model is None or _empty(session):
+        set_fact(session, EMBEDDING_MODEL, model)
+        return True
+    return False
 
 
 def _model_of_rows(session: Session) -> str | None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
-from sqlalchemy import text
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.orm import Session
 
 from storage.embedding import Embedder, HashingEmbedder
@@ -184,3 +185,25 @@ def pseudonym(store: Store, namespace: str) -> str:
 
     with Session(store.engine) as session, session.begin():
         return namespace_pseudonym(session, namespace)
+
+
+def new_key(store: Store, namespace: str, *, read_only: bool = False) -> str:
+    """A new key of ``namespace``, created as the store's own role (the owner)."""
+    from storage.keys import create_key
+
+    with Session(store.engine) as session, session.begin():
+        return create_key(session, namespace, read_only=read_only)[1]
+
+
+@contextmanager
+def scoped(
+    engine: Engine, store: Store, namespace: str, *, write: bool = False
+) -> Iterator[Connection]:
+    """A transaction of ``engine`` scoped to ``namespace`` by a new key of it, as the API
+    scopes one (``storage.keys.resolve_key``)."""
+    from storage.keys import resolve_key
+
+    key = new_key(store, namespace)
+    with engine.begin() as conn:
+        assert resolve_key(conn, key, write=write) is not None
+        yield conn

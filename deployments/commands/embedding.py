@@ -43,13 +43,13 @@ def reembed_command(namespace: str | None, batch_size: int) -> None:
 def run_reembed(settings: Settings, namespace: str | None, batch_size: int, bars: Bars) -> None:
     """Re-embed with progress, then say whether the store now uses the new model."""
     from storage.embedding import make_embedder
-    from storage.server.engine import open_store
+    from storage.server.engine import Role, open_store
     from storage.server.migrate import require_current
     from tasks.reembed import reembed
 
     if namespace is not None and not NAMESPACE.fullmatch(namespace):
         raise InputError(f"namespace {namespace!r} is not a valid name")
-    store = open_store(settings)
+    store = open_store(settings, Role.OWNER)  # it changes the vector columns
     require_current(store.engine, settings)
     embedder = make_embedder(settings.embedding, store.engine, redaction=settings.redaction)
     out = reembed(

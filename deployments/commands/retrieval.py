@@ -122,11 +122,11 @@ def as_json(document: dict[str, Any]) -> str:
 
 def run_index(settings: Settings, min_rows: int | None, bars: Bars) -> dict[str, int]:
     """Flag large namespaces' memories into the HNSW index, with progress."""
-    from storage.server.engine import open_store
+    from storage.server.engine import Role, open_store
     from storage.server.migrate import require_current
     from tasks.ann_index import refresh_ann_index
 
-    store = open_store(settings)
+    store = open_store(settings, Role.OWNER)  # it creates the namespaces' indexes
     require_current(store.engine, settings)
     threshold = min_rows or settings.retrieval.ann_min_namespace_rows
     done = refresh_ann_index(

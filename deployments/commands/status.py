@@ -89,9 +89,10 @@ def latest_prefect_runs(url: str) -> list[tuple[str, str, datetime | None]]:
 
 def server_data(settings: Settings) -> dict[str, Any]:
     """Which server holds the store and, for the embedded one, how long it stays up."""
+    from storage.server.engine import configured_url
     from storage.server.keeper import keeper_pid
 
-    if settings.database_url is not None:
+    if configured_url(settings) is not None:
         return {"embedded": False}
     pgdata, seconds = settings.pgdata_dir, settings.embedded_keep_alive_seconds
     pid = keeper_pid(pgdata) if pgdata.is_dir() else None

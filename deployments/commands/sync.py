@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING
 
 import fsspec
 
 from storage.kernel.settings import Settings
-from storage.server.engine import open_store
+from storage.server.engine import Role, open_store
 from storage.server.migrate import upgrade
 from tasks.sync import IngestReport, JsonlTranscripts, SyncReport, ingest
 
@@ -21,8 +22,8 @@ DAYS = "days back-filled"
 
 
 def upgrade_schema(settings: Settings) -> str:
-    """Apply pending migrations and say what happened."""
-    store = open_store(settings)
+    """Apply pending migrations, as the owner, and say what happened."""
+    store = open_store(settings, Role.OWNER)
     before, after = upgrade(store.engine, settings)
     where = "embedded PostgreSQL in " + str(settings.pgdata_dir) if store.embedded else "database"
     if before == after:
@@ -30,12 +31,31 @@ def upgrade_schema(settings: Settings) -> str:
     return f"schema upgraded {before or 'empty'} -> {after} ({where})"
 
 
+def set_up_roles(settings: Settings, roles: Sequence[str]) -> list[str]:
+    """New passwords for ``roles`` (pipeline, serving) set as the owner; the setting each
+    process is to be given, as ``VARIABLE='URL'`` lines."""
+    from storage.server.roles import ROLES, new_password, role_url, set_login
+
+    store = open_store(settings, Role.OWNER)
+    owner_url = store.engine.url.render_as_string(hide_password=False)
+    lines = []
+    with store.engine.begin() as conn:
+        for kind in roles:
+            role, variable = ROLES[kind]
+            password = new_password()
+            set_login(conn, role, password)
+            lines.append(f"{variable}='{role_url(owner_url, role, password)}'")
+    return lines
+
+
 def stop_embedded(settings: Settings) -> str:
     """Let the embedded server's keeper go; say whether the server stopped."""
+    from storage.server.engine import configured_url
     from storage.server.keeper import server_running, stop_keeper, stop_unheld, wait_stopped
 
-    if settings.database_url is not None:
-        return "nothing to stop: ARCHIVIST_DATABASE_URL names the database server"
+    configured = configured_url(settings)
+    if configured is not None:
+        return f"nothing to stop: {configured[0]} names the database server"
     pgdata = settings.pgdata_dir
     pid = stop_keeper(pgdata)
     if pid is None:

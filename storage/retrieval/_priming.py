@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -16,7 +17,6 @@ from storage.retrieval._citations import cite, sources_line
 from storage.retrieval._ranking import make_hit
 from storage.retrieval._sql import EPISODE_ENTITIES, RECENT_EPISODES, RECORD_ACCESS, TOP_FACTS
 from storage.retrieval._types import Hit, PrimedEpisode, PrimedThread, Priming
-from storage.server.scoped import scope
 
 FACT_KINDS = ["fact", "preference", "decision"]
 _SCAN = 50
@@ -53,8 +53,9 @@ def build_priming(
     now: datetime,
     *,
     record_access: bool,
+    conn: Connection | None = None,
 ) -> Priming:
-    """Everything priming needs, read in one transaction."""
+    """Everything priming needs, read in one transaction: ``conn``'s, or one of its own."""
     timings: dict[str, float] = {}
     clock = time.perf_counter()
     message = (initial_message or "").strip() or None
@@ -63,24 +64,32 @@ def build_priming(
     if message:
         asked = (message, retriever.query_vector(namespace, message, what="first message"))
     timings["embedding"] = _lap(clock)
-    with retriever.engine.begin() as conn:
-        scope(conn, namespace)
-        rows = conn.execute(RECENT_EPISODES, {"namespace": namespace, "now": now, "scan": _SCAN})
+    with _transaction(retriever.engine, conn) as tx:
+        rows = tx.execute(RECENT_EPISODES, {"namespace": namespace, "now": now, "scan": _SCAN})
         episodes, threads, episode_ids = _episodes(retriever, list(rows), now)
         timings["episodes"] = _lap(clock)
-        facts = _facts(retriever, conn, namespace, asked, now)
+        facts = _facts(retriever, tx, namespace, asked, now)
         timings["facts"] = _lap(clock)
-        entities = _entities(retriever, conn, namespace, asked, now, episodes)
+        entities = _entities(retriever, tx, namespace, asked, now, episodes)
         timings["entities"] = _lap(clock)
         if record_access:
             ids = [h.memory_id for h in facts] + episode_ids
             if ids:
                 context = f"prime: {(message or '')[:500]}"
                 params = {"namespace": namespace, "ids": ids, "context": context, "at": now}
-                conn.execute(RECORD_ACCESS, params)
+                tx.execute(RECORD_ACCESS, params)
     formatted = format_priming(namespace, episodes, threads, facts, entities)
     timings["total"] = _lap(clock)
     return Priming(namespace, episodes, threads, facts, entities, formatted, timings)
+
+
+@contextmanager
+def _transaction(engine: Engine, conn: Connection | None) -> Iterator[Connection]:
+    if conn is not None:
+        yield conn
+        return
+    with engine.begin() as own:
+        yield own
 
 
 def _lap(start: float) -> float:

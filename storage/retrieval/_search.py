@@ -56,7 +56,7 @@ from storage.retrieval._sql import (
 )
 from storage.retrieval._stats import StatsCache
 from storage.retrieval._types import DOC_KIND, Hit, Priming, SearchOptions
-from storage.server.scoped import scope
+from storage.server.scoped import relax_commit
 
 NO_OPTIONS = SearchOptions()
 
@@ -88,20 +88,25 @@ class Retriever:
     def from_settings(cls, settings: Settings, *, serving: bool = False) -> Retriever:
         """Open the configured store and embedder, checking that both fit the schema.
 
-        ``serving``: search through the serving pool (``storage.server.scoped``): the serving role,
-        which sees one namespace per transaction, unless row-level security is turned off;
-        the checks above still run as the store's role.
+        ``serving``: connect only through the serving pool (``storage.server.scoped``): the
+        serving role, which sees one namespace per transaction, scoped by a key
+        (``storage.keys``), unless row-level security is turned off. Else the pipeline's
+        role (``storage.server.engine``), which sees every namespace.
         """
         from sqlalchemy.orm import Session
 
         from storage.meta import read_facts
-        from storage.server.connect import connect
+        from storage.server.connect import checked_embedder, connect
         from storage.server.scoped import open_serving_engine
 
-        store, embedder = connect(settings)
-        with Session(store.engine) as session:
+        if serving:
+            engine = open_serving_engine(settings)
+            embedder = checked_embedder(engine, settings)
+        else:
+            store, embedder = connect(settings)
+            engine = store.engine
+        with Session(engine) as session:
             config = read_facts(session).get("text_search_config", "english")
-        engine = open_serving_engine(settings) if serving else store.engine
         retriever = cls(engine, embedder, settings.retrieval, settings.tz, config)
         retriever.archive = ArchiveReader(options=settings.storage_options)
         return retriever
@@ -121,8 +126,9 @@ class Retriever:
         ``as_of`` (now); ``options`` narrow or reweigh it; ``record_access``: count each
         hit as an access.
 
-        ``conn``: search inside the caller's transaction (scoped to ``namespace`` here, and
-        committed by the caller) instead of one of its own."""
+        ``conn``: search inside the caller's transaction (committed by the caller) instead
+        of one of its own; under the serving role, the caller scoped it by a key
+        (``storage.keys``), and a transaction of its own sees nothing."""
         check_request(namespace, query, limit, options.kinds, self.settings.max_limit)
         now = aware(as_of) if as_of is not None else datetime.now(UTC)
         start, end = resolve_time_range(options.time_range, now, self.tz)
@@ -139,7 +145,7 @@ class Retriever:
         )
         try:
             with self._transaction(conn) as tx:
-                scope(tx, namespace, relaxed=True)
+                relax_commit(tx)
                 hits = self._search(tx, request, now, used)
                 if record_access and hits:
                     self._record(tx, namespace, hits, query, now)
@@ -154,15 +160,19 @@ class Retriever:
         *,
         as_of: datetime | None = None,
         record_access: bool = True,
+        conn: Connection | None = None,
     ) -> Priming:
-        """What to remember when a conversation starts (seed 003), with readable text."""
+        """What to remember when a conversation starts (seed 003), with readable text;
+        ``conn``: in the caller's transaction (as ``search``)."""
         if not NAMESPACE.fullmatch(namespace):
             raise RetrievalError(
                 f"bad namespace {namespace!r}: lowercase letters, digits, '.', '_', '-'"
             )
         now = aware(as_of) if as_of is not None else datetime.now(UTC)
         try:
-            return build_priming(self, namespace, initial_message, now, record_access=record_access)
+            return build_priming(
+                self, namespace, initial_message, now, record_access=record_access, conn=conn
+            )
         except DBAPIError as exc:
             raise StorageError(f"priming namespace {namespace!r} failed: {exc.orig}") from exc
 
@@ -258,7 +268,6 @@ class Retriever:
         check_request(namespace, query, limit, kinds, self.settings.max_limit)
         request = Request(namespace, query, self.embedder.embed_query(query), limit, kinds=kinds)
         with self.engine.connect() as conn:
-            scope(conn, namespace)
             prepared = self._params(conn, request)
             if prepared is None:
                 return "empty namespace: no plan"

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from storage.embedding import Embedder, make_embedder
 from storage.kernel.settings import Settings
 from storage.meta import check_compatible
-from storage.server.engine import Store, open_store
+from storage.server.engine import Role, Store, open_store
 from storage.server.migrate import require_current
 
 
-def connect(settings: Settings) -> tuple[Store, Embedder]:
-    """Open the store, check its schema and that the configured embedder fits it."""
-    store = open_store(settings)
-    require_current(store.engine, settings)
-    embedder = make_embedder(settings.embedding, store.engine, redaction=settings.redaction)
-    with Session(store.engine) as session, session.begin():
+def connect(settings: Settings, role: Role = Role.PIPELINE) -> tuple[Store, Embedder]:
+    """Open the store as ``role``, check its schema and that the configured embedder fits it."""
+    store = open_store(settings, role)
+    return store, checked_embedder(store.engine, settings)
+
+
+def checked_embedder(engine: Engine, settings: Settings) -> Embedder:
+    """The configured embedder, once the schema behind ``engine`` is current and its vectors
+    are the embedder's (any role: the serving role's checks read only what it may)."""
+    require_current(engine, settings)
+    embedder = make_embedder(settings.embedding, engine, redaction=settings.redaction)
+    with Session(engine) as session, session.begin():
         check_compatible(session, embedder)
-    return store, embedder
+    return embedder

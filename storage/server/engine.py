@@ -18,12 +18,14 @@ import sys
 import threading
 import warnings
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import psycopg
 from psycopg import sql
+from pydantic import SecretStr
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import OperationalError
@@ -62,16 +64,24 @@ _engines: dict[str, Engine] = {}
 _servers: dict[Path, Any] = {}
 
 
+class Role(StrEnum):
+    """Who a process connects as (the serving role's URL is ``storage.server.scoped``'s)."""
+
+    OWNER = "owner"  # the schema's owner: migrations, keys, indexes, re-embedding
+    PIPELINE = "pipeline"  # the flows, the workers and the CLI's other commands
+
+
 @dataclass(frozen=True)
 class Store:
-    """An engine plus the settings it was opened with."""
+    """An engine plus the settings it was opened with, and who it connects as."""
 
     engine: Engine
     settings: Settings
+    role: Role = Role.PIPELINE
 
     @property
     def embedded(self) -> bool:
-        return self.settings.database_url is None
+        return configured_url(self.settings, self.role) is None
 
 
 def _exit_normally(signum: int, _frame: FrameType | None) -> None:
@@ -87,14 +97,17 @@ def install_signal_handlers() -> None:
         signal.signal(signal.SIGTERM, _exit_normally)
 
 
-def embedded_url(pgdata: Path, keep_alive: float = 0.0) -> str:
+def embedded_url(pgdata: Path, keep_alive: float = 0.0, *, tune: bool = True) -> str:
     """Start (or attach to) the embedded server in ``pgdata`` and return its psycopg URL;
-    at this process's first attach, a keeper for ``keep_alive`` s (``storage.server.keeper``)."""
+    at this process's first attach, a keeper for ``keep_alive`` s (``storage.server.keeper``).
+
+    ``tune``: write ``EMBEDDED_SETTINGS`` as the server's superuser; a serving process
+    (which connects as nothing else) leaves it to the others."""
     with _lock:
         server = _servers.get(pgdata)
         if server is None:
             server = _start(pgdata)
-            if tune_embedded(str(server.get_uri())):
+            if tune and tune_embedded(str(server.get_uri())):
                 # A setting waits for a restart (a new data dir): restart now, unless other
                 # processes hold the server (then it applies at its next start).
                 server.cleanup()
@@ -154,22 +167,40 @@ def tune_embedded(uri: str) -> bool:
         return bool(pending and pending[0])
 
 
-def resolve_url(settings: Settings) -> str:
-    """The SQLAlchemy URL to use: the configured one, or the embedded server's."""
+def configured_url(settings: Settings, role: Role = Role.PIPELINE) -> tuple[str, SecretStr] | None:
+    """The variable and URL configured for ``role`` (the pipeline falls back to the owner's),
+    or None for the embedded server."""
+    if role is Role.PIPELINE and settings.pipeline.database_url is not None:
+        return "ARCHIVIST_PIPELINE__DATABASE_URL", settings.pipeline.database_url
     if settings.database_url is not None:
-        url = settings.database_url.get_secret_value()
-        try:
-            parsed = make_url(url)
-        except Exception as exc:  # SQLAlchemy raises ArgumentError with the URL in it
-            raise ConfigurationError("ARCHIVIST_DATABASE_URL is not a valid URL") from exc
-        if parsed.drivername in ("postgresql", "postgres"):
-            parsed = parsed.set(drivername="postgresql+psycopg")
-        if parsed.drivername != "postgresql+psycopg":
-            raise ConfigurationError(
-                f"ARCHIVIST_DATABASE_URL uses driver {parsed.drivername!r}; "
-                "use postgresql:// or postgresql+psycopg://"
-            )
-        return parsed.render_as_string(hide_password=False)
+        return "ARCHIVIST_DATABASE_URL", settings.database_url
+    return None
+
+
+def psycopg_url(variable: str, url: SecretStr) -> str:
+    """A configured URL with psycopg as its driver; a clear error naming ``variable`` when it
+    is not a PostgreSQL URL."""
+    raw = url.get_secret_value()
+    try:
+        parsed = make_url(raw)
+    except Exception as exc:  # SQLAlchemy raises ArgumentError with the URL in it
+        raise ConfigurationError(f"{variable} is not a valid URL") from exc
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.drivername != "postgresql+psycopg":
+        raise ConfigurationError(
+            f"{variable} uses driver {parsed.drivername!r}; "
+            "use postgresql:// or postgresql+psycopg://"
+        )
+    return parsed.render_as_string(hide_password=False)
+
+
+def resolve_url(settings: Settings, role: Role = Role.PIPELINE) -> str:
+    """The SQLAlchemy URL ``role`` uses: the configured one, or the embedded server's (as
+    its superuser, the owner of the data directory)."""
+    configured = configured_url(settings, role)
+    if configured is not None:
+        return psycopg_url(*configured)
     return embedded_url(settings.pgdata_dir, settings.embedded_keep_alive_seconds)
 
 
@@ -221,9 +252,10 @@ def check_pgvector(engine: Engine) -> None:
         )
 
 
-def open_store(settings: Settings) -> Store:
-    """Connect and check pgvector; the schema is checked separately (see ``migrations``)."""
+def open_store(settings: Settings, role: Role = Role.PIPELINE) -> Store:
+    """Connect as ``role`` and check pgvector; the schema is checked separately (see
+    ``migrations``)."""
     install_signal_handlers()
-    engine = get_engine(resolve_url(settings))
+    engine = get_engine(resolve_url(settings, role))
     check_pgvector(engine)
-    return Store(engine=engine, settings=settings)
+    return Store(engine=engine, settings=settings, role=role)

@@ -16,7 +16,8 @@ from sqlalchemy.orm import Session
 from serving.api import worker_pool_size
 from storage.keys import key_hash
 from storage.operations.access import fold_accesses
-from tests.serving.conftest import ARCHIVIST, Served
+from storage.server.scoped import SERVING_ROLE
+from tests.serving.conftest import ARCHIVIST, LISTENING, Served, wait_for_line
 from tests.storage.memory_factory import put
 
 AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -427,3 +428,29 @@ def test_search_mixes_document_chunks_in_with_their_provenance(served: Served, t
 def test_workers_share_the_apis_pool() -> None:
     assert [worker_pool_size(16, n) for n in (1, 2, 3, 4)] == [16, 8, 6, 4]
     assert worker_pool_size(1, 4) == 1  # never a process without a connection
+
+
+def test_the_api_runs_with_the_serving_url_alone(served: Served, tmp_path) -> None:
+    """No owner's or pipeline's URL in the process: it logs in as the serving role, and
+    (its data directory empty) starts no database server of its own."""
+    (mine,) = put(served.store, "lone", ["the boiler is serviced in March"], AT)
+    url = served.store.engine.url.set(username=SERVING_ROLE).render_as_string(hide_password=False)
+    env = {k: v for k, v in served.environment().items() if k != "ARCHIVIST_DATABASE_URL"}
+    env |= {"ARCHIVIST_SERVING__DATABASE_URL": url, "ARCHIVIST_DATA_DIR": str(tmp_path / "data")}
+    log = tmp_path / "api.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [ARCHIVIST, "api", "--port", "0"], env=env, stdout=sink, stderr=subprocess.STDOUT
+        )
+    try:
+        base = wait_for_line(process, log, LISTENING)
+        key = served.key("lone")
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as client:
+            health = client.get("/v1/health").json()
+            found = client.post("/v1/namespaces/lone/search", json={"query": "boiler"}).json()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert health["role"] == SERVING_ROLE
+    assert [h["memory_id"] for h in found["hits"]] == [mine]
+    assert not (tmp_path / "data" / "pgdata").exists()

@@ -1,12 +1,14 @@
 """The second wall: under the serving role a query without any namespace condition still
-returns only the namespace its transaction is scoped to (migration 0015)."""
+returns only the namespace a key scoped its transaction to (migrations 0015 and 0025), and
+the serving role cannot scope a transaction any other way."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import Engine, text
+from pydantic import SecretStr
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError, ProgrammingError
 from sqlalchemy.orm import Session
 
@@ -14,18 +16,23 @@ from storage import queue
 from storage.kernel.errors import ConfigurationError
 from storage.kernel.records import MessageRecord, SessionRecord
 from storage.kernel.settings import Settings
-from storage.keys import create_key, resolve_key
+from storage.keys import create_key, key_hash, resolve_key, revoke_key
 from storage.operations.access import fold_accesses
 from storage.retrieval import Retriever
 from storage.server.engine import Store
-from storage.server.scoped import SERVING_ROLE, open_serving_engine, scope
+from storage.server.scoped import PIPELINE_ROLE, SERVING_ROLE, open_serving_engine
 from storage.sessions import record_messages, record_session
+from tests.helpers import new_key, scoped
 from tests.storage.memory_factory import put
 
 AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
-# Look-alikes: a prefix and suffixes of the scoped namespace (a case variant cannot be one:
+# Look-alikes: prefixes and suffixes of one another (a case variant cannot be one:
 # namespaces are lowercase).
-NAMESPACES = ("alice", "alice2", "alice.b", "bob")
+NAMESPACES = ("alice", "alice2", "alice.b", "ann", "anna", "bob")
+QUEUE_ROW = (
+    "INSERT INTO memory_write_queue (namespace, op, payload, max_attempts, available_at, "
+    "created_at, updated_at) VALUES (:ns, 'ADD_MEMORY', '{}', 3, now(), now(), now())"
+)
 
 
 def _fill(store: Store) -> dict[str, list[int]]:
@@ -43,6 +50,36 @@ def _fill(store: Store) -> dict[str, list[int]]:
     return ids
 
 
+def _walled(store: Store) -> list[str]:
+    """Every table with a namespace column that the serving role may read."""
+    with store.engine.connect() as conn:
+        tables = conn.execute(
+            text(
+                "SELECT table_name FROM information_schema.columns "
+                "WHERE table_schema = 'public' AND column_name = 'namespace'"
+            )
+        ).scalars()
+        return sorted(
+            t
+            for t in tables
+            if conn.execute(
+                text("SELECT has_table_privilege(:role, :t, 'SELECT')"),
+                {"role": SERVING_ROLE, "t": t},
+            ).scalar_one()
+        )
+
+
+def _seen(conn: Connection, tables: list[str]) -> dict[str, set[str]]:
+    """The namespaces each table shows this transaction (tables showing none left out)."""
+    seen = {}
+    for table in [*tables, "chat_messages"]:
+        column = "session_id" if table == "chat_messages" else "namespace"
+        found = conn.execute(text(f"SELECT DISTINCT {column} FROM {table}")).scalars().all()
+        if found:
+            seen[table] = set(found)
+    return seen
+
+
 @pytest.fixture
 def serving(settings: Settings, store: Store) -> Engine:
     return open_serving_engine(settings)
@@ -50,8 +87,7 @@ def serving(settings: Settings, store: Store) -> Engine:
 
 def test_an_unfiltered_query_returns_only_the_scoped_namespace(store: Store, serving: Engine):
     _fill(store)
-    with serving.begin() as conn:
-        scope(conn, "alice")
+    with scoped(serving, store, "alice") as conn:
         memories = conn.execute(text("SELECT namespace, content FROM memories")).all()
         messages = conn.execute(text("SELECT content FROM chat_messages")).scalars().all()
         queued = conn.execute(text("SELECT namespace FROM memory_write_queue")).scalars().all()
@@ -64,49 +100,172 @@ def test_an_unfiltered_query_returns_only_the_scoped_namespace(store: Store, ser
 
 def test_every_table_with_namespace_data_is_walled(store: Store, serving: Engine):
     _fill(store)
+    walled = _walled(store)
+    assert {"memories", "chat_sessions", "audit_log", "document_chunks"} <= set(walled)
     with store.engine.connect() as conn:
-        tables = conn.execute(
-            text(
-                "SELECT table_name FROM information_schema.columns "
-                "WHERE table_schema = 'public' AND column_name = 'namespace'"
-            )
-        ).scalars()
-        # Tables the serving role has no right on at all (api_keys, pseudonym_keys...) need
-        # no wall.
-        walled = {
-            t
-            for t in tables
-            if conn.execute(
-                text("SELECT has_table_privilege('archivist_serving', :t, 'SELECT')"), {"t": t}
-            ).scalar_one()
-        }
-        assert {"memories", "chat_sessions", "audit_log"} <= walled
         unprotected = conn.execute(
             text(
                 "SELECT relname FROM pg_class WHERE relname = ANY(:t) AND NOT relrowsecurity "
-                "OR relname = ANY(:t) AND relname NOT IN (SELECT tablename FROM pg_policies)"
+                "OR relname = ANY(:t) AND relname NOT IN (SELECT tablename FROM pg_policies "
+                "WHERE policyname = 'namespace_scope')"
             ),
-            {"t": sorted(walled)},
+            {"t": walled},
         ).all()
-    assert unprotected == []
-    with serving.begin() as conn:
-        scope(conn, "alice2")
-        for table in sorted(walled):
-            seen = conn.execute(text(f"SELECT DISTINCT namespace FROM {table}")).scalars().all()
-            assert set(seen) <= {"alice2"}, table
+        # A policy that trusts anything but the key's scope (the old custom setting).
+        trusting = conn.execute(
+            text(
+                "SELECT tablename, policyname FROM pg_policies WHERE :role = ANY(roles) "
+                "AND tablename <> 'chat_messages' "
+                "AND (qual NOT LIKE '%archivist_namespace(%' OR qual LIKE '%current_setting%')"
+            ),
+            {"role": SERVING_ROLE},
+        ).all()
+    assert unprotected == [] and trusting == []
+    with scoped(serving, store, "alice2") as conn:
+        seen = _seen(conn, walled)
+    assert all(found <= {"alice2", "s-alice2"} for found in seen.values()), seen
+    assert {"memories", "chat_sessions", "memory_write_queue", "chat_messages"} <= set(seen)
+
+
+def test_every_table_with_row_level_security_lets_the_pipeline_through(store: Store):
+    with store.engine.connect() as conn:
+        missing = conn.execute(
+            text(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = 'public' AND c.relrowsecurity AND NOT EXISTS ("
+                "  SELECT FROM pg_policies p WHERE p.tablename = c.relname "
+                "  AND p.policyname = 'pipeline_all' AND :role = ANY(p.roles))"
+            ),
+            {"role": PIPELINE_ROLE},
+        ).all()
+    assert missing == []
 
 
 def test_without_a_scope_the_serving_role_sees_nothing(store: Store, serving: Engine):
     _fill(store)
     with serving.connect() as conn:
+        assert _seen(conn, _walled(store)) == {}
+
+
+def test_a_namespace_set_by_hand_shows_nothing(store: Store, serving: Engine):
+    """``SET`` / ``set_config`` of the old setting or of the scope itself: 0 rows in every
+    namespace table, whatever the value, even a tag taken from a real scope."""
+    _fill(store)
+    walled = _walled(store)
+    with scoped(serving, store, "ann") as conn:
+        token = conn.execute(text("SELECT current_setting('archivist.scope')")).scalar_one()
+    namespace, mode, tag = token.split("/")
+    assert (namespace, mode) == ("ann", "r")
+    forged = [
+        "anna/r/" + tag,  # another namespace with ann's tag
+        "ann/w/" + tag,  # a write scope with a read scope's tag
+        "bob/r/" + "0" * 64,
+        "bob/r/",
+        "bob",
+        token,  # ann's own token, outside the transaction it was made for
+    ]
+    for value in forged:
+        for statement in (
+            "SELECT set_config('archivist.scope', :value, false)",
+            "SELECT set_config('archivist.scope', :value, true)",
+        ):
+            with serving.begin() as conn:
+                conn.execute(text(statement), {"value": value})
+                assert _seen(conn, walled) == {}, value
+            with serving.connect() as conn:
+                conn.execute(text("RESET archivist.scope"))
+    with serving.begin() as conn:
+        conn.execute(text("SET archivist.namespace = 'bob'"))
+        conn.execute(text("SELECT set_config('archivist.namespace', 'anna', true)"))
+        assert _seen(conn, walled) == {}
+
+
+def test_a_scope_copied_to_another_connection_shows_nothing(store: Store, serving: Engine):
+    _fill(store)
+    key = new_key(store, "anna")
+    with serving.connect() as one, serving.connect() as other:
+        assert one.connection.dbapi_connection is not other.connection.dbapi_connection
+        with one.begin(), other.begin():
+            resolve_key(one, key)
+            token = one.execute(text("SELECT current_setting('archivist.scope')")).scalar_one()
+            other.execute(text("SELECT set_config('archivist.scope', :t, true)"), {"t": token})
+            assert one.execute(text("SELECT count(*) FROM memories")).scalar() == 1
+            assert other.execute(text("SELECT count(*) FROM memories")).scalar() == 0
+
+
+def test_a_connection_with_one_key_reads_no_other_namespace(store: Store, serving: Engine):
+    """A compromised serving connection holding ann's key: whatever it runs, it reads ann's
+    rows and no look-alike's."""
+    ids = _fill(store)
+    walled = _walled(store)
+    key = new_key(store, "ann")
+    with serving.begin() as conn:
+        assert resolve_key(conn, key, write=True) is not None
+        assert resolve_key(conn, key + "x") is None  # a wrong key drops the scope
+        assert _seen(conn, walled) == {}
+        grant = resolve_key(conn, key, write=True)
+        assert grant is not None and grant.namespace == "ann"
+        token = conn.execute(text("SELECT current_setting('archivist.scope')")).scalar_one()
+        conn.execute(
+            text("SELECT set_config('archivist.scope', :t, true)"),
+            {"t": token.replace("ann/", "anna/", 1)},
+        )
+        assert _seen(conn, walled) == {}
+        resolve_key(conn, key)
+        seen = _seen(conn, walled)
+        anna = conn.execute(
+            text("SELECT count(*) FROM memories WHERE id = ANY(:ids)"),
+            {"ids": ids["anna"] + ids["bob"]},
+        ).scalar()
+    assert all(found <= {"ann", "s-ann"} for found in seen.values()) and anna == 0
+    for private in ("SELECT * FROM archivist_scope_key", "SELECT key_hash FROM api_keys"):
+        with pytest.raises(DBAPIError, match="permission denied"), serving.connect() as conn:
+            conn.execute(text(private))
+    with pytest.raises(DBAPIError, match="permission denied"), serving.connect() as conn:
+        conn.execute(text("SELECT archivist_scope_tag('anna', 'r')"))
+
+
+def test_writes_need_a_key_that_may_write(store: Store, serving: Engine):
+    ids = _fill(store)
+    reader = new_key(store, "ann", read_only=True)
+    writer = new_key(store, "ann")
+    for key, write in ((reader, True), (writer, False)):  # no write scope either way
+        with pytest.raises(ProgrammingError, match="row-level security"):
+            with serving.begin() as conn:
+                resolve_key(conn, key, write=write)
+                conn.execute(text(QUEUE_ROW), {"ns": "ann"})
+        with serving.begin() as conn:
+            resolve_key(conn, key, write=write)
+            pinned = conn.execute(text("UPDATE memories SET pinned = true")).rowcount
+            deleted = conn.execute(text("DELETE FROM memories")).rowcount
+            assert (pinned, deleted) == (0, 0)
+    with serving.begin() as conn:
+        resolve_key(conn, writer, write=True)
+        conn.execute(text(QUEUE_ROW), {"ns": "ann"})
+        assert conn.execute(text("UPDATE memories SET pinned = true")).rowcount == 1
+    with store.engine.connect() as conn:
+        pinned_ids = conn.execute(text("SELECT id FROM memories WHERE pinned")).scalars().all()
+    assert pinned_ids == ids["ann"]
+
+
+def test_a_revoked_key_scopes_nothing(store: Store, serving: Engine):
+    _fill(store)
+    with Session(store.engine) as session, session.begin():
+        key_id, key = create_key(session, "alice")
+        revoke_key(session, key_id, AT)
+    with serving.begin() as conn:
+        assert resolve_key(conn, key) is None
+        row = conn.execute(
+            text("SELECT revoked FROM archivist_scope(:h)"), {"h": key_hash(key)}
+        ).one()
+        assert row.revoked is True
         assert conn.execute(text("SELECT count(*) FROM memories")).scalar() == 0
-        assert conn.execute(text("SELECT count(*) FROM chat_messages")).scalar() == 0
 
 
 def test_the_scope_ends_with_its_transaction(store: Store, serving: Engine):
     _fill(store)
-    with serving.begin() as conn:
-        scope(conn, "bob")
+    with scoped(serving, store, "bob") as conn:
+        assert conn.execute(text("SELECT count(*) FROM memories")).scalar() == 1
     with serving.begin() as conn:  # the pool hands back the same connection
         assert conn.execute(text("SELECT count(*) FROM memories")).scalar() == 0
 
@@ -114,16 +273,9 @@ def test_the_scope_ends_with_its_transaction(store: Store, serving: Engine):
 def test_the_serving_role_cannot_write_into_another_namespace(store: Store, serving: Engine):
     ids = _fill(store)
     with pytest.raises(ProgrammingError, match="row-level security"):
-        with serving.begin() as conn:
-            scope(conn, "alice")
-            conn.execute(
-                text(
-                    "INSERT INTO memory_write_queue (namespace, op, payload) "
-                    "VALUES ('bob', 'ADD_MEMORY', '{}')"
-                )
-            )
-    with serving.begin() as conn:
-        scope(conn, "alice")
+        with scoped(serving, store, "alice", write=True) as conn:
+            conn.execute(text(QUEUE_ROW), {"ns": "bob"})
+    with scoped(serving, store, "alice", write=True) as conn:
         pinned = conn.execute(
             text("UPDATE memories SET pinned = true WHERE id = :id"), {"id": ids["bob"][0]}
         )
@@ -152,9 +304,14 @@ def test_search_through_the_serving_role_keeps_to_its_namespace(settings: Settin
     with retriever.engine.connect() as conn:
         assert conn.execute(text("SELECT current_user")).scalar() == SERVING_ROLE
     for ns in NAMESPACES:
-        hits = retriever.search(ns, "when is the dentist?", as_of=AT)
+        with scoped(retriever.engine, store, ns) as conn:
+            hits = retriever.search(ns, "when is the dentist?", as_of=AT, conn=conn)
         assert [h.namespace for h in hits] == [ns]
-    priming = retriever.prime("alice2", "the dentist?", as_of=AT)
+    with scoped(retriever.engine, store, "ann") as conn:  # a look-alike's name: nothing
+        assert retriever.search("anna", "when is the dentist?", as_of=AT, conn=conn) == []
+    assert retriever.search("ann", "when is the dentist?", as_of=AT) == []  # no key: nothing
+    with scoped(retriever.engine, store, "alice2") as conn:
+        priming = retriever.prime("alice2", "the dentist?", as_of=AT, conn=conn)
     assert {h.namespace for h in priming.facts} == {"alice2"}
 
 
@@ -163,23 +320,22 @@ def test_accesses_are_pending_in_their_namespace_and_folded_there(
 ):
     ids = _fill(store)
     retriever = Retriever.from_settings(settings, serving=True)
-    assert [h.memory_id for h in retriever.search("alice", "dentist", as_of=AT)] == ids["alice"]
+    with scoped(serving, store, "alice") as conn:
+        hits = retriever.search("alice", "dentist", as_of=AT, conn=conn)
+    assert [h.memory_id for h in hits] == ids["alice"]
     with store.engine.connect() as conn:
         pending = conn.execute(text("SELECT memory_id, namespace, hits FROM memory_access_pending"))
         assert [tuple(row) for row in pending] == [(ids["alice"][0], "alice", 1)]
     with pytest.raises(ProgrammingError, match="row-level security"):
-        with serving.begin() as conn:  # a look-alike namespace's row
-            scope(conn, "alice")
+        with scoped(serving, store, "alice") as conn:  # a look-alike namespace's row
             conn.execute(
                 text("INSERT INTO memory_access_pending VALUES (:id, 'alice2', 1, now())"),
                 {"id": ids["alice2"][0]},
             )
     with pytest.raises(ProgrammingError, match="permission denied"):
-        with serving.begin() as conn:  # the counters on the memory belong to the fold
-            scope(conn, "alice")
+        with scoped(serving, store, "alice", write=True) as conn:  # the fold's counters
             conn.execute(text("UPDATE memories SET access_count = 100"))
-    with serving.begin() as conn:  # a row of its own namespace naming bob's memory
-        scope(conn, "alice")
+    with scoped(serving, store, "alice") as conn:  # a row of its own naming bob's memory
         conn.execute(
             text("INSERT INTO memory_access_pending VALUES (:id, 'alice', 50, now())"),
             {"id": ids["bob"][0]},
@@ -192,15 +348,22 @@ def test_accesses_are_pending_in_their_namespace_and_folded_there(
             conn.execute(text("SELECT namespace, access_count FROM memories")).tuples().all()
         )
         left = conn.execute(text("SELECT count(*) FROM memory_access_pending")).scalar()
-    assert counts == {"alice": 1, "alice2": 0, "alice.b": 0, "bob": 0} and left == 0
+    assert counts == dict.fromkeys(NAMESPACES, 0) | {"alice": 1} and left == 0
+
+
+def _serving_as(settings: Settings, url: str) -> Settings:
+    serving = settings.serving.model_copy(update={"database_url": SecretStr(url)})
+    return settings.model_copy(update={"serving": serving})
 
 
 def test_a_serving_url_that_bypasses_the_policies_is_refused(settings: Settings):
     assert settings.database_url is not None
-    owner = settings.model_copy(
-        update={
-            "serving": settings.serving.model_copy(update={"database_url": settings.database_url})
-        }
-    )
     with pytest.raises(ConfigurationError, match="bypasses row-level security"):
-        open_serving_engine(owner)
+        open_serving_engine(_serving_as(settings, settings.database_url.get_secret_value()))
+
+
+def test_a_serving_url_of_the_pipeline_role_is_refused(settings: Settings, store: Store):
+    assert settings.database_url is not None
+    url = store.engine.url.set(username=PIPELINE_ROLE).render_as_string(hide_password=False)
+    with pytest.raises(ConfigurationError, match="logs in as 'archivist_pipeline'"):
+        open_serving_engine(_serving_as(settings, url))

@@ -25,6 +25,7 @@ from storage.kernel.settings._models import EmbeddingSettings, ExtractorSettings
 from storage.kernel.settings._pipeline import (
     AgingSettings,
     DocumentSettings,
+    PipelineSettings,
     PrefectSettings,
     QualitySettings,
     QueueSettings,
@@ -40,6 +41,7 @@ __all__ = [
     "DocumentSettings",
     "EmbeddingSettings",
     "ExtractorSettings",
+    "PipelineSettings",
     "PrefectSettings",
     "QualitySettings",
     "QueueSettings",
@@ -72,8 +74,10 @@ class Settings(BaseSettings):
 
     database_url: SecretStr | None = Field(
         None,
-        description="SQLAlchemy URL of a PostgreSQL with pgvector, e.g. "
-        "postgresql://user:pass@host/db; unset: the embedded server",
+        description="SQLAlchemy URL of a PostgreSQL with pgvector that logs in as the owner of "
+        "the schema, e.g. postgresql://user:pass@host/db: archivist db, keys, index and "
+        "reembed use it, and the pipeline too unless ARCHIVIST_PIPELINE__DATABASE_URL is "
+        "set; unset: the embedded server",
     )
     data_dir: Path = Field(
         default_factory=_default_data_dir,
@@ -107,6 +111,7 @@ class Settings(BaseSettings):
         description="PostgreSQL text-search configuration of the full-text columns; fixed when "
         "archivist db upgrade creates the schema",
     )
+    pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
     extractor: ExtractorSettings = Field(default_factory=ExtractorSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
     summaries: SummariesSettings = Field(default_factory=SummariesSettings)

@@ -8,6 +8,20 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 
+class PipelineSettings(BaseModel):
+    """How the flows, the workers and the CLI's pipeline commands reach the store."""
+
+    # hide_input_in_errors: the URL carries the pipeline role's password.
+    model_config = ConfigDict(hide_input_in_errors=True)
+
+    database_url: SecretStr | None = Field(
+        None,
+        description="URL that logs in as the pipeline role (archivist_pipeline: every "
+        "namespace's rows, no schema changes; archivist db roles prints it); unset: "
+        "ARCHIVIST_DATABASE_URL, else the embedded server as its owner",
+    )
+
+
 class SyncSettings(BaseModel):
     """Defaults of the daily sync; flow parameters override them per run."""
 

@@ -64,8 +64,15 @@ class ServingSettings(BaseModel):
 
     database_url: SecretStr | None = Field(
         None,
-        description="URL that logs in as the serving role (archivist_serving); unset: the "
-        "embedded server's URL with that user",
+        description="URL that logs in as the serving role (archivist_serving), the only "
+        "database URL archivist api and mcp use (archivist db roles prints it); unset: the "
+        "pipeline's or the owner's URL with that user and no password, or the embedded server "
+        "with that user",
+    )
+    key: SecretStr | None = Field(
+        None,
+        description="the namespace key (archivist keys create) archivist mcp serves with "
+        "over stdio: its namespace and whether it may write; needed under row-level security",
     )
     row_level_security: bool = Field(
         True, description="serve as archivist_serving, which sees one namespace per transaction"

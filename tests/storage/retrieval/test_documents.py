@@ -18,6 +18,7 @@ from storage.retrieval._search import Retriever
 from storage.server.engine import Store
 from storage.server.scoped import open_serving_engine
 from tasks.documents import feedback
+from tests.helpers import scoped
 from tests.storage.memory_factory import put
 from tests.tasks.documents.test_ingest import AT, ingest, write_samples
 
@@ -128,10 +129,14 @@ def test_look_alike_namespaces_never_see_each_others_documents(
     (tmp_path / "b" / "plan.md").write_text("# Plan\n\nThe acme2 launch code is walrus.\n")
     ingest(store, str(tmp_path / "a"), ns="acme")
     ingest(store, str(tmp_path / "b"), ns="acme2")
-    for engine in (store.engine, open_serving_engine(settings)):
+    serving = open_serving_engine(settings)
+    for engine in (store.engine, serving):
         r = retriever(store, engine)
         for ns, mine, theirs in (("acme", "zebra", "walrus"), ("acme2", "walrus", "zebra")):
-            hits = r.search(ns, "launch code zebra walrus", as_of=NOW, record_access=False)
+            with scoped(serving, store, ns) if engine is serving else engine.begin() as conn:
+                hits = r.search(
+                    ns, "launch code zebra walrus", as_of=NOW, record_access=False, conn=conn
+                )
             assert hits and all(h.namespace == ns for h in hits)
             assert any(mine in h.content for h in hits)
             assert not any(theirs in h.content for h in hits)
@@ -144,10 +149,7 @@ def test_under_the_serving_role_a_query_without_namespace_sees_one(
     write_samples(tmp_path)
     ingest(store, str(tmp_path), ns="acme")
     ingest(store, str(tmp_path), ns="acme2")
-    from storage.server.scoped import scope
-
-    with open_serving_engine(settings).begin() as conn:
-        scope(conn, "acme2")
+    with scoped(open_serving_engine(settings), store, "acme2") as conn:
         seen = conn.execute(
             text(
                 "SELECT DISTINCT d.namespace FROM documents d "

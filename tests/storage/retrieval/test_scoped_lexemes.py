@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, TextClause, text
+from sqlalchemy import Connection, TextClause, text
 
 from storage.embedding import HashingEmbedder
 from storage.kernel.settings import RetrievalSettings, Settings
@@ -21,7 +22,8 @@ from storage.retrieval._inputs import DF_CAP, scoped_term, tsquery_term
 from storage.retrieval._sql import CANDIDATES, TERM_STATS
 from storage.retrieval._stats import StatsCache
 from storage.server.engine import Store
-from storage.server.scoped import open_serving_engine, scope
+from storage.server.scoped import open_serving_engine
+from tests.helpers import scoped
 from tests.storage.memory_factory import put
 from tests.tasks.documents.test_ingest import ingest, write_samples
 
@@ -36,8 +38,11 @@ def _fill(store: Store) -> None:
         put(store, ns, [f"the dentist visit number {i} of {ns}" for i in range(count)], AT)
 
 
-def _engine(role: str, store: Store, settings: Settings) -> Engine:
-    return store.engine if role == "owner" else open_serving_engine(settings)
+def _transaction(role: str, store: Store, settings: Settings) -> AbstractContextManager[Connection]:
+    """A transaction of the owner, or of the serving role scoped to alice by a key."""
+    if role == "owner":
+        return store.engine.begin()
+    return scoped(open_serving_engine(settings), store, "alice")
 
 
 def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -93,8 +98,7 @@ def test_counting_a_word_reads_only_its_namespace_postings(
         "terms": [scoped_term("alice", "dentist")],
         "df_cap": DF_CAP,
     }
-    with _engine(role, store, settings).begin() as conn:
-        scope(conn, "alice")
+    with _transaction(role, store, settings) as conn:
         counted = {r.lexeme: r.df for r in conn.execute(TERM_STATS, params)}
         nodes = _analyze(conn, TERM_STATS, params)
     assert counted["dentist"] == 2
@@ -110,8 +114,7 @@ def test_the_lexical_candidates_come_from_the_namespace_postings(
     _fill(store)
     embedder = HashingEmbedder(384)
     request = Request("alice", "dentist", embedder.embed(["dentist"])[0], 10)
-    with _engine(role, store, settings).begin() as conn:
-        scope(conn, "alice")
+    with _transaction(role, store, settings) as conn:
         found = search_params(conn, request, RetrievalSettings(), StatsCache(0), "english")
         assert found is not None
         params = found[0] | {"ann_ids": [], "ann_dists": []}
