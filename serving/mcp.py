@@ -7,7 +7,9 @@ seven daily logs). Hits carry a label (``[Memory 1]``) and their provenance (mem
 session, message ids, time), closed by a ``Sources:`` line.
 
 The namespace is never an argument a model could change. Over stdio it is bound by the
-command line (``archivist mcp --namespace NS [--read-only]``); over streamable HTTP
+key in ``ARCHIVIST_SERVING__KEY`` (``archivist mcp [--namespace NS] [--read-only]``: the
+namespace, if given, must be the key's; ``--read-only`` narrows a key that may write);
+without row-level security, by ``--namespace`` alone. Over streamable HTTP
 (``--http``, at ``/mcp``) by the key each request presents as ``Authorization: Bearer
 <key>`` (``archivist keys create``, the HTTP API's keys): no key or a revoked one answers
 401, and a read-only key's ``remember`` or ``forget_memory`` is a tool error. Over HTTP it
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import redirect_stdout
+from dataclasses import replace
 
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
@@ -26,6 +29,7 @@ from serving._mcp_args import StrictArguments
 from serving._mcp_grant import BindGrant, GrantOf, KeyVerifier, bound, by_key
 from serving._mcp_tools import MemoryTools, register
 from serving._service import MemoryService
+from storage.kernel.errors import ConfigurationError
 from storage.kernel.settings import Settings
 from storage.keys import Grant
 
@@ -58,12 +62,36 @@ def build_server(
     return server
 
 
-def serve_stdio(settings: Settings, namespace: str, *, read_only: bool) -> None:
-    """Serve ``namespace`` over stdin and stdout until the client closes them."""
+def serve_stdio(settings: Settings, namespace: str | None, *, read_only: bool) -> None:
+    """Serve one namespace over stdin and stdout until the client closes them: the
+    namespace of the configured key (``stdio_grant``)."""
     with redirect_stdout(sys.stderr):  # stdout carries the protocol alone
         service = MemoryService.open(settings)
-    grant = Grant(key_id=None, namespace=namespace, read_only=read_only)
+    grant = stdio_grant(service, namespace, read_only=read_only)
     build_server(service, bound(grant)).run("stdio")
+
+
+def stdio_grant(service: MemoryService, namespace: str | None, *, read_only: bool) -> Grant:
+    """The grant a stdio server serves under: its key's (``ARCHIVIST_SERVING__KEY``), read
+    only if asked; without row-level security and a key, ``namespace`` as configured."""
+    serving = service.settings.serving
+    if serving.key is None:
+        if serving.row_level_security:
+            raise ConfigurationError(
+                "archivist mcp over stdio serves the namespace of a key: set "
+                "ARCHIVIST_SERVING__KEY to a key of it (archivist keys create NAMESPACE)"
+            )
+        if namespace is None:
+            raise ConfigurationError("stdio serves one namespace: give --namespace NS")
+        return Grant(key_id=None, namespace=namespace, read_only=read_only)
+    grant = service.authenticate(serving.key.get_secret_value())
+    if namespace is not None and namespace != grant.namespace:
+        raise ConfigurationError(
+            f"ARCHIVIST_SERVING__KEY is a key of another namespace than {namespace!r}"
+        )
+    if read_only and not grant.read_only:
+        return replace(grant, read_only=True, narrowed=True)
+    return grant
 
 
 def serve_http(settings: Settings, *, host: str, port: int) -> None:

@@ -34,7 +34,9 @@ def api_command(host: str | None, port: int | None, workers: int) -> None:
 
 
 @click.command("mcp")
-@click.option("--namespace", help="stdio: the one namespace served (not with --http).")
+@click.option(
+    "--namespace", help="stdio: the namespace served, the key's (ARCHIVIST_SERVING__KEY)."
+)
 @click.option("--read-only", is_flag=True, help="stdio: search and read only, no writes.")
 @click.option("--http", is_flag=True, help="Serve streamable HTTP at /mcp instead of stdio.")
 @click.option("--host", help="--http: address [default: ARCHIVIST_SERVING__HOST, 127.0.0.1]")
@@ -46,8 +48,9 @@ def mcp_command(
     remember, forget_memory, recent_episodes; resources memory://MEMORY.md, memory://daily.
 
     \b
-    stdio (default): the client starts `archivist mcp --namespace NS`; stdout carries the
-      protocol alone, logs go to stderr.
+    stdio (default): the client starts `archivist mcp` with ARCHIVIST_SERVING__KEY, a key
+      of the namespace served, in its environment; stdout carries the protocol alone, logs
+      go to stderr.
     --http: each request's `Authorization: Bearer <key>` (archivist keys create) picks the
       namespace; no key or a revoked one answers 401.
     """
@@ -66,9 +69,7 @@ def mcp_command(
         click.echo(f"Archivist MCP on http://{where}:{at}{PATH}; Ctrl-C stops it", err=True)
         serve_http(settings, host=where, port=at)
         return
-    if namespace is None:
-        raise click.UsageError("stdio serves one namespace: give --namespace NS")
-    if not NAMESPACE.fullmatch(namespace):
+    if namespace is not None and not NAMESPACE.fullmatch(namespace):
         raise click.BadParameter(
             f"bad namespace {namespace!r}: lowercase letters, digits, '.', '_', '-'",
             param_hint="--namespace",
@@ -154,11 +155,11 @@ def keys_revoke(key_id: int) -> None:
 
 
 def _maintenance_engine() -> Engine:
-    from storage.server.engine import open_store
+    from storage.server.engine import Role, open_store
     from storage.server.migrate import require_current
 
     settings = load_settings()
-    store = open_store(settings)
+    store = open_store(settings, Role.OWNER)
     require_current(store.engine, settings)
     return store.engine
 

@@ -29,21 +29,26 @@ ARCHIVIST = str(Path(sys.executable).with_name("archivist"))
 STARTUP = 60.0  # seconds a server may take to listen (imports, the store's checks)
 
 
-def server_env(settings: Settings) -> dict[str, str]:
-    """What the user's shell would export: this test's store, files and embedder."""
+def server_env(settings: Settings, key: str | None = None) -> dict[str, str]:
+    """What the user's shell would export: this test's store, files and embedder, and for a
+    stdio server the key it serves with."""
     assert settings.database_url is not None
-    return {
+    env = {
         "ARCHIVIST_DATABASE_URL": settings.database_url.get_secret_value(),
         "ARCHIVIST_DATA_DIR": str(settings.data_dir),
         "ARCHIVIST_MEMORY_ROOT": settings.memory_root_url,
         "ARCHIVIST_EMBEDDING__PROVIDER": "hashing",
         "ARCHIVIST_TIMEZONE": "UTC",
     }
+    return env if key is None else env | {"ARCHIVIST_SERVING__KEY": key}
 
 
-def stdio(settings: Settings, *args: str, errlog: TextIO) -> Client:
-    """The SDK's client on ``archivist mcp ARGS`` started as a subprocess over stdio."""
-    params = StdioServerParameters(command=ARCHIVIST, args=["mcp", *args], env=server_env(settings))
+def stdio(settings: Settings, *args: str, errlog: TextIO, key: str) -> Client:
+    """The SDK's client on ``archivist mcp ARGS`` started as a subprocess over stdio, serving
+    with ``key``."""
+    params = StdioServerParameters(
+        command=ARCHIVIST, args=["mcp", *args], env=server_env(settings, key)
+    )
     return Client(stdio_client(params, errlog=errlog))
 
 

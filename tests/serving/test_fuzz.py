@@ -16,7 +16,7 @@ from storage.kernel.settings import Settings
 from storage.server.engine import Store, open_store
 from tests.fuzz_values import BAD_KEYS, BAD_TEXTS, BAD_TIMES, VALID_TIMES
 from tests.serving.conftest import Served
-from tests.serving.mcp_support import data, error, stdio
+from tests.serving.mcp_support import data, error, new_key, stdio
 
 
 def _queued(store: Store, namespace: str) -> int:
@@ -83,6 +83,7 @@ def _sendable(value: object) -> bool:
 
 def test_mcp_refuses_each_hostile_value_as_a_tool_error(settings: Settings, tmp_path: Path) -> None:
     store = open_store(settings)
+    key = new_key(store, "fz-mcp")[1]
     calls: list[tuple[str, dict[str, Any]]] = [
         *[
             ("search_memory", {"query": "q", "start": at, "end": "2026-11-20T00:00:00Z"})
@@ -94,7 +95,7 @@ def test_mcp_refuses_each_hostile_value_as_a_tool_error(settings: Settings, tmp_
 
     async def call_all() -> tuple[list[str], dict[str, Any], dict[str, Any]]:
         with (tmp_path / "stderr").open("w") as errlog:
-            async with stdio(settings, "--namespace", "fz-mcp", errlog=errlog) as client:
+            async with stdio(settings, "--namespace", "fz-mcp", errlog=errlog, key=key) as client:
                 answers = [error(await client.call_tool(name, args)) for name, args in calls]
                 valid = data(await client.call_tool("remember", {"content": "a valid memory"}))
                 found = data(await client.call_tool("search_memory", {"query": "valid"}))

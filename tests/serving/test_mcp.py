@@ -42,6 +42,7 @@ ALICE = (
     "Also I am allergic to penicillin, please remember that.",
     "Understood, penicillin allergy noted.",
 )
+ALICE_ARGS = ("--namespace", "alice")
 BOB = (
     "The garage said the passport photo booth is next to the bakery.",
     "Good to know, the booth is beside the bakery.",
@@ -103,9 +104,11 @@ async def exercise(client: Client, namespace: str) -> None:
 
 
 def test_stdio_serves_the_configured_namespace(stores: Store, tmp_path: Path) -> None:
+    key = new_key(stores, "alice")[1]
+
     async def session() -> tuple[str, str]:
         with (tmp_path / "stderr").open("w") as errlog:
-            async with stdio(stores.settings, "--namespace", "alice", errlog=errlog) as client:
+            async with stdio(stores.settings, *ALICE_ARGS, errlog=errlog, key=key) as client:
                 await exercise(client, "alice")
                 long_term = await client.read_resource("memory://MEMORY.md")
                 daily = await client.read_resource("memory://daily")
@@ -146,7 +149,7 @@ def test_stdio_stdout_carries_the_protocol_alone(stores: Store) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, **server_env(stores.settings)},
+        env={**os.environ, **server_env(stores.settings, new_key(stores, "alice")[1])},
     )
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write(request)
@@ -160,10 +163,12 @@ def test_stdio_stdout_carries_the_protocol_alone(stores: Store) -> None:
 
 
 def test_stdio_read_only_refuses_writes_as_tool_errors(stores: Store, tmp_path: Path) -> None:
+    key = new_key(stores, "alice")[1]
+
     async def session() -> tuple[str, str, int]:
         with (tmp_path / "stderr").open("w") as errlog:
             args = ("--namespace", "alice", "--read-only")
-            async with stdio(stores.settings, *args, errlog=errlog) as client:
+            async with stdio(stores.settings, *args, errlog=errlog, key=key) as client:
                 wrote = await client.call_tool("remember", {"content": "Likes tea."})
                 forgot = await client.call_tool("forget_memory", {"memory_id": 1})
                 found = await client.call_tool("search_memory", {"query": "passport"})
@@ -263,9 +268,11 @@ def test_http_answers_401_without_a_valid_key(stores: Store, tmp_path: Path) -> 
 def test_remembered_is_searchable_within_two_seconds_with_the_worker(
     stores: Store, tmp_path: Path
 ) -> None:
+    key = new_key(stores, "alice")[1]
+
     async def remember_then_search() -> tuple[float, dict[str, object], bool]:
         with (tmp_path / "stderr").open("w") as errlog:
-            async with stdio(stores.settings, "--namespace", "alice", errlog=errlog) as client:
+            async with stdio(stores.settings, *ALICE_ARGS, errlog=errlog, key=key) as client:
                 await client.list_tools()  # the server is up before the clock starts
                 started = time.monotonic()
                 wrote = {"content": "Alice's locker code is 4711.", "idempotency_key": "locker"}
@@ -287,11 +294,12 @@ def test_remembered_is_searchable_within_two_seconds_with_the_worker(
 
 
 def test_remember_takes_when_it_happened(stores: Store, tmp_path: Path) -> None:
+    key = new_key(stores, "alice")[1]
     when = "2026-11-02T08:30:00+01:00"
 
     async def remember() -> tuple[dict[str, Any], str]:
         with (tmp_path / "stderr").open("w") as errlog:
-            async with stdio(stores.settings, "--namespace", "alice", errlog=errlog) as client:
+            async with stdio(stores.settings, *ALICE_ARGS, errlog=errlog, key=key) as client:
                 wrote = {"content": "Flew to Lisbon.", "occurred_at": when}
                 queued = data(await client.call_tool("remember", wrote))
                 naive = {"content": "Flew back.", "occurred_at": "2026-11-05T18:00:00"}
@@ -310,6 +318,7 @@ def test_remember_takes_when_it_happened(stores: Store, tmp_path: Path) -> None:
 
 
 def test_bad_input_to_every_tool_is_a_clear_tool_error(stores: Store, tmp_path: Path) -> None:
+    key = new_key(stores, "alice")[1]
     with Session(stores.engine) as session:
         bobs = session.execute(text("SELECT min(id) FROM memories WHERE namespace = 'bob'"))
         bob_id = int(bobs.scalar_one())
@@ -356,7 +365,7 @@ def test_bad_input_to_every_tool_is_a_clear_tool_error(stores: Store, tmp_path: 
 
     async def call_all() -> list[str]:
         with (tmp_path / "stderr").open("w") as errlog:
-            async with stdio(stores.settings, "--namespace", "alice", errlog=errlog) as client:
+            async with stdio(stores.settings, *ALICE_ARGS, errlog=errlog, key=key) as client:
                 answers = [error(await client.call_tool(name, args)) for name, args, _ in calls]
                 data(await client.call_tool("search_memory", {"query": "passport"}))
         return answers
