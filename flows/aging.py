@@ -14,6 +14,7 @@ from storage.kernel.shards import SHARD_PATTERN, Scope
 from storage.operations.aging import DecayParams
 from tasks.aging import (
     AgingReport,
+    access_log_task,
     archive_task,
     compress_task,
     cutoffs,
@@ -32,7 +33,8 @@ FLOW_NAME = "memory-aging"
 
 @flow(
     name=FLOW_NAME,
-    description="Memories fade, old sessions shrink to summaries, old rows move to cold storage.",
+    description="Memories fade, old sessions shrink to summaries, old rows move to cold storage, "
+    "old accesses become daily counts.",
     on_failure=[notify_flow_failure],
     on_crashed=[notify_flow_failure],
 )
@@ -44,8 +46,9 @@ def memory_aging(
     shard: Annotated[str | None, Field(pattern=SHARD_PATTERN)] = None,
 ) -> AgingReport:
     """Age the memory: salience fades, sessions older than 90 days shrink to their
-    summary, rows older than 365 days move to cold Parquet, and deletion runs only
-    when it is enabled.
+    summary, rows older than 365 days move to cold Parquet, deletion runs only
+    when it is enabled, and the searches logged before the access log's window
+    (90 days) become counts per day.
 
     Args:
         as_of: Age as if it were this moment (ISO 8601). A time without a zone is read
@@ -72,6 +75,8 @@ def memory_aging(
             report.archival = archive_task(run.store, cold, when.archive, scope, as_of=run.as_of)
         with timed(report, "deletion"):
             report.deletion = delete_task(run.store, cold, when.delete, scope)
+        with timed(report, "access_log"):
+            report.access_log = access_log_task(run.store, when.access_log, scope)
         run.finish(report)
         run.publish(report)
     return report

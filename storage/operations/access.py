@@ -1,15 +1,22 @@
-"""``memory_access_pending``: accesses that searches counted and the flows have not folded yet.
+"""``memory_access_pending``: accesses that searches counted and the flows have not folded yet;
+and the access log's window (``memory_access_log``, counted by day beyond it).
 
 A search upserts one narrow row per returned memory (``storage.retrieval``); the memory's
 own ``access_count`` and ``last_accessed_at`` stay as the last fold left them. Whatever
 scores by access adds the pending row to the memory's (a left join on both keys in each
 such statement); the maintenance flows fold the pending rows into ``memories`` before they
 read the counters (migration 0016 says why).
+
+The access log keeps one row per search and priming (migration 0020) for
+``AgingSettings.access_log_days``; ``prune_access_log`` moves older rows into
+``memory_access_daily`` as counts per namespace and day (migration 0026), one batch of
+rows in one statement, so a crash leaves each row either logged or counted, never both.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
@@ -63,3 +70,73 @@ def fold_accesses(
     counters."""
     row = session.execute(FOLD, {"namespace": namespace, **shard_params(shard)}).one()
     return Folded(int(row.rows), int(row.memories), int(row.accesses))
+
+
+# The oldest rows first; a day is the date in the configured time zone, a priming a row
+# whose context says so (the rest are searches).
+_OLD_ROWS = f"""
+    SELECT id FROM memory_access_log
+    WHERE accessed_at < :cutoff
+      AND (CAST(:namespace AS text) IS NULL OR namespace = :namespace)
+      AND {in_shard("namespace")}
+"""
+PRUNE_LOG = text(
+    f"""
+    WITH old AS ({_OLD_ROWS} ORDER BY accessed_at, id LIMIT :batch
+    ), gone AS (
+        DELETE FROM memory_access_log l USING old WHERE l.id = old.id
+        RETURNING l.namespace, l.context, l.accessed_at, l.memory_ids
+    ), days AS (
+        SELECT namespace, CAST(accessed_at AT TIME ZONE :tz AS date) AS day,
+               count(*) FILTER (WHERE coalesce(context, '') NOT LIKE 'prime:%') AS searches,
+               count(*) FILTER (WHERE context LIKE 'prime:%') AS primings,
+               coalesce(sum(cardinality(memory_ids)), 0) AS hits
+        FROM gone GROUP BY 1, 2
+    ), counted AS (
+        INSERT INTO memory_access_daily AS d (namespace, day, searches, primings, hits)
+        SELECT namespace, day, searches, primings, hits FROM days
+        ON CONFLICT (namespace, day) DO UPDATE
+        SET searches = d.searches + excluded.searches,
+            primings = d.primings + excluded.primings,
+            hits = d.hits + excluded.hits
+        RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM gone) AS rows, (SELECT count(*) FROM counted) AS days
+    """
+)
+COUNT_OLD = text(f"SELECT count(*) FROM ({_OLD_ROWS}) old")
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """Access-log rows deleted, and the (namespace, day) counts they went into."""
+
+    rows: int
+    days: int
+
+
+@dataclass(frozen=True)
+class LogWindow:
+    """Which access-log rows are past the window: before ``cutoff``, of one namespace or
+    shard (or all); ``tz`` names the zone of the days they are counted under."""
+
+    cutoff: datetime
+    tz: str
+    namespace: str | None = None
+    shard: Shard | None = None
+
+    def params(self) -> dict[str, object]:
+        where = {"cutoff": self.cutoff, "tz": self.tz, "namespace": self.namespace}
+        return where | shard_params(self.shard)
+
+
+def prune_access_log(session: Session, window: LogWindow, batch: int) -> Pruned:
+    """Count up to ``batch`` of the oldest rows past the window by namespace and day, and
+    delete them."""
+    row = session.execute(PRUNE_LOG, window.params() | {"batch": batch}).one()
+    return Pruned(int(row.rows), int(row.days))
+
+
+def old_access_rows(session: Session, window: LogWindow) -> int:
+    """How many access-log rows are past the window (what a prune would delete)."""
+    return int(session.execute(COUNT_OLD, window.params()).scalar_one())

@@ -60,6 +60,7 @@ FORGET_IF_PRESENT = {
     # A forgotten namespace's keys go too: nobody writes into it again by an old key.
     "api_keys": text("DELETE FROM api_keys WHERE namespace = :namespace"),
     "weekly_summaries": text("DELETE FROM weekly_summaries WHERE namespace = :namespace"),
+    "memory_access_daily": text("DELETE FROM memory_access_daily WHERE namespace = :namespace"),
     # Last: without its key no pseudonym in a report leads back to the namespace.
     "pseudonym_keys": text("DELETE FROM pseudonym_keys WHERE namespace = :namespace"),
 }

@@ -1,7 +1,8 @@
-"""Ageing as plain functions: salience decay, opt-in deletion, and the run report.
+"""Ageing as plain functions: salience decay, opt-in deletion, the access log's window, and
+the run report.
 
 Compression lives in ``_compression`` and archival in ``_archival``; the flow
-``memory-aging`` calls them in the order decay, compress, archive, delete.
+``memory-aging`` calls them in the order decay, compress, archive, delete, access log.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from sqlalchemy.orm import Session
 from storage import archive
 from storage.kernel.settings import AgingSettings
 from storage.kernel.shards import Scope
-from storage.operations import aging
+from storage.operations import access, aging
+from storage.operations.access import LogWindow
 from storage.operations.aging import DecayParams
 from tasks.aging._archival import ArchiveOutcome
 from tasks.aging._cold_store import ColdStore
@@ -47,20 +49,54 @@ class DeleteOutcome:
     transcripts: int = 0
 
 
+@dataclass
+class AccessLogOutcome:
+    """Access-log rows past the window, counted by day and deleted (a dry run: found)."""
+
+    rows: int = 0
+    days: int = 0
+    batches: int = 0
+
+
 @dataclass(frozen=True)
 class Cutoffs:
     compress: datetime
     archive: datetime
     delete: datetime
+    access_log: datetime
 
 
 def cutoffs(as_of: datetime, policy: AgingSettings) -> Cutoffs:
-    """The moments before which a memory is compressed, archived and deleted."""
+    """The moments before which a memory is compressed, archived and deleted, and an access
+    is no longer logged one by one."""
     return Cutoffs(
         compress=as_of - timedelta(days=policy.compress_after_days),
         archive=as_of - timedelta(days=policy.archive_after_days),
         delete=as_of - timedelta(days=policy.delete_after_days),
+        access_log=as_of - timedelta(days=policy.access_log_days),
     )
+
+
+def prune_access_log(
+    engine: Engine, window: LogWindow, batch: int, *, dry_run: bool = False
+) -> AccessLogOutcome:
+    """Move the access-log rows past ``window`` into the daily counts, one committed batch
+    at a time (a re-run finds nothing left: each row is counted once)."""
+    out = AccessLogOutcome()
+    if dry_run:
+        with Session(engine) as session:
+            out.rows = access.old_access_rows(session, window)
+        return out
+    while True:
+        with Session(engine) as session, session.begin():
+            pruned = access.prune_access_log(session, window, batch)
+        if pruned.rows == 0:
+            return out
+        out.rows, out.days, out.batches = (
+            out.rows + pruned.rows,
+            out.days + pruned.days,
+            out.batches + 1,
+        )
 
 
 def decay(engine: Engine, params: DecayParams, batch: int = 50_000) -> DecayOutcome:
@@ -119,7 +155,7 @@ def delete_old(
 
 
 # The run's steps, in the order ``memory-aging`` runs them.
-STEPS = ("decay", "compression", "archival", "deletion")
+STEPS = ("decay", "compression", "archival", "deletion", "access_log")
 
 
 @dataclass
@@ -134,6 +170,7 @@ class AgingReport:
     compression: CompressOutcome = field(default_factory=CompressOutcome)
     archival: ArchiveOutcome = field(default_factory=ArchiveOutcome)
     deletion: DeleteOutcome = field(default_factory=DeleteOutcome)
+    access_log: AccessLogOutcome = field(default_factory=AccessLogOutcome)
     seconds: dict[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:

@@ -12,12 +12,22 @@ from prefect.cache_policies import NO_CACHE
 
 from storage.embedding import Embedder
 from storage.kernel.shards import Scope
+from storage.operations.access import LogWindow
 from storage.operations.aging import DecayParams
 from storage.server.engine import Store
 from tasks.aging._archival import ArchiveOutcome, archive_old
 from tasks.aging._cold_store import ColdStore
 from tasks.aging._compression import CompressOutcome, compress_old
-from tasks.aging._run import STEPS, AgingReport, DecayOutcome, DeleteOutcome, decay, delete_old
+from tasks.aging._run import (
+    STEPS,
+    AccessLogOutcome,
+    AgingReport,
+    DecayOutcome,
+    DeleteOutcome,
+    decay,
+    delete_old,
+    prune_access_log,
+)
 from tasks.common import IO_RETRY
 from tasks.files import flush_blocks, open_memory_root
 from tasks.progress import progress
@@ -105,4 +115,20 @@ def delete_task(store: Store, cold: ColdStore, cutoff: datetime, scope: Scope) -
     out = delete_old(store.engine, cold, cutoff, scope, enabled=enabled)
     if not enabled:
         get_run_logger().info("deletion is off (ARCHIVIST_AGING__DELETION_ENABLED)")
+    return out
+
+
+@task(name="prune-access-log", cache_policy=NO_CACHE, **IO_RETRY)
+def access_log_task(store: Store, cutoff: datetime, scope: Scope) -> AccessLogOutcome:
+    """The access log's rows before ``cutoff``, counted by day and deleted."""
+    settings = store.settings
+    window = LogWindow(cutoff, settings.timezone, scope.namespace, scope.shard)
+    batch = settings.aging.decay_batch
+    out = prune_access_log(store.engine, window, batch, dry_run=scope.dry_run)
+    get_run_logger().info(
+        "access log: %d rows older than %g days counted into %d (namespace, day) totals",
+        out.rows,
+        settings.aging.access_log_days,
+        out.days,
+    )
     return out

@@ -28,6 +28,8 @@ def counts(settings: Settings) -> dict[str, int]:
         "archived": "SELECT count(*) FROM archived_memories",
         "messages": "SELECT count(*) FROM chat_messages",
         "compressed": "SELECT count(*) FROM memories WHERE tier = 'compressed'",
+        "logged": "SELECT count(*) FROM memory_access_log",
+        "counted": "SELECT coalesce(sum(searches + primings), 0) FROM memory_access_daily",
     }
     with store.engine.connect() as conn:
         return {k: conn.execute(text(q)).scalar_one() for k, q in queries.items()}
@@ -39,11 +41,21 @@ def test_aging_flow_reports_each_step_and_a_rerun_changes_nothing(flow_env: Sett
     synced_session(store, "mid", "alice", MONTHS_AGO)
     synced_session(store, "new", "alice", RECENTLY)
     put(store, "alice", ["ancient note"], AS_OF - timedelta(days=900))
+    with store.engine.begin() as conn:  # two searches past the log's 90 days, one within
+        for days in (200, 91, 1):
+            conn.execute(
+                text(
+                    "INSERT INTO memory_access_log (namespace, context, accessed_at, memory_ids) "
+                    "VALUES ('alice', 'search: note', :at, '{1}')"
+                ),
+                {"at": AS_OF - timedelta(days=days)},
+            )
     before = counts(flow_env)
 
     dry = memory_aging(as_of=AS_OF, dry_run=True)
     assert counts(flow_env) == before
     assert dry.archival.candidates > 0 and dry.compression.sessions == 2
+    assert dry.access_log.rows == 2
 
     report = memory_aging(as_of=AS_OF)
 
@@ -55,9 +67,11 @@ def test_aging_flow_reports_each_step_and_a_rerun_changes_nothing(flow_env: Sett
     assert report.deletion.enabled is False
     after = counts(flow_env)
     assert after["messages"] == 4 and after["archived"] == report.archival.rows_archived
-    assert "| archival |" in report.markdown()
+    assert (report.access_log.rows, after["logged"], after["counted"]) == (2, 1, 2)
+    assert "| archival |" in report.markdown() and "| access_log | rows 2" in report.markdown()
     again = memory_aging(as_of=AS_OF)
     assert (again.compression.sessions, again.archival.rows_archived) == (0, 0)
+    assert again.access_log.rows == 0
     assert again.decay.memories_written == 0
     assert counts(flow_env) == after
 

@@ -116,7 +116,11 @@ def run_every_flow(settings: Settings, inbox: Path, aging_as_of: datetime) -> No
         memory_weekly_tidy(as_of=SUNDAY, namespace=namespace)
     memory_quality_report(as_of=SUNDAY, fail_on_critical=False)
     memory_cron_watchdog(as_of=SUNDAY, deployments=[])
-    with open_store(settings).engine.connect() as conn:
+    store = open_store(settings)
+    retriever = Retriever(store.engine, HashingEmbedder(settings.embedding.dim))
+    for namespace in (GONE, KEEP):  # logged, then counted by day once the log's window ends
+        retriever.search(namespace, "planting on Friday", as_of=DAY.replace(hour=23))
+    with store.engine.connect() as conn:
         conn.execute(text("ANALYZE"))  # what autovacuum does now and then
         conn.commit()
     memory_aging(as_of=aging_as_of)
@@ -167,6 +171,7 @@ def test_forget_leaves_nothing_of_the_namespace_anywhere(
     # Each kind of place held some of it: the scans can see.
     for place, detail in (
         ("row of long_term_entries", ""),
+        ("row of memory_access_daily", ""),
         ("pg_stats of chat_messages", ""),
         ("file of memories", ""),
         ("object", f"{bucket}/cold/memories/"),

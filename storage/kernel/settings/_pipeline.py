@@ -117,6 +117,13 @@ class AgingSettings(BaseModel):
     archive_batch: int = Field(
         50_000, ge=100, description="old memories read at once by archival (one file per year)"
     )
+    access_log_days: float = Field(
+        90.0,
+        gt=0,
+        description="searches and primings stay in memory_access_log (with their query's text "
+        "and the ids they returned) this long; memory-aging counts older ones by namespace and "
+        "day into memory_access_daily and deletes them",
+    )
 
 
 class QualitySettings(BaseModel):
