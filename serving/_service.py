@@ -7,7 +7,8 @@ only or not) and works inside a transaction scoped to that namespace by the gran
 transaction to, even through a query that forgets its filter, and changes them only in a
 transaction scoped for writing. Writes go through the
 durable write queue (``remember``) or change one memory in place (pin, unpin, forget);
-each change is audited with the key's id, never the key.
+each change is audited with the key's id, never the key. Every id it shows or takes is a
+public one (``serving._ids``): the real ids would tell a tenant how much the others wrote.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from sqlalchemy.orm import Session
 
 from serving._errors import Conflict, Forbidden, NotFound, ServiceUnavailable, Unauthorized
 from serving._files import MemoryFiles
+from serving._ids import ShownIds
 from serving._views import json_row, priming_view
 from storage import audit, queue
 from storage.embedding import LocalEmbedder
@@ -31,6 +33,7 @@ from storage.kernel.errors import InputError
 from storage.kernel.settings import Settings
 from storage.keys import Grant, resolve_key, scope
 from storage.operations import serving_reads
+from storage.public_ids import PublicIds
 from storage.retrieval import Citation, Retriever, SearchOptions, TimeRange, cite
 
 MAX_EPISODES = 50
@@ -47,11 +50,15 @@ class KeyFor:
 class MemoryService:
     """One Retriever, one pool, one memory-file reader: share it across requests."""
 
-    def __init__(self, settings: Settings, retriever: Retriever, files: MemoryFiles) -> None:
+    def __init__(
+        self, settings: Settings, retriever: Retriever, files: MemoryFiles, ids: ShownIds
+    ) -> None:
         self.settings = settings
         self.retriever = retriever
         self.engine: Engine = retriever.engine
         self.files = files
+        self.ids = ids
+        retriever.shown = ids.hit  # hits leave with public ids
 
     @classmethod
     def open(cls, settings: Settings) -> MemoryService:
@@ -60,7 +67,9 @@ class MemoryService:
         retriever = Retriever.from_settings(settings, serving=True)
         if isinstance(retriever.embedder, LocalEmbedder):
             retriever.embedder.embed_query("warm up")  # load the model now, not on a request
-        return cls(settings, retriever, MemoryFiles.of(settings))
+        with retriever.engine.connect() as conn:
+            ids = ShownIds(PublicIds.load(conn))
+        return cls(settings, retriever, MemoryFiles.of(settings), ids)
 
     # -- who may do what -------------------------------------------------------------------
 
@@ -138,12 +147,14 @@ class MemoryService:
             return priming_view(self.retriever.prime(grant.namespace, message, conn=conn))
 
     def get(self, grant: Grant, memory_id: int) -> dict[str, Any]:
-        """One memory of the grant's namespace; ``NotFound`` for any other id."""
+        """One memory of the grant's namespace, by its public id; ``NotFound`` for any other
+        id."""
+        real = self._real(grant, memory_id)
         with self._session(grant) as session:
-            found = serving_reads.memory(session, grant.namespace, memory_id)
+            found = serving_reads.memory(session, grant.namespace, real)
             if found is None:
-                raise self._missing(session, grant, memory_id)
-        return json_row(found)
+                raise self._missing(session, grant, real, memory_id)
+        return json_row(self.ids.row(found))
 
     def recent_episodes(self, grant: Grant, limit: int = 5) -> list[dict[str, Any]]:
         """The latest session summaries, newest first."""
@@ -151,7 +162,7 @@ class MemoryService:
             raise InputError(f"limit {limit} out of range 1..{MAX_EPISODES}")
         with self._session(grant) as session:
             rows = serving_reads.recent_episodes(session, grant.namespace, limit)
-        return [json_row(row) for row in rows]
+        return [json_row(self.ids.row(row)) for row in rows]
 
     def queue_stats(self, grant: Grant) -> dict[str, Any]:
         """The write queue's counts for the grant's namespace."""
@@ -160,10 +171,11 @@ class MemoryService:
             return stats.as_dict()
 
     def memory_md(self, grant: Grant) -> str:
-        return self.files.memory_md(grant.namespace)
+        return self.ids.traces(self.files.memory_md(grant.namespace))
 
     def daily_logs(self, grant: Grant, days: int = 7) -> dict[str, str]:
-        return self.files.daily_logs(grant.namespace, days)
+        logs = self.files.daily_logs(grant.namespace, days)
+        return {name: self.ids.traces(text) for name, text in logs.items()}
 
     def health(self) -> dict[str, Any]:
         """Whether the store answers, and what serves it."""
@@ -206,24 +218,27 @@ class MemoryService:
             )
             if not queued.duplicate:
                 self._audit(session, grant, "remember", f"queue:{queued.id}")
-        return {"queue_item": queued.id, "duplicate": queued.duplicate, "status": "queued"}
+        shown = self.ids.show("queue", queued.id)
+        return {"queue_item": shown, "duplicate": queued.duplicate, "status": "queued"}
 
     def set_pinned(self, grant: Grant, memory_id: int, *, pinned: bool) -> dict[str, Any]:
         """Pin (never ages) or unpin a memory of the grant's namespace."""
         self.authorize(grant, grant.namespace, write=True)
+        real = self._real(grant, memory_id)
         with self._session(grant, write=True) as session:
-            if not serving_reads.set_pinned(session, grant.namespace, memory_id, pinned=pinned):
-                raise self._missing(session, grant, memory_id)
-            self._audit(session, grant, "pin" if pinned else "unpin", f"memory:{memory_id}")
+            if not serving_reads.set_pinned(session, grant.namespace, real, pinned=pinned):
+                raise self._missing(session, grant, real, memory_id)
+            self._audit(session, grant, "pin" if pinned else "unpin", f"memory:{real}")
         return {"memory_id": memory_id, "pinned": pinned}
 
     def forget(self, grant: Grant, memory_id: int) -> dict[str, Any]:
         """Delete one memory now (a turn's sibling chunks with it)."""
         self.authorize(grant, grant.namespace, write=True)
+        real = self._real(grant, memory_id)
         with self._session(grant, write=True) as session:
-            if queue.forget_memory(session, grant.namespace, memory_id) != "deleted":
-                raise self._missing(session, grant, memory_id)
-            self._audit(session, grant, "forget_memory", f"memory:{memory_id}")
+            if queue.forget_memory(session, grant.namespace, real) != "deleted":
+                raise self._missing(session, grant, real, memory_id)
+            self._audit(session, grant, "forget_memory", f"memory:{real}")
         return {"memory_id": memory_id, "deleted": True}
 
     # -- plumbing --------------------------------------------------------------------------
@@ -249,10 +264,17 @@ class MemoryService:
         except DBAPIError as exc:  # its text is for the server's log (error_reply), not a client
             raise ServiceUnavailable(f"the store failed: {exc.orig}") from exc
 
-    def _missing(self, session: Session, grant: Grant, memory_id: int) -> Exception:
-        if serving_reads.archived(session, grant.namespace, memory_id):
-            return Conflict(f"memory {memory_id} is archived; restore it first (archivist restore)")
-        return NotFound(f"no memory {memory_id} in namespace {grant.namespace!r}")
+    def _real(self, grant: Grant, memory_id: int) -> int:
+        """The real id behind a public memory id; ``NotFound`` for a number that is none."""
+        real = self.ids.take("memory", memory_id)
+        if real is None:
+            raise NotFound(f"no memory {memory_id} in namespace {grant.namespace!r}")
+        return real
+
+    def _missing(self, session: Session, grant: Grant, real: int, shown: int) -> Exception:
+        if serving_reads.archived(session, grant.namespace, real):
+            return Conflict(f"memory {shown} is archived; restore it first (archivist restore)")
+        return NotFound(f"no memory {shown} in namespace {grant.namespace!r}")
 
     def _audit(self, session: Session, grant: Grant, action: str, target: str) -> None:
         audit.record(session, action, actor=grant.actor, namespace=grant.namespace, target=target)

@@ -158,12 +158,15 @@ def openapi_schema() -> dict[str, Any]:
     from sqlalchemy import create_engine
 
     from serving._files import MemoryFiles
+    from serving._ids import ShownIds
     from storage.embedding import HashingEmbedder
+    from storage.public_ids import PublicIds
     from storage.retrieval import Retriever
 
     settings = Settings.model_construct()
     retriever = Retriever(create_engine("postgresql+psycopg://"), HashingEmbedder())
-    service = MemoryService(settings, retriever, MemoryFiles.of(settings))
+    ids = ShownIds(PublicIds(bytes(32)))  # no id is shown: any key will do
+    service = MemoryService(settings, retriever, MemoryFiles.of(settings), ids)
     return create_app(service).openapi()
 
 

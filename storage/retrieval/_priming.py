@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Protocol
@@ -28,6 +28,7 @@ class Searcher(Protocol):
 
     engine: Engine
     settings: RetrievalSettings
+    shown: Callable[[Hit], Hit] | None
 
     def query_vector(self, namespace: str, query: str, *, what: str = "query") -> np.ndarray: ...
 
@@ -78,6 +79,8 @@ def build_priming(
                 context = f"prime: {(message or '')[:500]}"
                 params = {"namespace": namespace, "ids": ids, "context": context, "at": now}
                 tx.execute(RECORD_ACCESS, params)
+    if retriever.shown is not None:
+        facts = tuple(retriever.shown(hit) for hit in facts)
     formatted = format_priming(namespace, episodes, threads, facts, entities)
     timings["total"] = _lap(clock)
     return Priming(namespace, episodes, threads, facts, entities, formatted, timings)

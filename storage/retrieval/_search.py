@@ -15,7 +15,7 @@ Bad input raises ``RetrievalError``; an unknown namespace gives ``[]``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
@@ -83,6 +83,9 @@ class Retriever:
         self.stats = StatsCache(self.settings.stats_ttl_seconds)
         self.doc_stats = StatsCache(self.settings.stats_ttl_seconds)  # of document chunks
         self.archive = ArchiveReader()  # how include_archived opens the cold tier's files
+        # How hits leave: as stored (None), or with the ids a tenant is shown
+        # (``serving``: storage.public_ids). Accesses are recorded before, by the real ids.
+        self.shown: Callable[[Hit], Hit] | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, *, serving: bool = False) -> Retriever:
@@ -151,7 +154,7 @@ class Retriever:
                     self._record(tx, namespace, hits, query, now)
         except DBAPIError as exc:
             raise StorageError(f"search in namespace {namespace!r} failed: {exc.orig}") from exc
-        return hits
+        return hits if self.shown is None else [self.shown(hit) for hit in hits]
 
     def prime(
         self,

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from storage.kernel.settings import Settings
 from storage.keys import create_key
+from storage.public_ids import PublicIds
 from storage.server.engine import Store, get_engine, open_store
 
 ARCHIVIST = str(Path(sys.executable).parent / "archivist")
@@ -41,6 +42,12 @@ class Served:
     def key(self, namespace: str, *, read_only: bool = False) -> str:
         with Session(self.store.engine) as session, session.begin():
             return create_key(session, namespace, read_only=read_only)[1]
+
+    def shown(self, *reals: int) -> list[int]:
+        """The public ids (``storage.public_ids``) the API shows for these memory ids."""
+        with self.store.engine.connect() as conn:
+            ids = PublicIds.load(conn)
+        return [ids.show("memory", real) for real in reals]
 
     def client(self, key: str | None = None) -> httpx.Client:
         headers = {} if key is None else {"Authorization": f"Bearer {key}"}

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from serving.api import worker_pool_size
 from storage.keys import key_hash
 from storage.operations.access import fold_accesses
+from storage.public_ids import PublicIds
 from storage.server.scoped import SERVING_ROLE
 from tests.serving.conftest import ARCHIVIST, LISTENING, Served, wait_for_line
 from tests.storage.memory_factory import put
@@ -24,7 +25,9 @@ AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 
 def test_search_returns_the_namespaces_memories_with_provenance(served: Served) -> None:
-    ids = put(served.store, "prov", ["the dentist moved to Friday 3pm", "oat milk"], AT)
+    ids = served.shown(
+        *put(served.store, "prov", ["the dentist moved to Friday 3pm", "oat milk"], AT)
+    )
     put(served.store, "prov2", ["the dentist of a look-alike namespace"], AT)
     with served.client(served.key("prov")) as client:
         reply = client.post("/v1/namespaces/prov/search", json={"query": "dentist?", "limit": 5})
@@ -50,11 +53,12 @@ def test_a_search_counts_each_hit_once_in_its_namespace_until_and_after_a_fold(
     (theirs,) = put(served.store, "acc2", ["the plumber comes on Monday"], AT)
     with served.client(served.key("acc")) as client:
         reply = client.post("/v1/namespaces/acc/search", json={"query": "plumber", "limit": 5})
-        assert [h["memory_id"] for h in reply.json()["hits"]] == [mine]
-        pending = client.get(f"/v1/namespaces/acc/memories/{mine}").json()
+        (shown,) = served.shown(mine)
+        assert [h["memory_id"] for h in reply.json()["hits"]] == [shown]
+        pending = client.get(f"/v1/namespaces/acc/memories/{shown}").json()
         with Session(served.store.engine) as session, session.begin():
             fold_accesses(session, "acc")
-        folded = client.get(f"/v1/namespaces/acc/memories/{mine}").json()
+        folded = client.get(f"/v1/namespaces/acc/memories/{shown}").json()
     with served.store.engine.connect() as conn:
         counts = dict(
             conn.execute(
@@ -82,8 +86,8 @@ def test_time_range_and_kinds_narrow_the_search(served: Served) -> None:
         kinds = client.post(
             "/v1/namespaces/narrow/search", json={"query": "dentist", "kinds": ["fact"]}
         ).json()["hits"]
-    assert [h["memory_id"] for h in recent] == new
-    assert [h["memory_id"] for h in kinds] == old
+    assert [h["memory_id"] for h in recent] == served.shown(*new)
+    assert [h["memory_id"] for h in kinds] == served.shown(*old)
 
 
 def test_no_key_a_wrong_key_and_a_revoked_key_get_401(served: Served) -> None:
@@ -174,7 +178,7 @@ def test_a_body_that_cannot_be_read_says_what_to_send(served: Served) -> None:
 
 
 def test_another_namespace_and_a_read_only_write_get_403_and_are_audited(served: Served) -> None:
-    (bobs,) = put(served.store, "bob-403", ["bob's secret"], AT)
+    (bobs,) = served.shown(*put(served.store, "bob-403", ["bob's secret"], AT))
     with served.client(served.key("alice-403", read_only=True)) as client:
         other = client.post("/v1/namespaces/bob-403/search", json={"query": "secret"})
         read = client.get(f"/v1/namespaces/bob-403/memories/{bobs}")
@@ -191,8 +195,9 @@ def test_another_namespace_and_a_read_only_write_get_403_and_are_audited(served:
 
 
 def test_get_pin_unpin_forget_one_memory(served: Served) -> None:
-    mine = put(served.store, "own", ["first", "second"], AT)
-    (theirs,) = put(served.store, "own2", ["another namespace's memory"], AT)
+    real = put(served.store, "own", ["first", "second"], AT)
+    (theirs_real,) = put(served.store, "own2", ["another namespace's memory"], AT)
+    mine, (theirs,) = served.shown(*real), served.shown(theirs_real)
     key = served.key("own")
     base = "/v1/namespaces/own/memories"
     with served.client(key) as client:
@@ -209,6 +214,8 @@ def test_get_pin_unpin_forget_one_memory(served: Served) -> None:
             client.delete(f"{base}/{theirs}"),
         ]
         unknown = client.delete(f"{base}/999999")
+        raw = client.get(f"{base}/{real[0]}")  # a real id is no public one
+    assert raw.status_code == 404 and real[0] not in mine
     assert gone.status_code == 404 and gone.json() == {
         "error": f"no memory {mine[1]} in namespace 'own'"
     }
@@ -217,7 +224,7 @@ def test_get_pin_unpin_forget_one_memory(served: Served) -> None:
     with served.store.engine.connect() as conn:
         assert (
             conn.execute(
-                text("SELECT pinned FROM memories WHERE id = :id"), {"id": theirs}
+                text("SELECT pinned FROM memories WHERE id = :id"), {"id": theirs_real}
             ).scalar()
             is False
         )
@@ -225,9 +232,9 @@ def test_get_pin_unpin_forget_one_memory(served: Served) -> None:
             text("SELECT actor, action, target FROM audit_log WHERE namespace = 'own' ORDER BY id")
         ).all()
     assert [(a.action, a.target) for a in audit] == [
-        ("pin", f"memory:{mine[0]}"),
-        ("unpin", f"memory:{mine[0]}"),
-        ("forget_memory", f"memory:{mine[1]}"),
+        ("pin", f"memory:{real[0]}"),  # the audit log keeps the real ids
+        ("unpin", f"memory:{real[0]}"),
+        ("forget_memory", f"memory:{real[1]}"),
     ]
     assert {a.actor for a in audit} == {f"key:{_key_id(served, key)}"}
 
@@ -271,7 +278,7 @@ def test_prime_and_episodes(served: Served) -> None:
 
 
 def test_bad_input_gets_one_clear_error(served: Served) -> None:
-    (mine,) = put(served.store, "strict", ["something"], AT)
+    (mine,) = served.shown(*put(served.store, "strict", ["something"], AT))
     with served.client(served.key("strict")) as client:
         search = "/v1/namespaces/strict/search"
         cases = {
@@ -419,10 +426,13 @@ def test_search_mixes_document_chunks_in_with_their_provenance(served: Served, t
     assert first["title"] == "Bicycle care" and first["tag"] == "home"
     assert first["uri"].endswith("bike.html") and first["char_end"] > first["char_start"]
     with served.store.engine.connect() as conn:
+        ids = PublicIds.load(conn)
+        real = ids.take("document", first["document_id"])  # the API shows public ids
         owner = conn.execute(
-            text("SELECT namespace FROM documents WHERE id = :id"), {"id": first["document_id"]}
+            text("SELECT namespace FROM documents WHERE id = :id"), {"id": real}
         ).scalar_one()
     assert owner == "docs"  # never the look-alike's copy of the same files
+    assert real != first["document_id"]
 
 
 def test_workers_share_the_apis_pool() -> None:
@@ -452,5 +462,5 @@ def test_the_api_runs_with_the_serving_url_alone(served: Served, tmp_path) -> No
         process.terminate()
         process.wait(timeout=30)
     assert health["role"] == SERVING_ROLE
-    assert [h["memory_id"] for h in found["hits"]] == [mine]
+    assert [h["memory_id"] for h in found["hits"]] == served.shown(mine)
     assert not (tmp_path / "data" / "pgdata").exists()

@@ -18,6 +18,7 @@ from mcp.shared.exceptions import MCPError
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from storage.public_ids import PublicIds
 from storage.server.engine import Store
 from tests.serving.mcp_support import (
     ARCHIVIST,
@@ -309,9 +310,9 @@ def test_remember_takes_when_it_happened(stores: Store, tmp_path: Path) -> None:
     queued, refused = anyio.run(remember)
 
     with Session(stores.engine) as session:
+        real = PublicIds.load(session).take("queue", queued["queue_item"])  # a public id
         payload = session.execute(
-            text("SELECT payload FROM memory_write_queue WHERE id = :id"),
-            {"id": queued["queue_item"]},
+            text("SELECT payload FROM memory_write_queue WHERE id = :id"), {"id": real}
         ).scalar_one()
     assert payload["occurred_at"] == "2026-11-02T08:30:00+01:00"
     assert "occurred_at: needs a UTC offset, e.g. 2026-11-20T09:15:00Z" in refused
@@ -324,6 +325,8 @@ def test_bad_input_to_every_tool_is_a_clear_tool_error(stores: Store, tmp_path: 
         bob_id = int(bobs.scalar_one())
         alices = session.execute(text("SELECT min(id) FROM memories WHERE namespace = 'alice'"))
         alice_id = int(alices.scalar_one())
+        ids = PublicIds.load(session)
+    bob_shown, alice_shown = ids.show("memory", bob_id), ids.show("memory", alice_id)
     calls: list[tuple[str, dict[str, Any], str]] = [
         ("search_memory", {"query": "x" * 10_001}, "at most 10000 characters"),
         ("search_memory", {"query": "   "}, "empty query"),
@@ -348,18 +351,18 @@ def test_bad_input_to_every_tool_is_a_clear_tool_error(stores: Store, tmp_path: 
         ("remember", {"content": "ok", "importance": 2}, "less than or equal to 1"),
         ("forget_memory", {"memory_id": "abc"}, "valid integer"),
         ("forget_memory", {"memory_id": 999_999}, "no memory 999999 in namespace 'alice'"),
-        ("forget_memory", {"memory_id": bob_id}, f"no memory {bob_id} in namespace 'alice'"),
+        ("forget_memory", {"memory_id": bob_shown}, f"no memory {bob_shown} in namespace 'alice'"),
         ("recent_episodes", {"limit": 0}, "greater than or equal to 1"),
         ("recent_episodes", {"limit": 51}, "less than or equal to 50"),
         # Never coerced: a number in a string is not a number.
-        ("forget_memory", {"memory_id": str(alice_id)}, "memory_id: Input should be a valid int"),
+        ("forget_memory", {"memory_id": str(alice_shown)}, "memory_id: Input should be a valid"),
         ("forget_memory", {"memory_id": True}, "memory_id: Input should be a valid integer"),
         ("search_memory", {"query": "q", "limit": "5"}, "limit: Input should be a valid integer"),
         ("recent_episodes", {"limit": 2.0}, "limit: Input should be a valid integer"),
         ("remember", {"content": "ok", "importance": "0.5"}, "importance: Input should be a"),
         # Never dropped unread: the namespace is the server's, whatever a model sends.
         ("search_memory", {"query": "passport", "namespace": "bob"}, "unknown argument(s)"),
-        ("forget_memory", {"memory_id": bob_id, "namespace": "bob"}, "the key's)"),
+        ("forget_memory", {"memory_id": bob_shown, "namespace": "bob"}, "the key's)"),
         ("remember", {"content": "ok", "tags": ["x"]}, "['tags']; remember takes ["),
     ]
 

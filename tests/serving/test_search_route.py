@@ -133,7 +133,8 @@ def test_a_well_formed_search_is_answered_here_as_the_endpoint_answers_it(
     assert here.status == there.status == 200
     assert here.headers[b"content-type"] == b"application/json"
     assert int(here.headers[b"content-length"]) == len(here.body)
-    assert sorted(h["memory_id"] for h in here.json()["hits"]) == sorted(mine)
+    shown = [service.ids.show("memory", real) for real in mine]
+    assert sorted(h["memory_id"] for h in here.json()["hits"]) == sorted(shown)
     # The same answer but for the scores, which the first search's accesses moved.
     for answer in (here, there):
         for hit in answer.json()["hits"]:

@@ -32,7 +32,7 @@ def unreadable(served: Served) -> Iterator[int]:
     with served.store.engine.begin() as conn:
         conn.execute(text(f"REVOKE SELECT ON memories FROM {SERVING_ROLE}"))
     try:
-        yield memory_id
+        yield served.shown(memory_id)[0]
     finally:
         with served.store.engine.begin() as conn:
             conn.execute(text(f"GRANT SELECT ON memories TO {SERVING_ROLE}"))

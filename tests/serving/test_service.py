@@ -40,10 +40,11 @@ def test_without_rls_every_path_keeps_to_the_grants_namespace(
 
     hits = service.search(alice, "dentist", limit=10)
     primed = service.prime(alice, "the dentist?")
-    assert [c.hit.memory_id for c in hits] == mine
-    assert [f["memory_id"] for f in primed["facts"]] == mine
+    shown = [service.ids.show("memory", real) for real in mine]
+    assert [c.hit.memory_id for c in hits] == shown
+    assert [f["memory_id"] for f in primed["facts"]] == shown
     assert service.queue_stats(alice)["pending"] == 0
-    for other in theirs:
+    for other in [service.ids.show("memory", real) for real in theirs]:
         for call in (service.get, service.forget):
             with pytest.raises(NotFound):
                 call(alice, other)
@@ -55,4 +56,4 @@ def test_without_rls_every_path_keeps_to_the_grants_namespace(
             {"ids": theirs},
         ).scalar()
     assert left == len(theirs)
-    assert service.forget(alice, mine[0]) == {"memory_id": mine[0], "deleted": True}
+    assert service.forget(alice, shown[0]) == {"memory_id": shown[0], "deleted": True}

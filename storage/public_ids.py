@@ -1,0 +1,76 @@
+"""The ids a tenant sees: opaque, so that they tell nothing of the other tenants' volume.
+
+Memories, queue items, documents and chunks take their ids from sequences that every
+namespace shares: the gap between two of a tenant's own memory ids was the number of
+memories all the others wrote meanwhile. The API and the MCP server show each such id as
+``PublicIds.show(kind, id)``, a keyed permutation of it, and take it back with ``take``;
+everything inside the store (flows, the CLI, the memory files on disk) keeps the real ids.
+
+The permutation is a 10-round Feistel network over 52 bits (two halves of 26) whose round
+function is keyed BLAKE2b, with the kind of id as its personalisation, so the same number
+is a different public id for a memory and for a queue item. Public ids run from 1 to 2**52:
+exact in a JavaScript number, as a JSON client reads it. The key is random, made by
+migration 0026 and kept in ``archivist_public_ids`` (the serving role may read it); all
+the serving processes of a store show the same ids. Without the key, a tenant's ids look
+random and unordered: neither their differences nor their order say how many ids were
+taken in between.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+from sqlalchemy import Connection, text
+from sqlalchemy.orm import Session
+
+Kind = Literal["memory", "queue", "document", "chunk"]
+BITS = 52
+HALF = BITS // 2
+MASK = (1 << HALF) - 1
+ROUNDS = 10
+LARGEST = 1 << BITS  # the largest public id; real ids must be below it
+KEY = text("SELECT key FROM archivist_public_ids")
+
+
+class PublicIds:
+    """Real ids to public ones and back, under one store's key."""
+
+    def __init__(self, key: bytes) -> None:
+        if not 16 <= len(key) <= 64:
+            raise ValueError("a public id key has 16 to 64 bytes")
+        self._key = key
+
+    @classmethod
+    def load(cls, session: Session | Connection) -> PublicIds:
+        """The store's key (migration 0026)."""
+        return cls(bytes(session.execute(KEY).scalar_one()))
+
+    def show(self, kind: Kind, real: int) -> int:
+        """The public id of real id ``real`` of ``kind``."""
+        if not 0 <= real < LARGEST:
+            raise ValueError(f"id {real} is outside what public ids cover")
+        left, right = real >> HALF, real & MASK
+        for n in range(ROUNDS):
+            left, right = right, left ^ self._round(kind, n, right)
+        return (left << HALF | right) + 1
+
+    def take(self, kind: Kind, public: int) -> int | None:
+        """The real id behind public id ``public`` of ``kind``; None for a number that is
+        no public id."""
+        if not 1 <= public <= LARGEST:
+            return None
+        value = public - 1
+        left, right = value >> HALF, value & MASK
+        for n in reversed(range(ROUNDS)):
+            left, right = right ^ self._round(kind, n, left), left
+        return left << HALF | right
+
+    def _round(self, kind: Kind, n: int, half: int) -> int:
+        digest = hashlib.blake2b(
+            half.to_bytes(4, "big") + bytes([n]),
+            digest_size=4,
+            key=self._key,
+            person=kind.encode(),
+        ).digest()
+        return int.from_bytes(digest, "big") & MASK

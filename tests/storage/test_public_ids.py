@@ -1,0 +1,51 @@
+"""Public ids (``storage.public_ids``): a keyed permutation of the real ids, so the ids a
+tenant sees say nothing of how many ids the others took."""
+
+from __future__ import annotations
+
+import pytest
+
+from storage.public_ids import LARGEST, PublicIds
+from storage.server.engine import Store
+
+KEY = bytes(range(32))
+
+
+def test_every_real_id_has_one_public_id_and_back() -> None:
+    ids = PublicIds(KEY)
+    reals = [*range(0, 5000), *range(LARGEST - 5000, LARGEST)]
+    shown = [ids.show("memory", real) for real in reals]
+    assert len(set(shown)) == len(reals)
+    assert all(1 <= public <= LARGEST <= 2**53 for public in shown)  # exact in a JSON number
+    assert [ids.take("memory", public) for public in shown] == reals
+    for outside in (0, -1, LARGEST + 1, 2**63 - 1):
+        assert ids.take("memory", outside) is None
+    with pytest.raises(ValueError, match="outside"):
+        ids.show("memory", LARGEST)
+
+
+def test_public_ids_keep_neither_order_nor_gaps() -> None:
+    ids = PublicIds(KEY)
+    reals = list(range(1000, 3000))
+    shown = [ids.show("memory", real) for real in reals]
+    steps = {b - a for a, b in zip(shown, shown[1:], strict=False)}
+    assert len(steps) == len(shown) - 1  # no two gaps alike, where the real ones all are 1
+    ranks = {public: n for n, public in enumerate(sorted(shown))}
+    n = len(shown)
+    mean = (n - 1) / 2
+    covariance = sum((i - mean) * (ranks[p] - mean) for i, p in enumerate(shown))
+    spearman = covariance / sum((i - mean) ** 2 for i in range(n))
+    assert abs(spearman) < 0.1  # the order of public ids says nothing of the real order
+
+
+def test_the_kind_and_the_key_each_give_other_ids() -> None:
+    ids, other = PublicIds(KEY), PublicIds(bytes(range(1, 33)))
+    assert ids.show("memory", 42) != ids.show("queue", 42) != ids.show("chunk", 42)
+    assert ids.show("memory", 42) != other.show("memory", 42)
+    assert ids.take("queue", ids.show("memory", 42)) != 42
+
+
+def test_the_store_keeps_one_key_for_every_serving_process(store: Store) -> None:
+    with store.engine.connect() as conn:
+        first, again = PublicIds.load(conn), PublicIds.load(conn)
+    assert first.show("memory", 7) == again.show("memory", 7) != 8
