@@ -108,7 +108,7 @@ def test_aging_counts_its_steps(flow_env: Settings, terminal: None) -> None:
 
     assert result.exit_code == 0, result.output
     bar = final_bar(result.stderr, "aging steps")
-    assert bar[1] == "4/4" and bar[-1] == "deletion"
+    assert bar[1] == "5/5" and bar[-1] == "access_log"
     assert "# memory-aging as of 2026-11-20 23:00" in result.stdout
 
 
