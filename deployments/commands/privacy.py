@@ -63,7 +63,7 @@ def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> s
 def aging_command(
     as_of: datetime | None, namespace: str | None, *, dry_run: bool, shard: str | None
 ) -> None:
-    """Run memory-aging once: decay, compress, archive, delete (when enabled)."""
+    """Run memory-aging once: decay, compress, archive, delete (when enabled), access log."""
     from deployments.local_prefect import use_prefect
     from deployments.progress import progress_bars
 
