@@ -4,6 +4,7 @@ role. Imports no Prefect, no flows and no tasks: it starts fast and carries no p
 """
 
 from serving._errors import (
+    UNAVAILABLE,
     Conflict,
     Forbidden,
     NotFound,
@@ -11,6 +12,7 @@ from serving._errors import (
     ServiceUnavailable,
     Unauthorized,
 )
+from serving._search_route import SearchRoute
 from serving._service import MemoryService
 from serving._views import cited_view, hit_view, json_row, priming_view, search_view
 
@@ -19,8 +21,10 @@ __all__ = [
     "Forbidden",
     "MemoryService",
     "NotFound",
+    "SearchRoute",
     "ServiceError",
     "ServiceUnavailable",
+    "UNAVAILABLE",
     "Unauthorized",
     "cited_view",
     "hit_view",

@@ -16,10 +16,9 @@ from storage.kernel.records import MessageRecord, SessionRecord
 from storage.kernel.shards import Shard
 from storage.server.engine import Store
 from storage.sessions import record_messages, record_session
-from tasks.extraction._heuristic import HeuristicExtractor
+from tasks.extraction import HeuristicExtractor
 from tasks.files import FlushOutcome, flush_blocks, open_memory_root
-from tasks.sync._process import plan_sync, process_batch
-from tasks.sync._types import BatchOutcome, SyncContext, SyncPlan
+from tasks.sync import BatchOutcome, SyncContext, SyncPlan, plan_sync, process_batch
 
 
 class SessionFields(TypedDict, total=False):

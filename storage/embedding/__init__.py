@@ -7,12 +7,12 @@ write, and retrieval embeds each query. The store records which model made its v
 
 from typing import TYPE_CHECKING, Any
 
-from storage.embedding._cache import purge_model
 from storage.embedding._cached import CachedEmbedder
 from storage.embedding._factory import make_embedder, preload_model
 from storage.embedding._hashing import HashingEmbedder
-from storage.embedding._local import LocalEmbedder
+from storage.embedding._local import LocalEmbedder, model_folder, preload, verified
 from storage.embedding._protocol import Embedder
+from storage.embedding.cache import lookup, purge_model, store, text_hash
 
 if TYPE_CHECKING:
     from storage.embedding._http import OpenAIEmbedder
@@ -33,7 +33,13 @@ __all__ = [
     "HashingEmbedder",
     "LocalEmbedder",
     "OpenAIEmbedder",
+    "lookup",
     "make_embedder",
+    "model_folder",
+    "preload",
     "preload_model",
     "purge_model",
+    "store",
+    "text_hash",
+    "verified",
 ]

@@ -7,10 +7,11 @@ from storage.queue._payloads import (
     MemoryText,
     QueueItem,
     QueueStats,
+    Reclaimed,
     RecordMessage,
     parse_stored,
 )
-from storage.queue._table import (
+from storage.queue.table import (
     claim,
     complete,
     dead_items,
@@ -31,6 +32,7 @@ __all__ = [
     "MemoryText",
     "QueueItem",
     "QueueStats",
+    "Reclaimed",
     "RecordMessage",
     "claim",
     "complete",

@@ -7,6 +7,8 @@ candidates, ranking, priming, cold-tier search and SQL are its private modules;
 """
 
 from storage.kernel.errors import RetrievalError
+from storage.retrieval._archived import ArchiveReader
+from storage.retrieval._candidates import Request, neighbours, search_params
 from storage.retrieval._citations import (
     Citation,
     CitationBook,
@@ -15,22 +17,41 @@ from storage.retrieval._citations import (
     source_entries,
     sources_line,
 )
+from storage.retrieval._documents import TERM_STATS
+from storage.retrieval._inputs import DF_CAP, KINDS, lexical_params, scoped_term, tsquery_term
+from storage.retrieval._ranking import one_per_source, relevance_parts
 from storage.retrieval._search import Retriever
+from storage.retrieval._sql import CANDIDATES
+from storage.retrieval._stats import StatsCache
 from storage.retrieval._types import DOC_KIND, DocSource, Hit, Priming, SearchOptions, TimeRange
 
 __all__ = [
+    "ArchiveReader",
+    "CANDIDATES",
     "Citation",
     "CitationBook",
+    "DF_CAP",
     "DOC_KIND",
     "DocSource",
     "Hit",
+    "KINDS",
     "Priming",
+    "Request",
     "RetrievalError",
     "Retriever",
     "SearchOptions",
+    "StatsCache",
+    "TERM_STATS",
     "TimeRange",
     "cite",
+    "lexical_params",
+    "neighbours",
+    "one_per_source",
+    "relevance_parts",
     "render_citations",
+    "scoped_term",
+    "search_params",
     "source_entries",
     "sources_line",
+    "tsquery_term",
 ]

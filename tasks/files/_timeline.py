@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from fsspec.implementations.local import LocalFileSystem
 
 from storage.kernel.errors import StorageError
-from tasks.files import _durable as durable
+from tasks.files import durable as durable
 from tasks.files._memory_files import MemoryRoot, atomic_write, read_text, sweep_temporaries
 
 TIMELINE = "timeline.jsonl"

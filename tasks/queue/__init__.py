@@ -1,9 +1,11 @@
 """``memory-queue-drain``'s work: execute queued writes, drain, and the continuous worker."""
 
+from tasks.queue._execute import is_permanent
 from tasks.queue._ops import (
     DrainReport,
     Hooks,
     default_worker_name,
+    describe_failure,
     drain_once,
     fold_pending,
     run_worker,
@@ -15,9 +17,11 @@ __all__ = [
     "Hooks",
     "QueueRunReport",
     "default_worker_name",
+    "describe_failure",
     "drain_once",
     "drain_task",
     "fold_pending",
+    "is_permanent",
     "purge_task",
     "run_worker",
     "stats_task",

@@ -38,7 +38,7 @@ from flows.weekly_tidy import memory_weekly_tidy
 from storage.embedding import HashingEmbedder
 from storage.kernel.settings import Settings
 from storage.queue import enqueue
-from storage.retrieval._search import Retriever
+from storage.retrieval import Retriever
 from storage.server.engine import Store, open_store
 from tasks.aging import open_cold_store
 from tasks.files import open_memory_root

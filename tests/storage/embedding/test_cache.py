@@ -17,7 +17,7 @@ from storage.embedding import (
     OpenAIEmbedder,
     make_embedder,
 )
-from storage.embedding import _cache as embedding_cache
+from storage.embedding import cache as embedding_cache
 from storage.kernel.settings import EmbeddingSettings
 from storage.server.engine import Store
 

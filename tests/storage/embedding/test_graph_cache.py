@@ -11,8 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from storage.embedding import LocalEmbedder
-from storage.embedding._local import preload
+from storage.embedding import LocalEmbedder, preload
 
 TEXTS = ["Should I buy new shoes before the race?", "what footwear should I get for running"]
 
@@ -20,7 +19,7 @@ SECOND_PROCESS = """
 import sys
 from pathlib import Path
 from storage.embedding import LocalEmbedder
-from storage.embedding._local import preload
+from storage.embedding import preload
 vectors = LocalEmbedder(threads=1, cache_dir=Path(sys.argv[1])).embed(sys.argv[2:])
 print("onnx imported:", "onnx" in sys.modules)
 print(" ".join(f"{v:.6f}" for v in vectors[0][:4]))

@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from storage.embedding import LocalEmbedder, make_embedder
-from storage.embedding._local import model_folder, verified
+from storage.embedding import LocalEmbedder, make_embedder, model_folder, verified
 from storage.kernel.errors import ConfigurationError
 from storage.kernel.settings import EmbeddingSettings, RetrievalSettings
 from storage.retrieval import Retriever, SearchOptions

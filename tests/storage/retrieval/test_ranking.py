@@ -8,8 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from storage.retrieval import Hit
-from storage.retrieval._ranking import one_per_source, relevance_parts
+from storage.retrieval import Hit, one_per_source, relevance_parts
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 

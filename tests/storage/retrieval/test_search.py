@@ -19,8 +19,7 @@ from storage.kernel import scoring
 from storage.kernel.errors import RetrievalError, StorageError
 from storage.kernel.settings import RetrievalSettings
 from storage.operations.access import fold_accesses
-from storage.retrieval import SearchOptions
-from storage.retrieval._search import Retriever
+from storage.retrieval import Retriever, SearchOptions
 from storage.server.engine import Store
 from tasks.ann_index import refresh_ann_index
 from tests.storage.memory_factory import put

@@ -11,9 +11,7 @@ from pathlib import Path
 import pytest
 
 from storage.kernel.errors import ConfigurationError
-from tasks.extraction._command import CommandExtractor
-from tasks.extraction._heuristic import HeuristicExtractor
-from tasks.extraction._none import NoneExtractor
+from tasks.extraction import CommandExtractor, HeuristicExtractor, NoneExtractor
 from tests.tasks.extraction.test_llm import T0, TURNS, good_reply, state_of
 
 # Reads the session JSON, answers with a reply built from it.

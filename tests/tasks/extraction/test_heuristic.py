@@ -7,8 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from storage.kernel.records import MessageRecord, SessionKind, SessionRecord, SessionState
-from tasks.extraction._heuristic import HeuristicExtractor
-from tasks.extraction._types import Extraction
+from tasks.extraction import Extraction, HeuristicExtractor
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 

@@ -10,11 +10,10 @@ import numpy as np
 from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
-from storage.embedding import HashingEmbedder
-from storage.embedding._cache import lookup, text_hash
-from storage.embedding._cache import store as cache_vectors
+from storage.embedding import HashingEmbedder, lookup, text_hash
+from storage.embedding import store as cache_vectors
 from storage.server.engine import Store
-from tasks.files._memory_files import open_memory_root
+from tasks.files import open_memory_root
 from tasks.privacy import forget, purge_session
 from tests.helpers import add_session, chat, run_sync
 from tests.storage.memory_factory import put

@@ -13,12 +13,10 @@ from storage.kernel.records import MessageRecord
 from storage.kernel.settings import RetrievalSettings
 from storage.kernel.shards import Scope
 from storage.queue import forget_memory
-from storage.retrieval import Hit, Retriever, SearchOptions
-from storage.retrieval._archived import ArchiveReader
+from storage.retrieval import ArchiveReader, Hit, Retriever, SearchOptions
 from storage.server.engine import Store
 from storage.sessions import record_messages
-from tasks.aging._archival import archive_old
-from tasks.aging._compression import compress_old
+from tasks.aging import archive_old, compress_old
 from tests.helpers import add_session, chat, counts, run_sync, snapshot
 from tests.tasks.aging.helpers import column, local_cold
 

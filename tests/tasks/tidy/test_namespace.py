@@ -16,9 +16,8 @@ from sqlalchemy import text
 
 from storage.embedding import HashingEmbedder
 from storage.server.engine import Store
-from tasks.files._memory_files import MemoryRoot, open_memory_root
-from tasks.tidy._archive import merge_logs
-from tasks.tidy._namespace import TidyContext, make_context, tidy_namespace
+from tasks.files import MemoryRoot, open_memory_root
+from tasks.tidy import TidyContext, make_context, merge_logs, tidy_namespace
 from tests.helpers import add_session, chat, run_sync
 from tests.storage.memory_factory import put
 from tests.tasks.files.writers import PausedWriter, temporaries

@@ -8,9 +8,18 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from tasks.tidy._merge import normalise
-from tasks.tidy._render import Caps, cut_utf8, header, measure, trace
-from tasks.tidy._select import Candidate, document, score, select
+from tasks.tidy import (
+    Candidate,
+    Caps,
+    cut_utf8,
+    document,
+    header,
+    measure,
+    normalise,
+    score,
+    select,
+    trace,
+)
 
 HEAD = header("alice", date(2026, 11, 16))
 WORDS = ["trip", "Lisbon", "window", "seat", "dentist", "budget", "deploy", "ok", "TAP"]
