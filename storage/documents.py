@@ -5,6 +5,10 @@ A document keeps the text extracted from its file; each chunk is a span of that 
 vector and an importance that feedback moves. Replacing a document's chunks keeps the
 importance and feedback of chunks whose text did not change. Functions take a session and
 never commit; the caller's transaction makes a replacement all or nothing.
+
+A document added over the HTTP API or MCP is stored under ``upload:<name>`` and records the
+queue item that last wrote it (``queue_item``): a write of an earlier item changes nothing,
+so items of one document that finish out of order leave the last accepted one's text.
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    or_,
     select,
     text,
+    true,
     update,
 )
 from sqlalchemy.dialects.postgresql import TSVECTOR
@@ -55,6 +61,7 @@ class Document(Base):
     overlap: Mapped[int] = mapped_column(Integer)
     ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    queue_item: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class DocumentChunk(Base):
@@ -80,15 +87,30 @@ class DocumentChunk(Base):
     )
 
 
+UPLOAD = "upload:"
+
+
+def upload_uri(name: str) -> str:
+    """The URI of a document added over the HTTP API or MCP under ``name``."""
+    return UPLOAD + name
+
+
+def upload_name(uri: str) -> str | None:
+    """The name a document was added under over the HTTP API or MCP; None for a file."""
+    return uri.removeprefix(UPLOAD) if uri.startswith(UPLOAD) else None
+
+
 @dataclass(frozen=True)
 class StoredDocument:
-    """What ingest compares a file with: its id, bytes' hash, chunking and tag."""
+    """What ingest compares a file with: its id, bytes' hash, chunking and tag (and, added
+    through the queue, the item that last wrote it)."""
 
     id: int
     content_hash: str
     chunk_size: int
     overlap: int
     tag: str | None
+    queue_item: int | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +128,7 @@ class NewDocument:
     chunk_size: int
     overlap: int
     at: datetime
+    queue_item: int | None = None
 
 
 @dataclass(frozen=True)
@@ -121,24 +144,42 @@ class NewChunk:
     embedding: np.ndarray
 
 
+_STORED = (
+    Document.uri,
+    Document.id,
+    Document.content_hash,
+    Document.chunk_size,
+    Document.overlap,
+    Document.tag,
+    Document.queue_item,
+)
+
+
 def stored_documents(session: Session, namespace: str) -> dict[str, StoredDocument]:
     """The namespace's documents by URI."""
-    stmt = select(
-        Document.uri,
-        Document.id,
-        Document.content_hash,
-        Document.chunk_size,
-        Document.overlap,
-        Document.tag,
-    ).where(Document.namespace == namespace)
-    return {
-        r.uri: StoredDocument(r.id, r.content_hash, r.chunk_size, r.overlap, r.tag)
-        for r in session.execute(stmt)
-    }
+    stmt = select(*_STORED).where(Document.namespace == namespace)
+    return {r.uri: StoredDocument(*r[1:]) for r in session.execute(stmt)}
 
 
-def save_document(session: Session, doc: NewDocument, existing: int | None) -> int:
-    """Insert the document, or update the row ``existing``; its id."""
+def stored_document(session: Session, namespace: str, uri: str) -> StoredDocument | None:
+    """The namespace's document of ``uri``, or None."""
+    stmt = select(*_STORED).where(Document.namespace == namespace, Document.uri == uri)
+    row = session.execute(stmt).first()
+    return None if row is None else StoredDocument(*row[1:])
+
+
+def _not_later(queue_item: int | None) -> Any:
+    """Rows a write of ``queue_item`` may change: any for a file's ingest (None), else those
+    no later queue item wrote."""
+    if queue_item is None:
+        return true()
+    return or_(Document.queue_item.is_(None), Document.queue_item < queue_item)
+
+
+def save_document(session: Session, doc: NewDocument, existing: int | None) -> int | None:
+    """Insert the document, or update the row ``existing``; its id. None: nothing written,
+    since the row is gone or a later queue item wrote it (``NewDocument.queue_item``)."""
+    newer = _not_later(doc.queue_item)
     values = {
         "title": doc.title,
         "tag": doc.tag,
@@ -149,16 +190,41 @@ def save_document(session: Session, doc: NewDocument, existing: int | None) -> i
         "chunk_size": doc.chunk_size,
         "overlap": doc.overlap,
         "updated_at": doc.at,
+        "queue_item": doc.queue_item,
     }
     if existing is not None:
-        session.execute(update(Document).where(Document.id == existing).values(**values))
-        return existing
+        changed = update(Document).where(Document.id == existing, newer).values(**values)
+        return session.execute(changed.returning(Document.id)).scalar()
     row = {"namespace": doc.namespace, "uri": doc.uri, "ingested_at": doc.at, **values}
     # Another ingest of the same new file may have inserted it since this one looked: its row
     # is taken over (the chunks are replaced next), where the insert would stop this run.
-    stmt = pg_insert(Document).values(**row)
-    stmt = stmt.on_conflict_do_update(constraint="uq_documents_namespace_uri", set_=values)
-    return int(session.execute(stmt.returning(Document.id)).scalar_one())
+    added = pg_insert(Document).values(**row)
+    added = added.on_conflict_do_update(
+        constraint="uq_documents_namespace_uri", set_=values, where=newer
+    )
+    return session.execute(added.returning(Document.id)).scalar()
+
+
+def touch(
+    session: Session,
+    document_id: int,
+    queue_item: int,
+    at: datetime,
+    *,
+    tag: str | None = None,
+    title: str | None = None,
+) -> bool:
+    """A queue item that found the document's bytes unchanged: it becomes the item that last
+    wrote it, with the tag and title it gives (None: kept); False when a later item wrote
+    it."""
+    labels = {"tag": tag, "title": title}
+    given = {name: value for name, value in labels.items() if value is not None}
+    stmt = (
+        update(Document)
+        .where(Document.id == document_id, _not_later(queue_item))
+        .values(queue_item=queue_item, updated_at=at, **given)
+    )
+    return session.execute(stmt.returning(Document.id)).first() is not None
 
 
 def set_tag(session: Session, document_id: int, tag: str | None, at: datetime) -> None:
@@ -238,19 +304,31 @@ def list_documents(session: Session, namespace: str) -> list[dict[str, Any]]:
     return [dict(r._mapping) for r in session.execute(LIST, {"namespace": namespace})]
 
 
+@dataclass(frozen=True)
+class Purged:
+    """Documents deleted: their ids, the chunks deleted with them, and the names of those
+    that were added over the HTTP API or MCP (``upload_name``)."""
+
+    ids: list[int]
+    chunks: int
+    names: list[str]
+
+
 def purge_documents(
     session: Session, namespace: str, *, document_id: int | None = None, tag: str | None = None
-) -> tuple[list[int], int]:
-    """Delete one document (by id) or every document with ``tag``, and their chunks:
-    (the deleted documents' ids, chunks deleted)."""
+) -> Purged:
+    """Delete one document (by id) or every document with ``tag``, and their chunks."""
     where = [Document.namespace == namespace]
     where.append(Document.id == document_id if document_id is not None else Document.tag == tag)
-    ids = list(session.scalars(select(Document.id).where(*where).order_by(Document.id)))
-    if not ids:
-        return [], 0
+    found = session.execute(select(Document.id, Document.uri).where(*where).order_by(Document.id))
+    rows = found.all()
+    if not rows:
+        return Purged([], 0, [])
+    ids = [r.id for r in rows]
     chunks = session.execute(delete(DocumentChunk).where(DocumentChunk.document_id.in_(ids)))
     session.execute(delete(Document).where(Document.id.in_(ids)))
-    return ids, int(getattr(chunks, "rowcount", 0))
+    names = [n for n in (upload_name(r.uri) for r in rows) if n is not None]
+    return Purged(ids, int(getattr(chunks, "rowcount", 0)), names)
 
 
 def documents_of(session: Session, namespace: str) -> list[Document]:
