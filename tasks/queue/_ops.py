@@ -80,7 +80,7 @@ def run_batch(
     """
     report = DrainReport(batches=1, claimed=len(items))
     try:
-        if _execute_and_complete(conn, items, embedder, now):
+        if _execute_and_complete(conn, items, embedder, now, settings):
             report.completed = len(items)
             return report
     except ITEM_ERRORS as exc:
@@ -89,7 +89,7 @@ def run_batch(
             return report
     for item in items:
         try:
-            if _execute_and_complete(conn, [item], embedder, now):
+            if _execute_and_complete(conn, [item], embedder, now, settings):
                 report.completed += 1
             else:
                 report.lost += 1
@@ -99,12 +99,17 @@ def run_batch(
 
 
 def _execute_and_complete(
-    conn: Connection, items: Sequence[QueueItem], embedder: Embedder, now: datetime
+    conn: Connection,
+    items: Sequence[QueueItem],
+    embedder: Embedder,
+    now: datetime,
+    settings: Settings,
 ) -> bool:
-    """One transaction; rolled back (False) when a claim was taken over meanwhile."""
+    """One transaction; rolled back (False) when a claim was taken over meanwhile (or its
+    item deleted, as a document's erasure deletes the items that carry it)."""
     with Session(conn) as session:
         queue.relax_commit(session)
-        results = execute(session, items, embedder, now)
+        results = execute(session, items, embedder, now, settings.documents)
         done = queue.complete(session, list(zip(items, results, strict=True)), now)
         if len(done) < len(items):
             session.rollback()
