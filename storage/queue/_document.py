@@ -3,7 +3,7 @@ carries it until a drainer chunks, embeds and stores it (``tasks.documents``).
 
 Its fields pass the input gate of their kind (``storage.kernel.inputs``): the ``name`` is
 an ``Identifier`` (the document within its namespace: the same name again replaces it),
-the ``title`` a ``Label``, the ``text`` ``StorableText``. The bytes come as ``text``
+the ``title`` a ``Label`` (``label``), the ``text`` ``StorableText``. The bytes come as ``text``
 (Markdown, plain text, HTML) or as ``content_base64`` (any format: the one way for a PDF,
 or for text saved as UTF-16 or UTF-32 with its byte order mark). ``admit`` then applies
 the documents' own door (``storage.kernel.document_input``), as ``docs ingest`` does to a
@@ -20,10 +20,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from storage.kernel.document_input import EXTENSIONS, FORMATS, Skip, admit, check_tag, format_of
 from storage.kernel.errors import InputError, TooLarge
-from storage.kernel.inputs import Identifier, Label, StorableText
+from storage.kernel.inputs import Identifier, StorableText, label
 
 DocumentFormat = Literal["markdown", "text", "html", "pdf"]
 Tag = Annotated[str, AfterValidator(check_tag)]
+Title = Annotated[str, Field(max_length=300), AfterValidator(label)]
 MAX_SETTING = "ARCHIVIST_DOCUMENTS__MAX_UPLOAD_BYTES"
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 _SPACE = re.compile(r"\s+")
@@ -50,8 +51,8 @@ class AddDocument(BaseModel):
     format: DocumentFormat | None = Field(
         None, description="markdown, text, html or pdf (default: by the name's extension)"
     )
-    title: Label | None = Field(
-        None, max_length=300, description="its title (default: its own, or its first heading)"
+    title: Title | None = Field(
+        None, description="its title, on one line (default: its own, or its first heading)"
     )
     tag: Tag | None = Field(None, description="a label (1-100 printable characters)")
 
