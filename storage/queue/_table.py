@@ -134,9 +134,7 @@ def enqueue(
     placeholder scope per item.
     """
     documents = settings.documents if settings is not None else DocumentSettings()
-    parsed = validate_payload(
-        namespace, op, payload, max_document_bytes=documents.max_upload_bytes
-    )
+    parsed = validate_payload(namespace, op, payload, max_document_bytes=documents.max_upload_bytes)
     redaction = settings.redaction if settings is not None else None
     policy = RedactionPolicy.from_settings(redaction) if redaction is not None else None
     if policy is not None and policy.before_storage:

@@ -224,5 +224,3 @@ def _keep(
     with Session(engine) as session, session.begin():
         store.set_tag(session, existing.id, tag, at)
     r.retagged += 1
-
-
