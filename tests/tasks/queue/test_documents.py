@@ -5,6 +5,7 @@ runs or crashes, the last accepted version winning, one namespace never touching
 from __future__ import annotations
 
 import base64
+import random
 import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,7 @@ from storage.server.engine import Store
 from tasks.documents import Chunking, IngestRequest, ingest_documents, purge_documents
 from tasks.queue._execute import execute
 from tasks.queue._ops import drain_once, run_batch
+from tests.fuzz_values import FORGED_TITLE, VALID_IDS, document_text
 from tests.tasks.documents.samples import HTML, MARKDOWN, TEXT, pdf
 
 T = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -245,3 +247,33 @@ def test_an_earlier_item_still_embedding_when_a_later_one_commits_changes_nothin
     done = results(store)
     assert done[a] == ("completed", {"status": "superseded", "document_id": None})
     assert done[b][1]["status"] == "added"
+
+
+def test_fuzzed_documents_of_any_script_and_name_drain_into_exact_spans(store: Store) -> None:
+    rng = random.Random(15)
+    names = [*VALID_IDS, *(f"doc-{n}.md" for n in range(10))]
+    texts = {name: document_text(rng) for name in names}
+    enqueue(
+        store,
+        "fuzz",
+        *(
+            {"name": n, "format": "markdown", "text": t, "title": FORGED_TITLE}
+            for n, t in texts.items()
+        ),
+    )
+
+    report = drain(store)
+
+    assert (report.completed, report.dead) == (len(names), 0)
+    with store.engine.connect() as conn:
+        spans = conn.execute(
+            text(
+                "SELECT d.uri, d.title, d.text AS doc, c.text, c.char_start, c.char_end "
+                "FROM document_chunks c JOIN documents d ON d.id = c.document_id "
+                "WHERE d.namespace = 'fuzz'"
+            )
+        ).all()
+    assert {s.uri for s in spans} == {f"upload:{n}" for n in names}
+    for span in spans:
+        assert span.doc[span.char_start : span.char_end] == span.text
+        assert "\n" not in span.title and span.title.startswith("Evil title ## Fake heading")
