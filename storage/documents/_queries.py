@@ -1,15 +1,4 @@
-"""``documents`` and ``document_chunks``: ingested files of a namespace and their spans.
-
-A document keeps the text extracted from its file; each chunk is a span of that text
-(``char_start``..``char_end``, ``text`` equal to the span), the heading path above it, its
-vector and an importance that feedback moves. Replacing a document's chunks keeps the
-importance and feedback of chunks whose text did not change. Functions take a session and
-never commit; the caller's transaction makes a replacement all or nothing.
-
-A document added over the HTTP API or MCP is stored under ``upload:<name>`` and records the
-queue item that last wrote it (``queue_item``): a write of an earlier item changes nothing,
-so items of one document that finish out of order leave the last accepted one's text.
-"""
+"""The documents' queries: each takes a session and never commits (see ``storage.documents``)."""
 
 from __future__ import annotations
 
@@ -18,131 +7,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-from pgvector.sqlalchemy import Vector
-from sqlalchemy import (
-    BigInteger,
-    Computed,
-    DateTime,
-    Float,
-    ForeignKey,
-    Integer,
-    String,
-    Text,
-    delete,
-    func,
-    insert,
-    or_,
-    select,
-    text,
-    true,
-    update,
-)
-from sqlalchemy.dialects.postgresql import TSVECTOR
+from sqlalchemy import delete, func, insert, or_, select, text, true, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy.orm import Session
 
-from storage.kernel.base import Base
-
-
-class Document(Base):
-    __tablename__ = "documents"
-
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    namespace: Mapped[str] = mapped_column(String(100))
-    uri: Mapped[str] = mapped_column(Text)
-    title: Mapped[str] = mapped_column(Text)
-    tag: Mapped[str | None] = mapped_column(String(100))
-    format: Mapped[str] = mapped_column(String(20))
-    content_hash: Mapped[str] = mapped_column(String(64))
-    size: Mapped[int] = mapped_column(BigInteger)
-    text: Mapped[str] = mapped_column(Text)
-    chunk_size: Mapped[int] = mapped_column(Integer)
-    overlap: Mapped[int] = mapped_column(Integer)
-    ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    queue_item: Mapped[int | None] = mapped_column(BigInteger)
-
-
-class DocumentChunk(Base):
-    __tablename__ = "document_chunks"
-
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    document_id: Mapped[int] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
-    namespace: Mapped[str] = mapped_column(String(100))
-    ordinal: Mapped[int] = mapped_column(Integer)
-    heading: Mapped[str] = mapped_column(Text, server_default="")
-    text: Mapped[str] = mapped_column(Text)
-    char_start: Mapped[int] = mapped_column(Integer)
-    char_end: Mapped[int] = mapped_column(Integer)
-    content_hash: Mapped[str] = mapped_column(String(64))
-    embedding: Mapped[Any] = mapped_column(Vector())
-    embedding_model: Mapped[str] = mapped_column(String(200))
-    importance: Mapped[float] = mapped_column(Float, server_default="0.5")
-    feedback_up: Mapped[int] = mapped_column(Integer, server_default="0")
-    feedback_down: Mapped[int] = mapped_column(Integer, server_default="0")
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    tsv: Mapped[Any] = mapped_column(
-        TSVECTOR, Computed("to_tsvector('english', heading || ' ' || text)")
-    )
-
-
-UPLOAD = "upload:"
-
-
-def upload_uri(name: str) -> str:
-    """The URI of a document added over the HTTP API or MCP under ``name``."""
-    return UPLOAD + name
-
-
-def upload_name(uri: str) -> str | None:
-    """The name a document was added under over the HTTP API or MCP; None for a file."""
-    return uri.removeprefix(UPLOAD) if uri.startswith(UPLOAD) else None
-
-
-@dataclass(frozen=True)
-class StoredDocument:
-    """What ingest compares a file with: its id, bytes' hash, chunking and tag (and, added
-    through the queue, the item that last wrote it)."""
-
-    id: int
-    content_hash: str
-    chunk_size: int
-    overlap: int
-    tag: str | None
-    queue_item: int | None = None
-
-
-@dataclass(frozen=True)
-class NewDocument:
-    """A document to insert or update (by namespace and URI)."""
-
-    namespace: str
-    uri: str
-    title: str
-    tag: str | None
-    format: str
-    content_hash: str
-    size: int
-    text: str
-    chunk_size: int
-    overlap: int
-    at: datetime
-    queue_item: int | None = None
-
-
-@dataclass(frozen=True)
-class NewChunk:
-    """One span of a document's text, embedded."""
-
-    ordinal: int
-    heading: str
-    text: str
-    char_start: int
-    char_end: int
-    content_hash: str
-    embedding: np.ndarray
-
+from storage.documents._model import (
+    Document,
+    DocumentChunk,
+    NewChunk,
+    NewDocument,
+    StoredDocument,
+    upload_name,
+)
 
 _STORED = (
     Document.uri,
