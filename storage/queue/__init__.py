@@ -2,7 +2,7 @@
 any number of drainers."""
 
 from storage.queue._document import AddDocument, DocumentFormat
-from storage.queue._items import forget_documents, item_status
+from storage.queue._items import forget_documents, item_status, restart_claim
 from storage.queue._payloads import (
     Enqueued,
     ForgetMemory,
@@ -51,4 +51,5 @@ __all__ = [
     "queue_stats",
     "reclaim",
     "relax_commit",
+    "restart_claim",
 ]

@@ -1,13 +1,16 @@
-"""One namespace's items, by id or by the document they carry: what the HTTP API shows of a
-queued write, and what erasing a document removes from the queue with it."""
+"""Single items: what the HTTP API shows of a queued write, what erasing a document removes
+from the queue with it, and the claim clock of an item about to run alone."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
+
+from storage.queue._payloads import QueueItem
 
 ITEM = text(
     """
@@ -27,6 +30,16 @@ FORGET_DOCUMENTS = text(
     """
 )
 
+# The claim's clock starts again: the stuck timeout then measures this item's own work,
+# not the batch's before it. Only while the claim (worker, attempt) still holds.
+RESTART_CLAIM = text(
+    """
+    UPDATE memory_write_queue SET claimed_at = COALESCE(CAST(:now AS timestamptz), now())
+    WHERE id = :id AND status = 'processing' AND claimed_by = :worker AND attempts = :attempts
+    RETURNING id
+    """
+)
+
 
 def item_status(session: Session, namespace: str, item_id: int) -> dict[str, Any] | None:
     """An item of ``namespace`` without its payload (status, attempts, result, last error),
@@ -41,3 +54,10 @@ def forget_documents(session: Session, namespace: str, names: Sequence[str]) -> 
         return 0
     result = session.execute(FORGET_DOCUMENTS, {"namespace": namespace, "names": list(names)})
     return int(getattr(result, "rowcount", 0))
+
+
+def restart_claim(session: Session, item: QueueItem, now: datetime | None) -> bool:
+    """Restart a claimed item's clock before it runs alone (a document, which may take
+    minutes to embed after the batch's others); False: the claim was taken over."""
+    params = {"id": item.id, "worker": item.claimed_by, "attempts": item.attempts, "now": now}
+    return session.execute(RESTART_CLAIM, params).first() is not None

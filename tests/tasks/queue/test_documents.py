@@ -24,6 +24,7 @@ from tasks.queue._execute import execute
 from tasks.queue._ops import drain_once, run_batch
 from tests.fuzz_values import FORGED_TITLE, VALID_IDS, document_text
 from tests.tasks.documents.samples import HTML, MARKDOWN, TEXT, pdf
+from tests.tasks.queue.test_gone_workers import claimer_pids, wait_until_backends_end
 
 T = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 EMBEDDER = HashingEmbedder(384)
@@ -109,7 +110,9 @@ def test_a_replayed_item_or_a_crash_before_commit_leaves_one_document(store: Sto
         with Session(conn) as session:
             execute(session, claimed, EMBEDDER, T, store.settings.documents)
             assert documents(store, "acme") == []  # its work is not committed
+        pids = claimer_pids(store)
         conn.invalidate()  # the backend is gone without a commit
+    wait_until_backends_end(store, pids)
     recovered = drain(store, T + timedelta(seconds=5))
     (again,) = enqueue(store, "acme", body)  # the same request sent again
     replayed = drain(store, T + timedelta(seconds=10))
@@ -277,3 +280,37 @@ def test_fuzzed_documents_of_any_script_and_name_drain_into_exact_spans(store: S
     for span in spans:
         assert span.doc[span.char_start : span.char_end] == span.text
         assert "\n" not in span.title and span.title.startswith("Evil title ## Fake heading")
+
+
+def test_documents_run_alone_after_the_batch_each_with_its_claims_clock_restarted(
+    store: Store,
+) -> None:
+    with Session(store.engine) as session, session.begin():
+        note = queue.enqueue(session, "acme", "ADD_MEMORY", {"content": "a note"}, now=T).id
+    docs = enqueue(
+        store, "acme", {"name": "a.md", "text": MARKDOWN}, {"name": "b.txt", "text": TEXT}
+    )
+    later = T + timedelta(hours=1)
+    with store.engine.connect() as conn:
+        with Session(conn) as session, session.begin():
+            claimed = queue.claim(session, "w", 20, T)
+        report = run_batch(conn, claimed, EMBEDDER, store.settings, T, clock=later)
+
+    assert (report.claimed, report.completed, report.lost) == (3, 3, 0)
+    with store.engine.connect() as conn:
+        clocks = dict(conn.execute(text("SELECT id, claimed_at FROM memory_write_queue")).all())
+    assert clocks[note] == T and [clocks[d] for d in docs] == [later, later]
+    assert len(documents(store, "acme")) == 2
+
+
+def test_a_document_whose_claim_was_taken_over_meanwhile_is_not_run(store: Store) -> None:
+    (item_id,) = enqueue(store, "acme", {"name": "a.md", "text": MARKDOWN})
+    with store.engine.connect() as conn:
+        with Session(conn) as session, session.begin():
+            claimed = queue.claim(session, "slow", 20, T)
+        with Session(store.engine) as session, session.begin():  # another drainer's reclaim
+            queue.reclaim(session, T + timedelta(minutes=11), timedelta(minutes=10))
+        report = run_batch(conn, claimed, EMBEDDER, store.settings, T)
+
+    assert (report.completed, report.lost) == (0, 1)
+    assert documents(store, "acme") == [] and results(store)[item_id][0] == "pending"
