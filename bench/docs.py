@@ -126,6 +126,8 @@ def load_chunks(engine: Engine, embedder: Embedder, total: int) -> dict[str, lis
             )
             with Session(engine) as session, session.begin():
                 doc_id = store_docs.save_document(session, doc, None)
+                if doc_id is None:
+                    raise RuntimeError(f"document {first} was not written")
                 store_docs.replace_chunks(
                     session, doc_id, ns, embedded(embedder, spans), embedder.name, at
                 )

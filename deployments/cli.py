@@ -228,7 +228,14 @@ def _localize(moment: datetime | None, settings: Settings) -> datetime | None:
     return moment.replace(tzinfo=settings.tz)
 
 
-_OPS = ["ADD_MEMORY", "RECORD_MESSAGE", "SAVE_PREFERENCE", "UPDATE_GOAL", "FORGET_MEMORY"]
+_OPS = [
+    "ADD_MEMORY",
+    "RECORD_MESSAGE",
+    "SAVE_PREFERENCE",
+    "UPDATE_GOAL",
+    "FORGET_MEMORY",
+    "ADD_DOCUMENT",
+]
 
 
 @main.command()
@@ -237,7 +244,7 @@ _OPS = ["ADD_MEMORY", "RECORD_MESSAGE", "SAVE_PREFERENCE", "UPDATE_GOAL", "FORGE
 @click.option("--payload", required=True, help='The operation\'s JSON, e.g. {"content": "..."}.')
 @click.option("--key", help="Idempotency key: the same key again gives the same item.")
 def enqueue(namespace: str, op: str, payload: str, key: str | None) -> None:
-    """Queue one memory write (validated now, executed by a drain or the worker)."""
+    """Queue one write (validated now, executed by a drain or the worker)."""
     from deployments.commands.queue import enqueue_item
 
     enqueue_item(load_settings(), namespace, op, payload, key, click.echo)

@@ -4,8 +4,9 @@ Both are thin shells over this class. Every method takes a ``Grant`` (one namesp
 only or not) and works inside a transaction scoped to that namespace: with row-level
 security on (the default) the pool logs in as ``archivist_serving`` and cannot see another
 namespace's rows even through a query that forgets its filter. Writes go through the
-durable write queue (``remember``) or change one memory in place (pin, unpin, forget);
-each change is audited with the key's id, never the key.
+durable write queue (``remember``, ``documents.add``) or change one row in place (pin,
+unpin, forget, ``documents.delete``); each change is audited with the key's id, never the
+key. The documents' part is ``serving._documents``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from serving._documents import Documents
 from serving._errors import Conflict, Forbidden, NotFound, ServiceUnavailable, Unauthorized
 from serving._files import MemoryFiles
 from serving._views import json_row, priming_view
@@ -51,6 +53,7 @@ class MemoryService:
         self.retriever = retriever
         self.engine: Engine = retriever.engine
         self.files = files
+        self.documents = Documents(self)
 
     @classmethod
     def open(cls, settings: Settings) -> MemoryService:
@@ -135,7 +138,7 @@ class MemoryService:
 
     def get(self, grant: Grant, memory_id: int) -> dict[str, Any]:
         """One memory of the grant's namespace; ``NotFound`` for any other id."""
-        with self._session(grant) as session:
+        with self.session(grant) as session:
             found = serving_reads.memory(session, grant.namespace, memory_id)
             if found is None:
                 raise self._missing(session, grant, memory_id)
@@ -145,13 +148,13 @@ class MemoryService:
         """The latest session summaries, newest first."""
         if not 1 <= limit <= MAX_EPISODES:
             raise InputError(f"limit {limit} out of range 1..{MAX_EPISODES}")
-        with self._session(grant) as session:
+        with self.session(grant) as session:
             rows = serving_reads.recent_episodes(session, grant.namespace, limit)
         return [json_row(row) for row in rows]
 
     def queue_stats(self, grant: Grant) -> dict[str, Any]:
         """The write queue's counts for the grant's namespace."""
-        with self._session(grant) as session:
+        with self.session(grant) as session:
             stats = queue.queue_stats(session, None, self.settings.queue, grant.namespace)
             return stats.as_dict()
 
@@ -191,7 +194,7 @@ class MemoryService:
             payload["importance"] = importance
         if occurred_at is not None:
             payload["occurred_at"] = occurred_at.isoformat()
-        with self._session(grant) as session:
+        with self.session(grant) as session:
             queued = queue.enqueue(
                 session,
                 grant.namespace,
@@ -207,7 +210,7 @@ class MemoryService:
     def set_pinned(self, grant: Grant, memory_id: int, *, pinned: bool) -> dict[str, Any]:
         """Pin (never ages) or unpin a memory of the grant's namespace."""
         self.authorize(grant, grant.namespace, write=True)
-        with self._session(grant) as session:
+        with self.session(grant) as session:
             if not serving_reads.set_pinned(session, grant.namespace, memory_id, pinned=pinned):
                 raise self._missing(session, grant, memory_id)
             self._audit(session, grant, "pin" if pinned else "unpin", f"memory:{memory_id}")
@@ -216,7 +219,7 @@ class MemoryService:
     def forget(self, grant: Grant, memory_id: int) -> dict[str, Any]:
         """Delete one memory now (a turn's sibling chunks with it)."""
         self.authorize(grant, grant.namespace, write=True)
-        with self._session(grant) as session:
+        with self.session(grant) as session:
             if queue.forget_memory(session, grant.namespace, memory_id) != "deleted":
                 raise self._missing(session, grant, memory_id)
             self._audit(session, grant, "forget_memory", f"memory:{memory_id}")
@@ -225,7 +228,7 @@ class MemoryService:
     # -- plumbing --------------------------------------------------------------------------
 
     @contextmanager
-    def _session(self, grant: Grant) -> Iterator[Session]:
+    def session(self, grant: Grant) -> Iterator[Session]:
         """A transaction scoped to the grant's namespace, committed when the block ends."""
         with self._database(), Session(self.engine) as session, session.begin():
             scope(session.connection(), grant.namespace)
@@ -247,7 +250,7 @@ class MemoryService:
         audit.record(session, action, actor=grant.actor, namespace=grant.namespace, target=target)
 
     def _refused(self, grant: Grant, reason: str) -> None:
-        with self._session(grant) as session:
+        with self.session(grant) as session:
             audit.record(
                 session,
                 "refused",

@@ -1,5 +1,8 @@
-"""``memory_write_queue``: durable memory writes, claimed by any number of drainers."""
+"""``memory_write_queue``: durable writes (memories, messages, forgets, documents), claimed by
+any number of drainers."""
 
+from storage.queue._document import AddDocument, DocumentFormat
+from storage.queue._items import forget_documents, item_status, restart_claim
 from storage.queue._payloads import (
     Enqueued,
     ForgetMemory,
@@ -26,6 +29,8 @@ from storage.queue.table import (
 )
 
 __all__ = [
+    "AddDocument",
+    "DocumentFormat",
     "Enqueued",
     "ForgetMemory",
     "MemoryKind",
@@ -39,11 +44,14 @@ __all__ = [
     "dead_items",
     "enqueue",
     "fail",
+    "forget_documents",
     "forget_memory",
+    "item_status",
     "notifications",
     "parse_stored",
     "purge_completed",
     "queue_stats",
     "reclaim",
     "relax_commit",
+    "restart_claim",
 ]

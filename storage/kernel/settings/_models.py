@@ -146,7 +146,9 @@ class RedactionSettings(BaseModel):
         description="countries whose national phone formats (no +country code) are sought",
     )
     before_storage: bool = Field(
-        False, description="also redact transcripts and queued writes before they are stored"
+        False,
+        description="also redact transcripts and queued memories and messages before they "
+        "are stored (documents are stored as given, as archivist docs ingest stores them)",
     )
 
     @field_validator("custom")
