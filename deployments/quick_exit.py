@@ -3,14 +3,15 @@
 ``archivist search`` imports SQLAlchemy, psycopg, numpy, pydantic and ONNX Runtime, asks
 one question and exits. Two costs come on top of that work, measured on its process
 (bench/cli.py): the cyclic garbage collector, which the imports' allocations set off again
-and again for nothing it could free (0.05 to 0.1 s of CPU), and the interpreter's teardown
-after the answer, module by module and object by object (0.2 s of CPU on a quiet core,
-0.5 to 0.8 s of wall time on a loaded machine). In the ``archivist`` script, the collector
-is off from the start; ``arm`` turns it back on unless the command is one of ``QUICK``,
-and for those the process ends right after the atexit hooks (the embedded server's
-holder list, the model loader's join, logging) with ``os._exit``: the exit code the
-command set, output flushed. Nothing written is lost: files are closed by ``with`` blocks,
-connections by the kernel (PostgreSQL logs an idle client's end at DEBUG1 only).
+and again while they run (0.05 to 0.1 s of CPU), and the interpreter's teardown
+after the answer, module by module and object by object (about 0.2 s of CPU, and 0.5 to
+0.8 s of wall time on this project's loaded 2-core machine). In the ``archivist``
+script, the collector is off from the start; ``arm`` turns it back on unless the command
+is one of ``QUICK``, and for those the process ends right after the atexit hooks (the
+embedded server's holder list, the model loader's join, logging) with ``os._exit``: the
+exit code the command set, output flushed. Nothing written is lost: files are closed by
+``with`` blocks, connections by the kernel (PostgreSQL logs an idle client's end at DEBUG1
+only).
 
 ``hook`` is registered when this module is imported, which ``deployments.cli`` does
 before its other imports, so that it runs after every hook the command registers (atexit
