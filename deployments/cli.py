@@ -11,6 +11,7 @@ from datetime import datetime
 
 import click
 
+from deployments import quick_exit
 from deployments.cli_errors import Group
 from deployments.commands import AS_OF, SearchFlags, check_namespace, gathered
 from deployments.commands.docs import docs_group
@@ -43,6 +44,7 @@ def main(ctx: click.Context) -> None:
     from storage.server.engine import install_signal_handlers
 
     install_signal_handlers()
+    quick_exit.arm(ctx.invoked_subcommand)
 
 
 @main.group()

@@ -39,8 +39,6 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 from storage.kernel import scoring
 from storage.kernel.base import Base
 
-TIERS = ("fresh", "compressed", "archived")
-
 
 class Memory(Base):
     __tablename__ = "memories"
