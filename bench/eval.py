@@ -141,12 +141,11 @@ def summaries_only(
     transcripts = [t for t in inputs.transcripts if t.session.id in wanted]
     embedder = make_embedder(EmbeddingSettings(provider=embedder_name))
     started = time.perf_counter()
-    produced = extract_directly(transcripts, HeuristicExtractor())
+    produced = extract_directly(transcripts, HeuristicExtractor(embedder))
     print(
         f"[{embedder_name}] {len(transcripts)} gold sessions extracted in "
         f"{time.perf_counter() - started:.1f} s"
     )
-    del embedder
     return score_gold(gold, transcripts, produced)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import httpx
 
+from storage.embedding import Embedder
 from storage.kernel.errors import ConfigurationError
 from storage.kernel.http_json import Connection
 from storage.kernel.settings import ExtractorSettings, Settings
@@ -15,12 +16,17 @@ from tasks.extraction._none import NoneExtractor
 from tasks.extraction._types import Extractor
 
 
-def make_extractor(settings: Settings, client: httpx.Client | None = None) -> Extractor:
-    """The extractor of ``settings.extractor.mode``; ``client`` serves the llm mode."""
+def make_extractor(
+    settings: Settings, client: httpx.Client | None = None, embedder: Embedder | None = None
+) -> Extractor:
+    """The extractor of ``settings.extractor.mode``; ``client`` serves the llm mode;
+    ``embedder`` (the run's) gives the offline summary its sentence vectors, for the
+    heuristic mode and the others' fallback."""
     config = settings.extractor
     redaction = RedactionPolicy.from_settings(settings.redaction)
+    heuristic = HeuristicExtractor(embedder)
     if config.mode == "llm":
-        return _llm(config, client, redaction)
+        return _llm(config, client, redaction, heuristic)
     if config.mode == "command":
         if not config.command:
             raise ConfigurationError("the command extractor needs ARCHIVIST_EXTRACTOR__COMMAND")
@@ -28,15 +34,19 @@ def make_extractor(settings: Settings, client: httpx.Client | None = None) -> Ex
             config.command,
             timeout=config.timeout_seconds,
             max_input_chars=config.max_input_chars,
+            fallback=heuristic,
             redaction=redaction,
         )
     if config.mode == "none":
         return NoneExtractor()
-    return HeuristicExtractor()
+    return heuristic
 
 
 def _llm(
-    config: ExtractorSettings, client: httpx.Client | None, redaction: RedactionPolicy
+    config: ExtractorSettings,
+    client: httpx.Client | None,
+    redaction: RedactionPolicy,
+    fallback: Extractor,
 ) -> LLMExtractor:
     if not (config.base_url and config.model):
         raise ConfigurationError(
@@ -55,5 +65,6 @@ def _llm(
         config.model,
         connection=connection,
         max_input_chars=config.max_input_chars,
+        fallback=fallback,
         redaction=redaction,
     )

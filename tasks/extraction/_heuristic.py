@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from storage.embedding import Embedder, HashingEmbedder
 from storage.kernel.records import SessionState
 from tasks.extraction import _lexicon as lexicon
 from tasks.extraction._analysis import SPOKEN, Msg, analyse, cued
 from tasks.extraction._chunks import chunk_text
 from tasks.extraction._episode import (
+    attribute_threads,
     find_entities,
     find_open_threads,
     find_outcomes,
@@ -124,7 +126,15 @@ def _memories(msgs: Sequence[Msg], outcomes: Sequence[Outcome]) -> tuple[MemoryD
 
 
 class HeuristicExtractor:
-    """Extractor built from regexes and word lists: fast, offline, deterministic."""
+    """Extractor built from regexes and word lists, and sentence vectors for the summary:
+    offline and deterministic.
+
+    ``embedder`` gives the vectors the summary ranks sentences by (the run's own model; the
+    hashing embedder when none is given).
+    """
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self._embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
 
     @property
     def name(self) -> str:
@@ -139,12 +149,16 @@ class HeuristicExtractor:
         speakers = speaker_names(spoken)
         own_names = {w for name in speakers for w in TOKEN.findall(lowercase(name))}
         topics = find_topics(spoken, own_names)
-        outcomes = find_outcomes(spoken)
-        threads = find_open_threads(msgs, topics)
+        found = find_outcomes(spoken)
+        threads = find_open_threads(msgs, topics, found)
+        # A promise ("I'll call him on Friday") is still open: a thread, not also an outcome.
+        promised = {dedup_key(lowercase(t.context)) for t in threads}
+        outcomes = tuple(o for o in found if dedup_key(lowercase(o.content)) not in promised)
+        threads = attribute_threads(threads, spoken)
         memories = _memories(msgs, outcomes)
         cues = episode_cues([m.cues for m in spoken], [m.cues for m in users])
         episode = EpisodeDraft(
-            summary=summarise(msgs, topics, outcomes, threads),
+            summary=summarise(msgs, outcomes, threads, self._embedder),
             topics=topics,
             entities=find_entities(spoken, speakers),
             user_state=read_user_state(users, topics, own_names),

@@ -142,7 +142,7 @@ def build_context(
 ) -> SyncContext:
     """The per-run context every batch shares."""
     return SyncContext(
-        extractor=make_extractor(settings),
+        extractor=make_extractor(settings, embedder=embedder),
         embedder=embedder,
         as_of=as_of,
         tz=settings.tz,
