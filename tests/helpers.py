@@ -98,7 +98,7 @@ def run_sync(store: Store, as_of: datetime, **knobs: Unpack[SyncKnobs]) -> SyncR
     dry_run, idle_minutes = knobs.get("dry_run", False), knobs.get("idle_minutes")
     embedder = embedder or HashingEmbedder(store.settings.embedding.dim)
     ctx = SyncContext(
-        extractor=HeuristicExtractor(embedder),
+        extractor=HeuristicExtractor(embedder, store.settings.tz),
         embedder=embedder,
         as_of=as_of,
         tz=store.settings.tz,

@@ -149,7 +149,7 @@ def build_memory(
     current: set[str] = set()
     for number, day in enumerate(days, start=1):
         as_of, hours = day_run(day, tz)
-        ctx = SyncContext(HeuristicExtractor(embedder), embedder, as_of, tz, run_id=None)
+        ctx = SyncContext(HeuristicExtractor(embedder, tz), embedder, as_of, tz, run_id=None)
         outcome, synced = _sync_day(engine, ctx, hours, labelled, batch_size)
         report.written.merge(outcome)
         current |= synced

@@ -24,7 +24,7 @@ def make_extractor(
     heuristic mode and the others' fallback."""
     config = settings.extractor
     redaction = RedactionPolicy.from_settings(settings.redaction)
-    heuristic = HeuristicExtractor(embedder)
+    heuristic = HeuristicExtractor(embedder, settings.tz)
     if config.mode == "llm":
         return _llm(config, client, redaction, heuristic)
     if config.mode == "command":

@@ -218,8 +218,8 @@ def test_facts_and_preferences_outrank_turns() -> None:
         ]
     )
     by_kind = {m.kind: m for m in result.memories if m.kind != "turn"}
-    assert by_kind["fact"].content == "Alice: I live in Munich with my two cats."
-    assert by_kind["preference"].content == "Alice: I prefer short answers."
+    assert by_kind["fact"].content == "Alice lives in Munich with their two cats. (2026-11-20)"
+    assert by_kind["preference"].content == "Alice prefers short answers. (2026-11-20)"
     best_turn = max(m.importance for m in result.memories if m.kind == "turn")
     assert all(m.importance > best_turn for m in by_kind.values())
 
@@ -347,13 +347,15 @@ ABBREVIATED = [
 def test_an_abbreviation_does_not_end_the_sentence(sentence: str) -> None:
     result = _extract([("user", "Alice", sentence), ("assistant", "aria", "Noted.")])
     salient = [m.content for m in result.memories if m.kind in ("fact", "preference")]
-    assert salient == [f"Alice: {sentence}"]
+    assert len(salient) == 1
+    assert salient[0].startswith("Alice")
+    assert salient[0].endswith(f"{' '.join(sentence.split()[-4:])} (2026-11-20)")
 
 
 def test_a_sentence_still_ends_after_a_short_word() -> None:
     result = _extract([("user", "Alice", "No. I prefer tea. Coffee keeps me up.")])
     salient = [m.content for m in result.memories if m.kind in ("fact", "preference")]
-    assert salient == ["Alice: I prefer tea."]
+    assert salient == ["Alice prefers tea. (2026-11-20)"]
 
 
 def test_i_and_its_contractions_never_glue_onto_a_name() -> None:

@@ -387,7 +387,7 @@ def test_each_line_cites_only_messages_that_say_what_it_says(store: Store) -> No
         " ON c.session_id = m.session_id AND c.id = ANY(m.message_ids) WHERE m.id = ANY(:ids)"
     )
     names = [name for pair in TRIPS.values() for name in pair]
-    decisions = [ln for ln in lines if ln.startswith("- Alice: Let's go with the")]
+    decisions = [ln for ln in lines if ln.startswith("- Alice decided: Let's go with the")]
     assert len(decisions) == 2  # one per trip, not one line citing both
     for line in lines:
         said = {n for n in names if n in line.split("<!--")[0]}
