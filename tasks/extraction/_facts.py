@@ -5,8 +5,9 @@ reads "Nebraas is obsessed with them (answering "What do you think of the new Sp
 games?", 2026-05-01)": the speaker as its subject (``_person.as_note``, else "Name: ..."),
 then the context that makes it findable and readable (the session's title, or the
 question it answers) and the local date it was said. A fragment that leans on something
-said before ("them", "that one") is kept only with the question or sentence before it; with
-nothing to resolve it, it is not stored.
+said before ("them", "that one") is kept only with the question it answers, the session's
+title or, failing both, the sentence before it; with nothing to resolve it, it is not
+stored.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import tzinfo
 
+from storage.kernel.facts import closing
 from tasks.extraction._analysis import Msg, sentences
 from tasks.extraction._person import as_note, display_name
 from tasks.extraction._text import TOKEN, clip, is_question, leans_back
@@ -60,10 +62,11 @@ def context_of(sentence: str, msg: Msg, previous: Msg | None, setting: Setting) 
     asked = f'answering "{clip(question, QUOTE_CAP)}"' if question else ""
     if not leans_back(tokens):
         return title or asked, True
+    if asked or title:
+        return asked or title, True
     before = sentence_before(msg, sentence)
     after = f'after "{clip(before, QUOTE_CAP)}"' if before else ""
-    context = asked or after
-    return context or title, bool(context or title)
+    return after, bool(after)
 
 
 def fact_text(sentence: str, msg: Msg, context: str, *, tz: tzinfo, decision: bool) -> str:
@@ -79,5 +82,4 @@ def fact_text(sentence: str, msg: Msg, context: str, *, tz: tzinfo, decision: bo
         statement = f"{name} decided: {text}"
     else:
         statement = f"{name}: {text}"
-    said = msg.record.timestamp.astimezone(tz).date().isoformat()
-    return f"{statement} ({context}, {said})" if context else f"{statement} ({said})"
+    return statement + closing(context, msg.record.timestamp.astimezone(tz).date())

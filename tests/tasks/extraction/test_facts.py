@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from storage.embedding import HashingEmbedder
+from storage.kernel.facts import statement
 from storage.kernel.inputs import LATEST_INSTANT
 from storage.kernel.records import MessageRecord, SessionRecord, SessionState
 from storage.kernel.settings import RetrievalSettings
@@ -137,6 +138,8 @@ def test_priming_on_the_demo_names_the_subject_of_every_fact(
         block = text.split("Things I know:\n", 1)[1].split("\n\n", 1)[0]
         lines = [_FACT_LINE.match(line) for line in block.splitlines()]
         assert lines and all(lines)
+        said = [statement(m[1]) for m in lines if m is not None]
+        assert len(set(said)) == len(said)  # a fact told in several sessions, listed once
         for match in lines:
             assert match is not None
             fact = match[1]
