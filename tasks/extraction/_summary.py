@@ -40,6 +40,8 @@ BUDGET = 650  # characters of a summary, at most
 SENTENCE_CAP = 240  # a longer sentence is clipped: one must not take the whole budget
 CANDIDATE_CAP = 60  # sentences embedded per session (the ones with the highest prior)
 _REDUNDANT = 0.8  # a sentence this close to one already taken adds nothing
+_OPENING = 0.75  # prior bonus of the first sentence the user says
+_OPENING_REST = 0.25  # and of the rest of their first message
 _DAMPING = 0.85
 _ROUNDS = 30
 _VERBS = {"decision": "decided", "agreement": "agreed"}
@@ -82,15 +84,15 @@ def _line(text: str, name: str, outcome: str | None) -> tuple[str, str]:
     return line, name
 
 
-def _prior(text: str, tokens: Sequence[str], *, first: bool, outcome: bool) -> float:
-    """What a note keeps: numbers, names, outcomes, the opening; questions and fragments
-    that lean on what was said before weigh less."""
+def _prior(text: str, tokens: Sequence[str], *, opening: float, outcome: bool) -> float:
+    """What a note keeps: numbers, names, outcomes, the opening (``opening``: its bonus);
+    questions and fragments that lean on what was said before weigh less."""
     content = sum(is_content(t) for t in tokens)
     prior = 1.0 + 0.15 * min(content, 8) / 8
     prior += 0.5 if any(ch.isdigit() for ch in text) else 0.0
     prior += 0.25 * min(2, len(set(names(text))))
     prior += 0.75 if outcome else 0.0
-    prior += 0.25 if first else 0.0
+    prior += opening
     prior *= 0.5 if leans_back(tokens) else 1.0
     return prior * (0.6 if is_question(text) else 1.0)
 
@@ -98,6 +100,8 @@ def _prior(text: str, tokens: Sequence[str], *, first: bool, outcome: bool) -> f
 def _candidates(spoken: Sequence[Msg], outcomes: Sequence[Outcome]) -> list[_Sentence]:
     decided = {dedup_key(o.content.lower()): o.type for o in outcomes if o.type in _VERBS}
     first_user = next((m.record.id for m in spoken if m.record.role == "user"), None)
+    # the user's first words usually say what the session is for: its first sentence most
+    openings = [_OPENING, _OPENING_REST]
     found: list[_Sentence] = []
     seen: set[str] = set()
     for msg in spoken:
@@ -111,9 +115,10 @@ def _candidates(spoken: Sequence[Msg], outcomes: Sequence[Outcome]) -> list[_Sen
             text = clip(sentence, SENTENCE_CAP)
             outcome = decided.get(key)
             line, label = _line(text, name, _VERBS.get(outcome or ""))
-            prior = _prior(
-                text, tokens, first=msg.record.id == first_user, outcome=outcome is not None
-            )
+            opening = 0.0
+            if msg.record.id == first_user:
+                opening = openings.pop(0) if len(openings) > 1 else openings[0]
+            prior = _prior(text, tokens, opening=opening, outcome=outcome is not None)
             found.append(_Sentence(len(found), key, text, line, label, prior))
     if len(found) > CANDIDATE_CAP:
         kept = sorted(found, key=lambda s: (-s.prior, s.position))[:CANDIDATE_CAP]
