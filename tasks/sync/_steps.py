@@ -142,7 +142,7 @@ def build_context(
 ) -> SyncContext:
     """The per-run context every batch shares."""
     return SyncContext(
-        extractor=make_extractor(settings, embedder=embedder),
+        extractor=make_extractor(settings),
         embedder=embedder,
         as_of=as_of,
         tz=settings.tz,

@@ -11,11 +11,13 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pytest
 
-from storage.embedding import HashingEmbedder
+from storage.embedding import HashingEmbedder, LocalEmbedder
 from storage.kernel.inputs import LATEST_INSTANT
 from storage.kernel.records import MessageRecord, SessionRecord, SessionState
+from storage.kernel.settings import EmbeddingSettings
 from tasks.evaluation import load_inputs
 from tasks.extraction import HeuristicExtractor
+from tasks.extraction._factory import summary_embedder
 from tasks.extraction._summary import BUDGET, centrality
 from tasks.extraction._text import names
 from tasks.samples import generate_demo
@@ -186,3 +188,12 @@ def test_no_summary_lowers_a_name_its_session_writes_capitalised() -> None:
         checked += 1
     assert checked > 500
     assert lowered == []
+
+
+def test_the_summary_sends_no_sentence_out_and_caches_none() -> None:
+    remote = EmbeddingSettings(
+        provider="openai", base_url="http://127.0.0.1:9/v1", model="m", dim=1536, cache="on"
+    )
+    assert isinstance(summary_embedder(remote), LocalEmbedder)  # not the endpoint
+    hashing = summary_embedder(EmbeddingSettings(provider="hashing", cache="on"))
+    assert isinstance(hashing, HashingEmbedder)  # the model itself, not the cache around it
