@@ -95,9 +95,10 @@ def run_sync(store: Store, as_of: datetime, **knobs: Unpack[SyncKnobs]) -> SyncR
     namespace, embedder, shard = knobs.get("namespace"), knobs.get("embedder"), knobs.get("shard")
     batch_size, flush = knobs.get("batch_size", 500), knobs.get("flush", True)
     dry_run, idle_minutes = knobs.get("dry_run", False), knobs.get("idle_minutes")
+    embedder = embedder or HashingEmbedder(store.settings.embedding.dim)
     ctx = SyncContext(
-        extractor=HeuristicExtractor(),
-        embedder=embedder or HashingEmbedder(store.settings.embedding.dim),
+        extractor=HeuristicExtractor(embedder, store.settings.tz),
+        embedder=embedder,
         as_of=as_of,
         tz=store.settings.tz,
         run_id=None,

@@ -24,7 +24,14 @@ from storage.kernel.settings import Settings
 
 if TYPE_CHECKING:
     from deployments.progress import Bars
-    from tasks.evaluation import BuildReport, EvalInputs, QueryRun, QuestionScore
+    from tasks.evaluation import (
+        BuildReport,
+        EvalInputs,
+        GoldSession,
+        QueryRun,
+        QuestionScore,
+        SummaryReport,
+    )
 
 Echo = Callable[[str], None]
 # Labels of the bars the eval draws (``deployments.progress``).
@@ -58,6 +65,9 @@ class EvalResult:
     build: BuildReport
     runs: tuple[QueryRun, ...]
     scores: tuple[QuestionScore, ...]
+    # Per language and overall, when gold summaries were given (``--gold``).
+    summaries: dict[str, SummaryReport] | None = None
+    embedder: str = ""
 
 
 def _weights_of(settings: Settings, preset: str | None) -> tuple[str, dict[str, float]]:
@@ -67,28 +77,40 @@ def _weights_of(settings: Settings, preset: str | None) -> tuple[str, dict[str, 
     return label, resolve_weights(label)
 
 
+@dataclass(frozen=True)
+class LabelledSet:
+    """The files an eval reads: sessions, questions, and gold summaries (maybe none)."""
+
+    sessions: Path
+    queries: Path
+    gold: Sequence[GoldSession] = ()
+
+
 def run_eval(
     settings: Settings,
-    sessions: Path,
-    queries: Path,
+    labelled: LabelledSet,
     *,
     preset: str | None,
     ks: Sequence[int],
     allow_existing: bool,
     bars: Bars,
 ) -> EvalResult:
-    """Read the labelled set, build memory the daily sync's way, ask every question, score."""
+    """Read the labelled set, build memory the daily sync's way, ask every question, score;
+    with ``gold``, score the summaries and facts the build wrote for those sessions too."""
     from storage.retrieval import Retriever
     from tasks.evaluation import (
         build_memory,
         check_namespaces,
         check_scratch,
         load_inputs,
+        read_produced,
         run_queries,
         score_question,
+        score_summaries,
     )
     from tasks.sync import decode
 
+    sessions, queries, gold = labelled.sessions, labelled.queries, labelled.gold
     inputs = load_inputs(
         (str(sessions), decode(sessions.read_bytes())), (str(queries), decode(queries.read_bytes()))
     )
@@ -114,7 +136,34 @@ def run_eval(
     )
     namespaces = {t.session.id: t.session.namespace for t in inputs.transcripts}
     scores = [score_question(r.query, r.hits, ks, namespaces) for r in runs]
-    return EvalResult(label, weights, tuple(ks), inputs, build, tuple(runs), tuple(scores))
+    summaries = None
+    if gold:
+        produced = read_produced(retriever.engine, [g.session_id for g in gold])
+        summaries = score_summaries(gold, inputs.transcripts, produced, retriever.embedder)
+    return EvalResult(
+        label,
+        weights,
+        tuple(ks),
+        inputs,
+        build,
+        tuple(runs),
+        tuple(scores),
+        summaries,
+        retriever.embedder.name,
+    )
+
+
+def read_gold_file(path: Path) -> list[GoldSession]:
+    """The gold summaries of ``path``; any bad line is an error (the figures would shift)."""
+    from tasks.evaluation import read_gold
+    from tasks.sync import decode
+
+    gold, problems = read_gold(str(path), decode(path.read_bytes()))
+    if problems:
+        raise click.ClickException("; ".join(str(p) for p in problems))
+    if not gold:
+        raise click.ClickException(f"no gold session in {path}")
+    return gold
 
 
 def _weights(result: EvalResult) -> str:
@@ -160,6 +209,23 @@ def render(result: EvalResult, echo: Echo) -> None:
     )
     timing = _timings(result)
     echo(f"timing: p50 {timing['p50']:.1f} ms, p95 {timing['p95']:.1f} ms per query")
+    if result.summaries is not None:
+        _render_summaries(result, echo)
+
+
+def _render_summaries(result: EvalResult, echo: Echo) -> None:
+    from tasks.evaluation import render_summary_table
+
+    assert result.summaries is not None
+    echo(
+        "summaries against the gold: share of gold facts with a sentence at cosine >= 0.6 "
+        f"({result.embedder}) in the summary, the extracted facts and the session's first turns "
+        "of the summary's length; ROUGE-1 recall and precision of the summary and of those turns"
+    )
+    echo(render_summary_table(result.summaries))
+    missing = result.summaries["overall"].missing
+    if missing:
+        echo(f"  gold sessions without a summary in this set: {', '.join(missing)}")
 
 
 def _question(result: EvalResult, index: int) -> dict[str, Any]:
@@ -192,10 +258,15 @@ def _question(result: EvalResult, index: int) -> dict[str, Any]:
 
 def as_dict(result: EvalResult) -> dict[str, Any]:
     """The JSON form: summary per category and overall, timings, build, problems, questions."""
-    from tasks.evaluation import group_as_dict, summarise
+    from tasks.evaluation import group_as_dict, summarise, summary_report_as_dict
 
     summary = summarise(result.scores, result.ks)
     build = result.build
+    summaries = (
+        {name: summary_report_as_dict(g) for name, g in result.summaries.items()}
+        if result.summaries is not None
+        else None
+    )
     return {
         "preset": result.preset,
         "weights": {name: value for name, value in result.weights.items() if value},
@@ -212,6 +283,7 @@ def as_dict(result: EvalResult) -> dict[str, Any]:
         },
         "problems": [str(p) for p in result.inputs.problems],
         "questions": [_question(result, i) for i in range(len(result.runs))],
+        **({"summaries": summaries, "summaries_embedder": result.embedder} if summaries else {}),
     }
 
 
@@ -231,12 +303,19 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
     is_flag=True,
     help="Measure even if the labelled namespaces already hold other data.",
 )
+@click.option(
+    "--gold",
+    type=_FILE,
+    help="Gold summaries and facts (bench/data/eval/gold/summaries.jsonl): also score the "
+    "summaries and facts written for those sessions (coverage, ROUGE-1, beside first turns).",
+)
 def eval_command(
     sessions: Path,
     queries: Path,
     preset: str | None,
     ks: tuple[int, ...],
     json_path: str | None,
+    gold: Path | None,
     *,
     allow_existing: bool,
 ) -> None:
@@ -248,13 +327,13 @@ def eval_command(
     """
     from deployments.progress import progress_bars
 
+    gold_sessions = read_gold_file(gold) if gold is not None else []
     try:
         settings = load_settings()
         with progress_bars(enabled=json_path is None) as bars:
             result = run_eval(
                 settings,
-                sessions,
-                queries,
+                LabelledSet(sessions, queries, gold_sessions),
                 preset=preset,
                 ks=ks,
                 allow_existing=allow_existing,

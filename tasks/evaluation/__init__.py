@@ -2,11 +2,14 @@
 
 from tasks.evaluation._build import (
     BuildReport,
+    Produced,
     QueryRun,
     build_memory,
     check_namespaces,
     check_scratch,
     day_run,
+    extract_directly,
+    read_produced,
     run_queries,
 )
 from tasks.evaluation._inputs import (
@@ -28,12 +31,24 @@ from tasks.evaluation._metrics import (
     score_question,
     summarise,
 )
+from tasks.evaluation._summaries import (
+    GoldSession,
+    SummaryReport,
+    read_gold,
+    render_summary_table,
+    rouge1,
+    score_summaries,
+    summary_report_as_dict,
+)
 
 __all__ = [
     "BuildReport",
     "EvalInputs",
     "EvalQuery",
     "GroupSummary",
+    "GoldSession",
+    "Produced",
+    "SummaryReport",
     "OVERALL",
     "QueryRun",
     "QuestionScore",
@@ -42,6 +57,13 @@ __all__ = [
     "check_namespaces",
     "check_scratch",
     "day_run",
+    "extract_directly",
+    "read_gold",
+    "read_produced",
+    "render_summary_table",
+    "rouge1",
+    "score_summaries",
+    "summary_report_as_dict",
     "group_as_dict",
     "level_as_dict",
     "load_inputs",
