@@ -9,8 +9,9 @@ sessions (within one conversation, later turns elaborate rather than replace).
 Session summaries (episodes, task cards) and document chunks neither restate nor are
 restated.
 
-Measured on bench/eval.py's sets (local embedder, message R@10, knowledge-update
-questions): 0.618 to 0.652 on the own set, 0.567 to 0.611 on its long-horizon part.
+Measured on bench/eval.py's sets (local embedder, message R@10 of knowledge-update
+questions, relevance alone against the default): 0.618 to 0.630 on the own set, 0.567 to
+0.603 on its long-horizon part.
 """
 
 from __future__ import annotations

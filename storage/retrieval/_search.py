@@ -218,11 +218,11 @@ class Retriever:
     ) -> Restated | None:
         """Which candidates newer ones restate, for a question about now that weighs
         ``supersede`` (one more statement: the candidates' embeddings); else None."""
-        if not (when.about_now and weights.get("supersede")):
+        ids = memory_ids(rows)
+        if not (when.about_now and weights.get("supersede") and ids):
             return None
         prepare = self.settings.prepared_statements
-        vectors = candidate_vectors(conn, namespace, memory_ids(rows), prepare=prepare)
-        return restatements(rows, vectors)
+        return restatements(rows, candidate_vectors(conn, namespace, ids, prepare=prepare))
 
     def _memory_rows(
         self, conn: Connection, request: Request

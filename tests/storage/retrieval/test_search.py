@@ -20,8 +20,10 @@ from storage.kernel.errors import RetrievalError, StorageError
 from storage.kernel.settings import RetrievalSettings
 from storage.operations.access import fold_accesses
 from storage.retrieval import SearchOptions
+from storage.retrieval._restated import candidate_vectors
 from storage.retrieval._search import Retriever
 from storage.server.engine import Store
+from storage.server.scoped import scope
 from tasks.ann_index import refresh_ann_index
 from tests.storage.memory_factory import put
 
@@ -315,3 +317,18 @@ def test_database_failures_are_storage_errors_not_bad_requests(store: Store) -> 
     with pytest.raises(StorageError, match="search in namespace 'a' failed") as failed:
         r.search("a", "something", as_of=NOW)
     assert not isinstance(failed.value, RetrievalError)  # a server's failure, not bad input
+
+
+def test_restatements_come_from_the_searched_namespace_only(store: Store) -> None:
+    old = "I moved to Berlin, the flat is near the river"
+    [berlin] = put(store, "alice", [old], NOW - timedelta(days=70), session_id="s1")
+    [paris] = put(store, "alice.b", [f"{old} and the park"], NOW, session_id="s2")
+    r = retriever(store)
+
+    with store.engine.connect() as conn:
+        scope(conn, "alice", relaxed=True)
+        found = candidate_vectors(conn, "alice", [berlin, paris], prepare=False)
+    [hit] = r.search("alice", "which flat do I live in now?", as_of=NOW, record_access=False)
+
+    assert set(found) == {berlin} and found[berlin].shape == (384,)
+    assert hit.memory_id == berlin and hit.restated_by is None and hit.weights["supersede"]
