@@ -2,7 +2,8 @@
 
 Imports no Prefect and nothing from ``tasks``, so an assistant can
 ``from storage.retrieval import Retriever`` alone. ``Retriever`` lives in ``_search``; the
-candidates, ranking, priming, cold-tier search and SQL are its private modules;
+candidates, ranking, priming, cold-tier search and SQL are its private modules, with what a
+question says about time (``_timeframe``) and which candidates restate which (``_restated``);
 ``_citations`` labels hits ``[Memory n]`` and ``[Doc n]`` with a closing ``Sources:`` line.
 """
 
