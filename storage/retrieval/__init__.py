@@ -2,7 +2,8 @@
 
 Imports no Prefect and nothing from ``tasks``, so an assistant can
 ``from storage.retrieval import Retriever`` alone. ``Retriever`` lives in ``_search``; the
-candidates, ranking, priming, cold-tier search and SQL are its private modules;
+candidates, ranking, priming, cold-tier search and SQL are its private modules, with what a
+question says about time (``_timeframe``) and which candidates restate which (``_restated``);
 ``_citations`` labels hits ``[Memory n]`` and ``[Doc n]`` with a closing ``Sources:`` line.
 """
 
@@ -19,10 +20,12 @@ from storage.retrieval._citations import (
 )
 from storage.retrieval._documents import TERM_STATS
 from storage.retrieval._inputs import DF_CAP, KINDS, lexical_params, scoped_term, tsquery_term
-from storage.retrieval._ranking import one_per_source, relevance_parts
+from storage.retrieval._ranking import after_newer, one_per_source, relevance_parts, weights_for
+from storage.retrieval._restated import candidate_vectors, restatements
 from storage.retrieval._search import Retriever
 from storage.retrieval._sql import CANDIDATES
 from storage.retrieval._stats import StatsCache
+from storage.retrieval._timeframe import read_time
 from storage.retrieval._types import DOC_KIND, DocSource, Hit, Priming, SearchOptions, TimeRange
 
 __all__ = [
@@ -43,15 +46,20 @@ __all__ = [
     "StatsCache",
     "TERM_STATS",
     "TimeRange",
+    "after_newer",
+    "candidate_vectors",
     "cite",
     "lexical_params",
     "neighbours",
     "one_per_source",
+    "read_time",
     "relevance_parts",
     "render_citations",
+    "restatements",
     "scoped_term",
     "search_params",
     "source_entries",
     "sources_line",
     "tsquery_term",
+    "weights_for",
 ]
