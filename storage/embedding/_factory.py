@@ -45,7 +45,7 @@ def preload_model(settings: EmbeddingSettings) -> None:
 def _local(settings: EmbeddingSettings) -> LocalEmbedder:
     return LocalEmbedder(
         threads=settings.threads,
-        batch_size=settings.batch_size,
+        batch_tokens=settings.batch_tokens,
         cache_dir=settings.graph_cache_dir or default_cache_dir(),
         int8_queries=_int8_queries(settings),
     )

@@ -33,8 +33,8 @@ class EmbeddingSettings(BaseModel):
         None,
         ge=1,
         le=64,
-        description="CPU threads of the local embedder (default: one per core; one for "
-        "a query on the int8 graph)",
+        description="batches the local embedder runs side by side, one CPU thread each "
+        "(default: one per CPU; a query takes one)",
     )
     query_encoder: Literal["int8", "float32"] = Field(
         "int8",
@@ -46,8 +46,12 @@ class EmbeddingSettings(BaseModel):
     )
     model: str | None = Field(None, description="model name sent to the /embeddings endpoint")
     api_key: SecretStr | None = Field(None, description="API key of the openai provider")
-    batch_size: int = Field(
-        64, ge=1, le=2048, description="texts per request (openai) or per batch of the local model"
+    batch_size: int = Field(64, ge=1, le=2048, description="texts per request (openai)")
+    batch_tokens: int = Field(
+        2048,
+        ge=256,
+        le=65_536,
+        description="padded tokens per batch of the local model (texts sorted by length)",
     )
     graph_cache_dir: Path | None = Field(
         None,

@@ -36,7 +36,7 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def local() -> LocalEmbedder:
-    return LocalEmbedder(threads=2, batch_size=3)
+    return LocalEmbedder(threads=2, batch_tokens=64)  # several batches, side by side
 
 
 def test_vectors_are_sentence_transformers_own(local: LocalEmbedder) -> None:
