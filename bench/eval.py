@@ -18,6 +18,11 @@ spread over the two months before its last message (``tasks.samples.generate_bul
 plans, reviews, budgets and flights of made-up people, never a labelled answer), so that
 the evidence has to be found among a few hundred memories, as in real use, rather than
 among a dozen. 0 measures the labelled sessions alone.
+
+An embedder is ``provider[:stored[:queries]]``: the local model's weights for the stored
+vectors and for the queries, ``float32`` or ``int8`` (``ARCHIVIST_EMBEDDING__STORE_ENCODER``
+and ``__QUERY_ENCODER``; left out: the defaults). ``local:int8:float32`` measures int8
+memories searched with float32 queries; specs that store alike share one store.
 """
 
 from __future__ import annotations
@@ -97,6 +102,15 @@ def haystack(transcripts: Sequence[Transcript], per_namespace: int) -> list[Tran
     return out
 
 
+def embedding_settings(spec: str) -> Any:
+    """``provider[:stored[:queries]]`` as embedding settings (see the module's notes)."""
+    from storage.kernel.settings import EmbeddingSettings
+
+    provider, *encoders = spec.split(":")
+    fields = dict(zip(("store_encoder", "query_encoder"), encoders, strict=False))
+    return EmbeddingSettings(provider=provider, **fields)
+
+
 def evaluate(
     embedder_name: str,
     sets: tuple[tuple[str, str], tuple[str, str]],
@@ -105,16 +119,15 @@ def evaluate(
     hay: int,
 ) -> dict[str, Any]:
     from storage.kernel.scoring import resolve_weights
-    from storage.kernel.settings import EmbeddingSettings, Settings
+    from storage.kernel.settings import Settings
     from storage.retrieval import Retriever
     from storage.server.engine import open_store
     from storage.server.migrate import upgrade
     from tasks.evaluation import build_memory, load_inputs, run_queries, score_question, summarise
 
-    settings = Settings(
-        data_dir=workdir / embedder_name,
-        embedding=EmbeddingSettings(provider=embedder_name),
-    )
+    embedding = embedding_settings(embedder_name)
+    stored = embedding.provider + ("-int8" if embedding.store_encoder == "int8" else "")
+    settings = Settings(data_dir=workdir / stored, embedding=embedding)
     store = open_store(settings)
     upgrade(store.engine, settings)
     inputs = load_inputs(*sets)

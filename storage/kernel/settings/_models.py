@@ -36,10 +36,17 @@ class EmbeddingSettings(BaseModel):
         description="batches the local embedder runs side by side, one CPU thread each "
         "(default: one per CPU; a query takes one)",
     )
+    store_encoder: Literal["auto", "int8", "float32"] = Field(
+        "auto",
+        description="the local model's weights for the stored vectors (memories, document "
+        "chunks): int8 (2.3 times less CPU, the recall of float32's) or float32; auto: the "
+        "weights of the vectors the store holds, int8 for a new store. The store records "
+        "which; archivist reembed moves it",
+    )
     query_encoder: Literal["int8", "float32"] = Field(
         "int8",
         description="the local model's weights for search queries: int8 (2.5 times cheaper, "
-        "mean cosine 0.99 with float32's) or float32; memories are always embedded in float32",
+        "mean cosine 0.99 with float32's) or float32",
     )
     base_url: str | None = Field(
         None, description="OpenAI-compatible API root, e.g. http://localhost:11434/v1"
