@@ -12,6 +12,7 @@ from storage.embedding._cached import CachedEmbedder
 from storage.embedding._factory import make_embedder, preload_model
 from storage.embedding._hashing import HashingEmbedder
 from storage.embedding._local import LocalEmbedder
+from storage.embedding._once import EmbedOnce
 from storage.embedding._protocol import Embedder
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CachedEmbedder",
+    "EmbedOnce",
     "Embedder",
     "HashingEmbedder",
     "LocalEmbedder",

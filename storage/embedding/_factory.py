@@ -10,6 +10,7 @@ from storage.embedding._cached import CachedEmbedder
 from storage.embedding._graph_cache import default_cache_dir
 from storage.embedding._hashing import HashingEmbedder
 from storage.embedding._local import LocalEmbedder, graph_name
+from storage.embedding._once import EmbedOnce
 from storage.embedding._protocol import Embedder
 from storage.kernel.errors import ConfigurationError
 from storage.kernel.settings import EmbeddingSettings, RedactionSettings
@@ -26,7 +27,8 @@ def make_embedder(
     *,
     stored: str | None = None,
 ) -> Embedder:
-    """Build the embedder the settings name, behind the vector cache when given an engine.
+    """Build the embedder the settings name, behind the vector cache when given an engine,
+    and behind `EmbedOnce`: a run that builds it embeds each distinct text once.
 
     ``redaction`` applies to a remote model's input (``None``: the defaults, all on); the
     local and hashing embedders send nothing anywhere and see the text as it is.
@@ -35,8 +37,8 @@ def make_embedder(
     """
     embedder = _base_embedder(settings, client, redaction, stored)
     if engine is not None and uses_cache(settings):
-        return CachedEmbedder(embedder, engine)
-    return embedder
+        embedder = CachedEmbedder(embedder, engine)
+    return EmbedOnce(embedder)
 
 
 def preload_model(settings: EmbeddingSettings) -> None:

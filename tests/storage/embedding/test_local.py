@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from storage.embedding import LocalEmbedder, make_embedder
+from storage.embedding import EmbedOnce, LocalEmbedder, make_embedder
 from storage.embedding._local import model_folder, verified
 from storage.kernel.errors import ConfigurationError
 from storage.kernel.settings import EmbeddingSettings, RetrievalSettings
@@ -121,7 +121,8 @@ def test_weights_are_checked_against_the_published_model(tmp_path: Path) -> None
 def test_settings_for_the_local_model() -> None:
     assert EmbeddingSettings().provider == "local"
     embedder = make_embedder(EmbeddingSettings(threads=1))  # a new store's: int8
-    assert isinstance(embedder, LocalEmbedder) and embedder.name == "all-MiniLM-L6-v2/int8"
+    assert isinstance(embedder, EmbedOnce) and isinstance(embedder.inner, LocalEmbedder)
+    assert embedder.name == "all-MiniLM-L6-v2/int8"
     float32 = EmbeddingSettings(store_encoder="float32")
     assert make_embedder(float32).name == "all-MiniLM-L6-v2"
     # auto keeps the graph of the vectors stored: float32's, or int8's for any other
