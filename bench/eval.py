@@ -27,6 +27,11 @@ ROUGE-1 recall and precision against the gold summary, each beside the session's
 turns cut to the summary's length (``tasks.evaluation.score_summaries``).
 ``--summaries-only`` skips the store and the questions: it extracts each gold session
 directly (what the build ends with) and prints those figures alone, in seconds.
+
+An embedder is ``provider[:stored[:queries]]``: the local model's weights for the stored
+vectors and for the queries, ``float32`` or ``int8`` (``ARCHIVIST_EMBEDDING__STORE_ENCODER``
+and ``__QUERY_ENCODER``; left out: the defaults). ``local:int8:float32`` measures int8
+memories searched with float32 queries; specs that store alike share one store.
 """
 
 from __future__ import annotations
@@ -132,14 +137,13 @@ def summaries_only(
 ) -> Any:
     """Summary figures of each gold session extracted directly, with no store."""
     from storage.embedding import make_embedder
-    from storage.kernel.settings import EmbeddingSettings
     from tasks.evaluation import extract_directly, load_inputs
     from tasks.extraction import HeuristicExtractor
 
     inputs = load_inputs(*sets)
     wanted = {g.session_id for g in gold}
     transcripts = [t for t in inputs.transcripts if t.session.id in wanted]
-    embedder = make_embedder(EmbeddingSettings(provider=embedder_name))
+    embedder = make_embedder(embedding_settings(embedder_name))
     started = time.perf_counter()
     produced = extract_directly(transcripts, HeuristicExtractor(embedder))
     print(
@@ -147,6 +151,15 @@ def summaries_only(
         f"{time.perf_counter() - started:.1f} s"
     )
     return score_gold(gold, transcripts, produced)
+
+
+def embedding_settings(spec: str) -> Any:
+    """``provider[:stored[:queries]]`` as embedding settings (see the module's notes)."""
+    from storage.kernel.settings import EmbeddingSettings
+
+    provider, *encoders = spec.split(":")
+    fields = dict(zip(("store_encoder", "query_encoder"), encoders, strict=False))
+    return EmbeddingSettings(provider=provider, **fields)
 
 
 def evaluate(
@@ -158,7 +171,7 @@ def evaluate(
     gold: list[Any],
 ) -> dict[str, Any]:
     from storage.kernel.scoring import resolve_weights
-    from storage.kernel.settings import EmbeddingSettings, Settings
+    from storage.kernel.settings import Settings
     from storage.retrieval import Retriever
     from storage.server.engine import open_store
     from storage.server.migrate import upgrade
@@ -171,10 +184,9 @@ def evaluate(
         summarise,
     )
 
-    settings = Settings(
-        data_dir=workdir / embedder_name,
-        embedding=EmbeddingSettings(provider=embedder_name),
-    )
+    embedding = embedding_settings(embedder_name)
+    stored = embedding.provider + ("-int8" if embedding.store_encoder == "int8" else "")
+    settings = Settings(data_dir=workdir / stored, embedding=embedding)
     store = open_store(settings)
     upgrade(store.engine, settings)
     inputs = load_inputs(*sets)

@@ -46,6 +46,19 @@ def read_facts(session: Session) -> dict[str, str]:
     return {row.key: row.value for row in session.scalars(select(SchemaFact))}
 
 
+def stored_model(session: Session) -> str | None:
+    """The model (and graph) that made the store's vectors; None for a store holding no
+    vector yet."""
+    if _empty(session):
+        return None
+    return read_facts(session).get(EMBEDDING_MODEL) or _model_of_rows(session)
+
+
+def reembed_model(session: Session) -> str | None:
+    """The model ``archivist reembed`` is moving the store to, while it is under way."""
+    return read_facts(session).get(REEMBED_MODEL)
+
+
 def check_compatible(session: Session, embedder: Embedder) -> None:
     """Refuse an embedder whose vectors would not be comparable with the stored ones.
 

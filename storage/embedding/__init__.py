@@ -11,6 +11,7 @@ from storage.embedding._cached import CachedEmbedder
 from storage.embedding._factory import make_embedder, preload_model
 from storage.embedding._hashing import HashingEmbedder
 from storage.embedding._local import LocalEmbedder, model_folder, preload, verified
+from storage.embedding._once import EmbedOnce
 from storage.embedding._protocol import Embedder
 from storage.embedding.cache import lookup, purge_model, store, text_hash
 
@@ -29,6 +30,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CachedEmbedder",
+    "EmbedOnce",
     "Embedder",
     "HashingEmbedder",
     "LocalEmbedder",
