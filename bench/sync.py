@@ -181,18 +181,16 @@ class BeforeEmbedder:
     def __init__(self, settings: Settings) -> None:
         import onnxruntime as ort
 
-        from storage.embedding._graph_cache import default_cache_dir
-        from storage.embedding._local import _graph, _load, _package_folder
+        from storage.embedding import default_cache_dir, float32_parts
 
         cache_dir = settings.embedding.graph_cache_dir or default_cache_dir()
-        self.tokenizer = _load(cache_dir, int8=False).tokenizer
+        self.tokenizer, graph = float32_parts(cache_dir)
         options = ort.SessionOptions()
         options.intra_op_num_threads = settings.embedding.threads or 0
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        graph = _graph(_package_folder(), cache_dir, int8=False)
         self.session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
     def embed(self, texts: list[str]) -> Any:

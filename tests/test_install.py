@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from storage.embedding._local import PUBLISHED_SHA256, model_folder
+from storage.embedding import PUBLISHED_SHA256, model_folder
 
 DROPPED = ["torch", "sentence_transformers", "transformers", "sklearn"]
 # The one complaint `pip check` may make, and why: see [tool.uv] in pyproject.toml.

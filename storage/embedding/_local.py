@@ -280,3 +280,10 @@ def verified(folder: Path, names: Iterable[str] = PUBLISHED_SHA256) -> Path:
 def _sha256(path: Path) -> str:
     with path.open("rb") as stream:
         return hashlib.file_digest(stream, "sha256").hexdigest()
+
+
+def float32_parts(cache_dir: Path | None) -> tuple[Any, bytes | str]:
+    """The float32 graph (its bytes, or the cached file) and its tokenizer: what bulk
+    embedding ran before token-capped batches and the int8 graph (``bench/sync.py`` times
+    that path beside today's)."""
+    return _load(cache_dir, int8=False).tokenizer, _graph(_package_folder(), cache_dir, int8=False)

@@ -20,12 +20,18 @@ from storage.retrieval._citations import (
 )
 from storage.retrieval._documents import TERM_STATS
 from storage.retrieval._inputs import DF_CAP, KINDS, lexical_params, scoped_term, tsquery_term
-from storage.retrieval._ranking import after_newer, one_per_source, relevance_parts, weights_for
+from storage.retrieval._ranking import (
+    after_newer,
+    one_per_source,
+    ranked,
+    relevance_parts,
+    weights_for,
+)
 from storage.retrieval._restated import candidate_vectors, restatements
 from storage.retrieval._search import Retriever
 from storage.retrieval._sql import CANDIDATES
 from storage.retrieval._stats import StatsCache
-from storage.retrieval._timeframe import read_time
+from storage.retrieval._timeframe import TimeWindow, asks_about_now, read_time, time_window
 from storage.retrieval._types import DOC_KIND, DocSource, Hit, Priming, SearchOptions, TimeRange
 
 __all__ = [
@@ -46,12 +52,15 @@ __all__ = [
     "StatsCache",
     "TERM_STATS",
     "TimeRange",
+    "TimeWindow",
     "after_newer",
+    "asks_about_now",
     "candidate_vectors",
     "cite",
     "lexical_params",
     "neighbours",
     "one_per_source",
+    "ranked",
     "read_time",
     "relevance_parts",
     "render_citations",
@@ -60,6 +69,7 @@ __all__ = [
     "search_params",
     "source_entries",
     "sources_line",
+    "time_window",
     "tsquery_term",
     "weights_for",
 ]

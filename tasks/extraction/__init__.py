@@ -2,10 +2,13 @@
 
 from tasks.extraction._chunks import CHUNK_CHARS, OVERLAP_CHARS, chunk_text
 from tasks.extraction._command import CommandExtractor
-from tasks.extraction._factory import make_extractor
+from tasks.extraction._factory import make_extractor, summary_embedder
 from tasks.extraction._heuristic import HeuristicExtractor
 from tasks.extraction._llm import LLMExtractor
 from tasks.extraction._none import NoneExtractor
+from tasks.extraction._person import as_note, attributed, display_name
+from tasks.extraction._summary import BUDGET, centrality
+from tasks.extraction._text import names
 from tasks.extraction._types import (
     EpisodeDraft,
     Extraction,
@@ -17,6 +20,7 @@ from tasks.extraction._types import (
 )
 
 __all__ = [
+    "BUDGET",
     "CHUNK_CHARS",
     "CommandExtractor",
     "EpisodeDraft",
@@ -30,6 +34,12 @@ __all__ = [
     "OpenThread",
     "Outcome",
     "TaskCard",
+    "as_note",
+    "attributed",
+    "centrality",
     "chunk_text",
+    "display_name",
     "make_extractor",
+    "names",
+    "summary_embedder",
 ]

@@ -1,6 +1,6 @@
 """``memory-queue-drain``'s work: execute queued writes, drain, and the continuous worker."""
 
-from tasks.queue._execute import is_permanent
+from tasks.queue._execute import execute, is_permanent
 from tasks.queue._ops import (
     DrainReport,
     Hooks,
@@ -8,6 +8,7 @@ from tasks.queue._ops import (
     describe_failure,
     drain_once,
     fold_pending,
+    run_batch,
     run_worker,
 )
 from tasks.queue._steps import QueueRunReport, drain_task, purge_task, stats_task
@@ -20,9 +21,11 @@ __all__ = [
     "describe_failure",
     "drain_once",
     "drain_task",
+    "execute",
     "fold_pending",
     "is_permanent",
     "purge_task",
+    "run_batch",
     "run_worker",
     "stats_task",
 ]

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from storage.embedding._batches import token_batches
+from storage.embedding import token_batches
 
 
 def padded(batch: list[int], lengths: list[int]) -> int:

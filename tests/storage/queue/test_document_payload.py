@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from storage.kernel.errors import InputError, TooLarge
 from storage.kernel.settings import DocumentSettings, Settings
-from storage.queue import _table as queue
+from storage.queue import table as queue
 from storage.server.engine import Store
 from tests.fuzz_values import BAD_IDS, BAD_KEYS, BAD_TEXTS, VALID_IDS
 from tests.tasks.documents.samples import MARKDOWN, pdf
@@ -90,8 +90,8 @@ def test_a_bad_document_is_refused_at_enqueue_naming_its_field(
 
 
 def test_the_gate_of_every_door_judges_names_texts_and_field_names(store: Store) -> None:
-    for name in VALID_IDS:
-        put(store, {"name": name, "format": "text", "text": "fine"})
+    for valid in VALID_IDS:
+        put(store, {"name": valid, "format": "text", "text": "fine"})
     for name in BAD_IDS:
         with pytest.raises(InputError, match="name"):
             put(store, {"name": name, "format": "text", "text": "fine"})

@@ -23,9 +23,7 @@ from storage.embedding import HashingEmbedder
 from storage.kernel import scoring
 from storage.kernel.settings import RetrievalSettings
 from storage.memories import NewMemory, insert_memories
-from storage.retrieval import Retriever
-from storage.retrieval._ranking import ranked
-from storage.retrieval._timeframe import TimeWindow, read_time
+from storage.retrieval import Retriever, TimeWindow, ranked, read_time
 from storage.server.engine import Store
 
 MONTHS = {

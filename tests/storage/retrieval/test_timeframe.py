@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from storage.retrieval._timeframe import TimeWindow, asks_about_now, read_time, time_window
+from storage.retrieval import TimeWindow, asks_about_now, read_time, time_window
 
 # A Wednesday in June; every window below is read as of it.
 AS_OF = datetime(2026, 6, 10, 15, 0, tzinfo=UTC)

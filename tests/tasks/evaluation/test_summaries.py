@@ -9,8 +9,7 @@ import pytest
 
 from storage.embedding import HashingEmbedder
 from storage.kernel.records import MessageRecord, SessionRecord
-from tasks.evaluation import read_gold, rouge1, score_summaries
-from tasks.evaluation._summaries import covered, first_turns, pieces, words
+from tasks.evaluation import covered, first_turns, pieces, read_gold, rouge1, score_summaries, words
 from tasks.sync import Transcript
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

@@ -17,8 +17,7 @@ from storage.kernel.settings import RetrievalSettings
 from storage.retrieval import Retriever
 from storage.server.engine import Store
 from tasks.evaluation import build_memory
-from tasks.extraction import HeuristicExtractor, MemoryDraft
-from tasks.extraction._person import display_name
+from tasks.extraction import HeuristicExtractor, MemoryDraft, display_name
 from tasks.samples import generate_demo
 from tasks.sync import Transcript, parse_transcript
 

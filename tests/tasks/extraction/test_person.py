@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.extraction._person import as_note, attributed, display_name
+from tasks.extraction import as_note, attributed, display_name
 
 
 @pytest.mark.parametrize(

@@ -16,10 +16,7 @@ from storage.kernel.inputs import LATEST_INSTANT
 from storage.kernel.records import MessageRecord, SessionRecord, SessionState
 from storage.kernel.settings import EmbeddingSettings
 from tasks.evaluation import load_inputs
-from tasks.extraction import HeuristicExtractor
-from tasks.extraction._factory import summary_embedder
-from tasks.extraction._summary import BUDGET, centrality
-from tasks.extraction._text import names
+from tasks.extraction import BUDGET, HeuristicExtractor, centrality, names, summary_embedder
 from tasks.samples import generate_demo
 from tasks.sync import parse_transcript
 

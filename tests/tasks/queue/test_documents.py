@@ -17,11 +17,10 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from storage.embedding import HashingEmbedder
-from storage.queue import _table as queue
+from storage.queue import table as queue
 from storage.server.engine import Store
 from tasks.documents import Chunking, IngestRequest, ingest_documents, purge_documents
-from tasks.queue._execute import execute
-from tasks.queue._ops import drain_once, run_batch
+from tasks.queue import drain_once, execute, run_batch
 from tests.fuzz_values import FORGED_TITLE, VALID_IDS, document_text
 from tests.tasks.documents.samples import HTML, MARKDOWN, TEXT, pdf
 from tests.tasks.queue.test_gone_workers import claimer_pids, wait_until_backends_end
@@ -298,7 +297,8 @@ def test_documents_run_alone_after_the_batch_each_with_its_claims_clock_restarte
 
     assert (report.claimed, report.completed, report.lost) == (3, 3, 0)
     with store.engine.connect() as conn:
-        clocks = dict(conn.execute(text("SELECT id, claimed_at FROM memory_write_queue")).all())
+        rows = conn.execute(text("SELECT id, claimed_at FROM memory_write_queue")).all()
+        clocks: dict[int, datetime] = {int(row[0]): row[1] for row in rows}
     assert clocks[note] == T and [clocks[d] for d in docs] == [later, later]
     assert len(documents(store, "acme")) == 2
 
