@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from sqlalchemy import text
 
 from storage.server.engine import Store
@@ -99,12 +100,15 @@ def test_stdio_read_only_refuses_to_add_or_delete(store: Store, tmp_path: Path) 
         assert conn.execute(text("SELECT count(*) FROM memory_write_queue")).scalar_one() == 0
 
 
-def test_http_keys_add_to_and_see_only_their_own_namespace(store: Store, tmp_path: Path) -> None:
+def test_http_keys_add_to_and_see_only_their_own_namespace(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, ann = new_key(store, "ann")
     _, anna = new_key(store, "anna")
     _, reader = new_key(store, "ann", read_only=True)
-    cap = store.settings.documents.max_upload_bytes
-    at_cap = ("lorem ipsum " * (cap // 12 + 1))[:cap]  # over the SDK's own 4 MiB body limit
+    cap = 5 * 1024 * 1024  # a document at this cap is over the SDK's own 4 MiB body limit
+    monkeypatch.setenv("ARCHIVIST_DOCUMENTS__MAX_UPLOAD_BYTES", str(cap))
+    at_cap = ("lorem ipsum " * (cap // 12 + 1))[:cap]
 
     async def annas(url: str) -> None:
         async with keyed(url, anna) as client:
