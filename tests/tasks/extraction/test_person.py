@@ -21,6 +21,7 @@ from tasks.extraction import as_note, attributed, display_name
         ("I try to fix my bike.", "Mara tries to fix their bike."),
         ("I don't eat meat.", "Mara doesn't eat meat."),
         ("I ran 12 km and I felt great.", "Mara ran 12 km and Mara felt great."),
+        ("I went to the running store.", "Mara went to the running store."),
         ("Remind me to call the vet.", "Remind Mara to call the vet."),
     ],
 )
