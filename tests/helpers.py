@@ -16,7 +16,7 @@ from storage.kernel.records import MessageRecord, SessionRecord
 from storage.kernel.shards import Shard
 from storage.server.engine import Store
 from storage.sessions import record_messages, record_session
-from tasks.extraction import HeuristicExtractor
+from tasks.extraction import HeuristicExtractor, summary_embedder
 from tasks.files import FlushOutcome, flush_blocks, open_memory_root
 from tasks.sync import BatchOutcome, SyncContext, SyncPlan, plan_sync, process_batch
 
@@ -97,7 +97,8 @@ def run_sync(store: Store, as_of: datetime, **knobs: Unpack[SyncKnobs]) -> SyncR
     dry_run, idle_minutes = knobs.get("dry_run", False), knobs.get("idle_minutes")
     embedder = embedder or HashingEmbedder(store.settings.embedding.dim)
     ctx = SyncContext(
-        extractor=HeuristicExtractor(embedder, store.settings.tz),
+        # as make_extractor: summaries rank sentences with the local model, never a remote one
+        extractor=HeuristicExtractor(summary_embedder(store.settings.embedding), store.settings.tz),
         embedder=embedder,
         as_of=as_of,
         tz=store.settings.tz,

@@ -18,7 +18,7 @@ from storage.retrieval._citations import (
     source_entries,
     sources_line,
 )
-from storage.retrieval._documents import TERM_STATS
+from storage.retrieval._documents import TERM_STATS as CHUNK_TERM_STATS
 from storage.retrieval._inputs import DF_CAP, KINDS, lexical_params, scoped_term, tsquery_term
 from storage.retrieval._ranking import (
     after_newer,
@@ -29,7 +29,7 @@ from storage.retrieval._ranking import (
 )
 from storage.retrieval._restated import candidate_vectors, restatements
 from storage.retrieval._search import Retriever
-from storage.retrieval._sql import CANDIDATES
+from storage.retrieval._sql import CANDIDATES, TERM_STATS
 from storage.retrieval._stats import StatsCache
 from storage.retrieval._timeframe import TimeWindow, asks_about_now, read_time, time_window
 from storage.retrieval._types import DOC_KIND, DocSource, Hit, Priming, SearchOptions, TimeRange
@@ -37,6 +37,7 @@ from storage.retrieval._types import DOC_KIND, DocSource, Hit, Priming, SearchOp
 __all__ = [
     "ArchiveReader",
     "CANDIDATES",
+    "CHUNK_TERM_STATS",
     "Citation",
     "CitationBook",
     "DF_CAP",

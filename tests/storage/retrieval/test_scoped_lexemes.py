@@ -16,6 +16,7 @@ from storage.embedding import HashingEmbedder
 from storage.kernel.settings import RetrievalSettings, Settings
 from storage.retrieval import (
     CANDIDATES,
+    CHUNK_TERM_STATS,
     DF_CAP,
     TERM_STATS,
     Request,
@@ -25,7 +26,6 @@ from storage.retrieval import (
     search_params,
     tsquery_term,
 )
-from storage.retrieval import TERM_STATS as CHUNK_TERM_STATS
 from storage.server.engine import Store
 from storage.server.scoped import open_serving_engine, scope
 from tests.storage.memory_factory import put

@@ -50,7 +50,7 @@ def test_a_valid_reply_is_used(tmp_path: Path) -> None:
         m for m in heuristic.memories if m.kind == "turn"
     ]
     assert result.tokens == {"fallback": 0}
-    assert CommandExtractor(argv).name == f"command:{Path(sys.executable).name} {argv[1]}"
+    assert CommandExtractor(argv).name == f"command:{Path(sys.executable).name} {argv[1]}"[:100]
 
 
 def test_long_sessions_reach_the_program_cut_from_the_start(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pytest
 
-from storage.embedding import HashingEmbedder, LocalEmbedder
+from storage.embedding import EmbedOnce, HashingEmbedder, LocalEmbedder
 from storage.kernel.inputs import LATEST_INSTANT
 from storage.kernel.records import MessageRecord, SessionRecord, SessionState
 from storage.kernel.settings import EmbeddingSettings
@@ -191,6 +191,8 @@ def test_the_summary_sends_no_sentence_out_and_caches_none() -> None:
     remote = EmbeddingSettings(
         provider="openai", base_url="http://127.0.0.1:9/v1", model="m", dim=1536, cache="on"
     )
-    assert isinstance(summary_embedder(remote), LocalEmbedder)  # not the endpoint
+    local = summary_embedder(remote)
+    assert isinstance(local, EmbedOnce) and isinstance(local.inner, LocalEmbedder)  # no endpoint
     hashing = summary_embedder(EmbeddingSettings(provider="hashing", cache="on"))
-    assert isinstance(hashing, HashingEmbedder)  # the model itself, not the cache around it
+    assert isinstance(hashing, EmbedOnce)
+    assert isinstance(hashing.inner, HashingEmbedder)  # the model itself, not the cache around it
