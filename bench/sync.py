@@ -38,6 +38,7 @@ import os
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -111,13 +112,21 @@ def main() -> None:
         compare_sharded(store, as_of, args.shards, args.workers)
         return
 
+    cpu = CpuMeter(workdir)
     first = memory_sync_daily(as_of=as_of)
+    spent = cpu.spent()
     again = memory_sync_daily(as_of=as_of)
     w = first.written
     print(
         f"full run: {first.seconds:.1f} s  ({w.sessions / first.seconds:,.0f} sessions/s, "
         f"{total / first.seconds:,.0f} messages/s; {w.memories_added:,} memories, "
         f"{first.blocks_appended:,} blocks, {len(first.files_touched)} files)"
+    )
+    per_memory = 1000 / max(w.memories_added, 1)
+    print(
+        f"full run CPU: {spent.process:.0f} s here (embedding included), {spent.postgres:.0f} s "
+        f"PostgreSQL: {spent.process * per_memory:.2f} + {spent.postgres * per_memory:.2f} ms "
+        f"per memory; the machine's {os.cpu_count()} CPUs were {spent.busy:.0%} busy"
     )
     print(
         f"no-op re-run: {again.seconds:.2f} s  ({again.unchanged:,} unchanged, "
@@ -212,6 +221,46 @@ class BeforeEmbedder:
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             out[chosen] = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
         return out
+
+
+@dataclass
+class CpuSpent:
+    process: float
+    postgres: float
+    busy: float  # the machine's share of busy CPU time, other users' included
+
+
+class CpuMeter:
+    """CPU seconds of this process and of the embedded PostgreSQL (its exited backends
+    included) since the meter was made, and how busy the whole machine was."""
+
+    def __init__(self, workdir: Path) -> None:
+        import psutil
+
+        pid = int((workdir / "pgdata" / "postmaster.pid").read_text().split()[0])
+        self._postgres = psutil.Process(pid)
+        self._me = psutil.Process()
+        self._start = self._read()
+
+    def _read(self) -> tuple[float, float, float, float]:
+        import psutil
+
+        live = 0.0
+        for p in [self._postgres, *self._postgres.children(recursive=True)]:
+            try:
+                live += sum(p.cpu_times()[:2])
+            except psutil.NoSuchProcess:
+                continue
+        exited = self._postgres.cpu_times()
+        machine = psutil.cpu_times()
+        busy = sum(machine) - machine.idle - getattr(machine, "iowait", 0.0)
+        postgres = live + exited.children_user + exited.children_system
+        return sum(self._me.cpu_times()[:2]), postgres, busy, sum(machine)
+
+    def spent(self) -> CpuSpent:
+        now = self._read()
+        delta = [b - a for a, b in zip(self._start, now, strict=True)]
+        return CpuSpent(delta[0], delta[1], delta[2] / max(delta[3], 1e-9))
 
 
 def load(engine: Engine, batch: list[tuple[SessionRecord, list[MessageRecord]]]) -> int:
