@@ -1,13 +1,12 @@
 """A fact's text: its subject named, its context, the date it was said.
 
 "I'm obsessed with them" alone tells an assistant nothing months later. A stored fact
-reads "Nebraas is obsessed with them (answering "What do you think of the new Spider-Man
-games?", 2026-05-01)": the speaker as its subject (``_person.as_note``, else "Name: ..."),
-then the context that makes it findable and readable (the session's title, or the
-question it answers) and the local date it was said. A fragment that leans on something
-said before ("them", "that one") is kept only with the question it answers, the session's
-title or, failing both, the sentence before it; with nothing to resolve it, it is not
-stored.
+names the speaker as its subject (``_person.as_note``, else "Name: ...") and closes with
+the local date it was said: "Mara's knees ache after hills. (2026-02-03)". A fragment that
+leans on something said before ("them", "that one") also carries what resolves it: the
+question it answers, the session's title or, failing both, the sentence before it
+("Nebraas is obsessed with them. (answering "What do you think of the new Spider-Man
+games?", 2026-05-01)"); with nothing to resolve it, it is not stored.
 """
 
 from __future__ import annotations
@@ -55,13 +54,15 @@ def sentence_before(msg: Msg, sentence: str) -> str | None:
 
 def context_of(sentence: str, msg: Msg, previous: Msg | None, setting: Setting) -> tuple[str, bool]:
     """(context, enough): the context a fact from ``sentence`` carries, and whether it is
-    enough to keep a fragment that leans back."""
-    tokens = TOKEN.findall(sentence.lower())
+    enough to keep it. A statement that stands on its own carries none (its subject and
+    date say enough, and a title in every fact would make each one match any question
+    about the session's topic); one that leans back takes the question it answers, the
+    session's title, or the sentence before it, and without any is not kept."""
+    if not leans_back(TOKEN.findall(sentence.lower())):
+        return "", True
     title = f'in "{clip(setting.title, TITLE_CAP)}"' if setting.title else ""
     question = question_before(previous, msg)
     asked = f'answering "{clip(question, QUOTE_CAP)}"' if question else ""
-    if not leans_back(tokens):
-        return title or asked, True
     if asked or title:
         return asked or title, True
     before = sentence_before(msg, sentence)

@@ -43,10 +43,10 @@ def _facts(
     return [m for m in extractor.extract(state).memories if m.kind != "turn"]
 
 
-def test_a_fact_names_its_subject_the_session_and_the_day_it_was_said() -> None:
+def test_a_statement_that_stands_alone_names_its_subject_and_its_day() -> None:
     facts = _facts([("Mara", "My knees ache a bit after hills.")], title="Half marathon plans")
     assert [(f.kind, f.content) for f in facts] == [
-        ("fact", 'Mara\'s knees ache a bit after hills. (in "Half marathon plans", 2026-05-01)')
+        ("fact", "Mara's knees ache a bit after hills. (2026-05-01)")
     ]
 
 
@@ -55,16 +55,16 @@ def test_the_date_is_the_local_day_it_was_said() -> None:
     assert facts[0].content == "Mara lives in Leipzig. (2026-05-02)"  # 00:30 in Berlin
 
 
-def test_without_a_title_the_question_answered_is_the_context() -> None:
+def test_a_fragment_takes_the_question_before_the_title() -> None:
     facts = _facts(
         [
-            ("aria", "Which city should the team offsite be in?"),
-            ("Nebraas", "I prefer Porto in late September, the flights are cheap."),
-        ]
+            ("aria", "Which of the two flights do you want?"),
+            ("Nebraas", "I prefer that one."),
+        ],
+        title="Flights to Porto",
     )
     assert facts[0].content == (
-        "Nebraas prefers Porto in late September, the flights are cheap. "
-        '(answering "Which city should the team offsite be in?", 2026-05-01)'
+        'Nebraas prefers that one. (answering "Which of the two flights do you want?", 2026-05-01)'
     )
 
 
