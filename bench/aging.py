@@ -157,10 +157,7 @@ def main() -> None:
     from storage.kernel.settings import Settings
     from storage.server.engine import open_store
     from storage.server.migrate import upgrade
-    from tasks.aging._archival import archive_old
-    from tasks.aging._cold_store import ColdStore
-    from tasks.aging._compression import compress_old
-    from tasks.aging._run import decay
+    from tasks.aging import ColdStore, archive_old, compress_old, decay
 
     settings = Settings()
     store = open_store(settings)

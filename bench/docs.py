@@ -48,8 +48,7 @@ from bench.retrieval import NOW, load, namespace_sizes, percentiles, texts, time
 from storage import documents as store_docs
 from storage.embedding import Embedder, make_embedder
 from storage.kernel.settings import EmbeddingSettings, Settings
-from storage.retrieval import Retriever, SearchOptions
-from storage.retrieval._inputs import KINDS
+from storage.retrieval import KINDS, Retriever, SearchOptions
 from storage.server.engine import open_store
 from storage.server.migrate import upgrade
 from tasks.ann_index import refresh_ann_index
@@ -127,6 +126,8 @@ def load_chunks(engine: Engine, embedder: Embedder, total: int) -> dict[str, lis
             )
             with Session(engine) as session, session.begin():
                 doc_id = store_docs.save_document(session, doc, None)
+                if doc_id is None:
+                    raise RuntimeError(f"document {first} was not written")
                 store_docs.replace_chunks(
                     session, doc_id, ns, embedded(embedder, spans), embedder.name, at
                 )

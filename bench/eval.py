@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/eval.py [--set bench/data/eval] [--embedders hashing,local]
         [--rankings archivist,librarian,relevance] [--haystack 20] [--workdir DIR]
-        [--parts a,b] [--held-out] [--json PATH]
+        [--parts a,b] [--held-out] [--json PATH] [--gold PATH] [--summaries-only]
 
 The set is every ``sessions.jsonl`` and ``queries.jsonl`` under ``--set`` (its parts are
 read together), but the held-out parts (folders ending ``-heldout``): those are measured
@@ -18,6 +18,20 @@ spread over the two months before its last message (``tasks.samples.generate_bul
 plans, reviews, budgets and flights of made-up people, never a labelled answer), so that
 the evidence has to be found among a few hundred memories, as in real use, rather than
 among a dozen. 0 measures the labelled sessions alone.
+
+Summaries are scored too, against the hand-written gold of ``--gold`` (default
+``bench/data/eval/gold/summaries.jsonl``; ``--gold ''`` skips it): for each gold session the
+episode summary and the facts the build wrote, as coverage of the gold facts (a sentence
+at cosine >= 0.6, always with all-MiniLM-L6-v2 whatever the embedder under test) and
+ROUGE-1 recall and precision against the gold summary, each beside the session's first
+turns cut to the summary's length (``tasks.evaluation.score_summaries``).
+``--summaries-only`` skips the store and the questions: it extracts each gold session
+directly (what the build ends with) and prints those figures alone, in seconds.
+
+An embedder is ``provider[:stored[:queries]]``: the local model's weights for the stored
+vectors and for the queries, ``float32`` or ``int8`` (``ARCHIVIST_EMBEDDING__STORE_ENCODER``
+and ``__QUERY_ENCODER``; left out: the defaults). ``local:int8:float32`` measures int8
+memories searched with float32 queries; specs that store alike share one store.
 """
 
 from __future__ import annotations
@@ -53,6 +67,7 @@ RANKINGS: dict[str, dict[str, float] | None] = {
 
 
 HELD_OUT = "-heldout"  # parts measured only at the end of a piece of work (--held-out)
+SUMMARIES = "summaries"  # the key of the summary figures beside the rankings
 
 
 def read_set(
@@ -97,24 +112,81 @@ def haystack(transcripts: Sequence[Transcript], per_namespace: int) -> list[Tran
     return out
 
 
+def read_gold(path: Path | None) -> list[Any]:
+    """The gold sessions of ``path`` (none without one); a bad line stops the bench."""
+    if path is None:
+        return []
+    from tasks.evaluation import read_gold as parse
+
+    gold, problems = parse(str(path), path.read_text("utf-8"))
+    if problems:
+        raise SystemExit("\n".join(str(p) for p in problems))
+    return gold
+
+
+def score_gold(gold: list[Any], transcripts: Sequence[Transcript], produced: Any) -> Any:
+    """Summary figures per language and overall, coverage measured with all-MiniLM-L6-v2."""
+    from storage.embedding import LocalEmbedder
+    from tasks.evaluation import score_summaries
+
+    return score_summaries(gold, transcripts, produced, LocalEmbedder())
+
+
+def summaries_only(
+    embedder_name: str, sets: tuple[tuple[str, str], tuple[str, str]], gold: list[Any]
+) -> Any:
+    """Summary figures of each gold session extracted directly, with no store."""
+    from storage.embedding import make_embedder
+    from tasks.evaluation import extract_directly, load_inputs
+    from tasks.extraction import HeuristicExtractor
+
+    inputs = load_inputs(*sets)
+    wanted = {g.session_id for g in gold}
+    transcripts = [t for t in inputs.transcripts if t.session.id in wanted]
+    embedder = make_embedder(embedding_settings(embedder_name))
+    started = time.perf_counter()
+    produced = extract_directly(transcripts, HeuristicExtractor(embedder))
+    print(
+        f"[{embedder_name}] {len(transcripts)} gold sessions extracted in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+    return score_gold(gold, transcripts, produced)
+
+
+def embedding_settings(spec: str) -> Any:
+    """``provider[:stored[:queries]]`` as embedding settings (see the module's notes)."""
+    from storage.kernel.settings import EmbeddingSettings
+
+    provider, *encoders = spec.split(":")
+    fields = dict(zip(("store_encoder", "query_encoder"), encoders, strict=False))
+    return EmbeddingSettings(provider=provider, **fields)
+
+
 def evaluate(
     embedder_name: str,
     sets: tuple[tuple[str, str], tuple[str, str]],
     workdir: Path,
     rankings: list[str],
     hay: int,
+    gold: list[Any],
 ) -> dict[str, Any]:
     from storage.kernel.scoring import resolve_weights
-    from storage.kernel.settings import EmbeddingSettings, Settings
+    from storage.kernel.settings import Settings
     from storage.retrieval import Retriever
     from storage.server.engine import open_store
     from storage.server.migrate import upgrade
-    from tasks.evaluation import build_memory, load_inputs, run_queries, score_question, summarise
-
-    settings = Settings(
-        data_dir=workdir / embedder_name,
-        embedding=EmbeddingSettings(provider=embedder_name),
+    from tasks.evaluation import (
+        build_memory,
+        load_inputs,
+        read_produced,
+        run_queries,
+        score_question,
+        summarise,
     )
+
+    embedding = embedding_settings(embedder_name)
+    stored = embedding.provider + ("-int8" if embedding.store_encoder == "int8" else "")
+    settings = Settings(data_dir=workdir / stored, embedding=embedding)
     store = open_store(settings)
     upgrade(store.engine, settings)
     inputs = load_inputs(*sets)
@@ -145,6 +217,9 @@ def evaluate(
         summary = summarise(scores, (5, 10))
         ages = {k: v for k, v in summarise(by_age, (5, 10)).items() if k != "overall"}
         out[name] = {"summary": {**summary, **ages}, "p95_ms": ms[int(0.95 * len(ms))]}
+    if gold:
+        produced = read_produced(store.engine, [g.session_id for g in gold])
+        out[SUMMARIES] = score_gold(gold, inputs.transcripts, produced)
     return out
 
 
@@ -166,7 +241,23 @@ def _cell(group: Any) -> str:
     return f"{msg:>6.3f} {dist if dist is not None else 0:>6.3f} {mrr:>6.3f}"
 
 
+def render_summaries(embedder: str, groups: Any) -> None:
+    from tasks.evaluation import render_summary_table
+
+    print(
+        f"\n{embedder}: summaries against the gold: share of gold facts covered at cosine >= 0.6"
+        " (all-MiniLM-L6-v2) by the summary, the extracted facts and the first turns of the"
+        " summary's length; ROUGE-1 recall and precision of the summary and of those turns"
+    )
+    print(render_summary_table(groups))
+    if groups["overall"].missing:
+        print(f"gold sessions not found: {', '.join(groups['overall'].missing)}")
+
+
 def render(embedder: str, results: dict[str, Any]) -> None:
+    summaries = results.pop(SUMMARIES, None)
+    if summaries is not None:
+        render_summaries(embedder, summaries)
     names = list(results)
     print(f"\n{embedder}: message R@10, distinct-session R@5, message MRR")
     print(f"{'category':<22}{'n':>4}  " + "  ".join(f"{n:>20}" for n in names))
@@ -179,10 +270,12 @@ def render(embedder: str, results: dict[str, Any]) -> None:
 
 
 def as_json(results: dict[str, Any]) -> dict[str, Any]:
-    from tasks.evaluation import group_as_dict
+    from tasks.evaluation import group_as_dict, summary_report_as_dict
 
     return {
-        name: {
+        name: {g: summary_report_as_dict(r[g]) for g in r}
+        if name == SUMMARIES
+        else {
             "p95_ms": r["p95_ms"],
             "summary": {c: group_as_dict(g) for c, g in r["summary"].items()},
         }
@@ -205,6 +298,16 @@ def main() -> None:
     parser.add_argument("--haystack", type=int, default=20, help="filler sessions per namespace")
     parser.add_argument("--workdir", type=Path, help="keep the stores here (reused on rerun)")
     parser.add_argument("--json", type=Path, help="write the figures as JSON")
+    parser.add_argument(
+        "--gold",
+        default=str(Path(__file__).parent / "data" / "eval" / "gold" / "summaries.jsonl"),
+        help="gold summaries and facts to score the summaries against ('': none)",
+    )
+    parser.add_argument(
+        "--summaries-only",
+        action="store_true",
+        help="extract the gold sessions directly and score their summaries; no store, no questions",
+    )
     args = parser.parse_args()
     os.environ["ARCHIVIST_EMBEDDED_KEEP_ALIVE_SECONDS"] = "0"  # the work dir goes at exit
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="archivist-eval-"))
@@ -217,10 +320,18 @@ def main() -> None:
     report: dict[str, Any] = {}
     parts = [p for p in args.parts.split(",") if p]
     sets = read_set(args.set, held_out=args.held_out, parts=parts)
+    gold = read_gold(Path(args.gold) if args.gold else None)
+    if args.summaries_only and not gold:
+        raise SystemExit("--summaries-only needs gold summaries (--gold)")
     for embedder in [e for e in args.embedders.split(",") if e]:
-        results = evaluate(embedder, sets, workdir, rankings, args.haystack)
-        render(embedder, results)
+        if args.summaries_only:
+            groups = summaries_only(embedder, sets, gold)
+            render_summaries(embedder, groups)
+            report[embedder] = as_json({SUMMARIES: groups})
+            continue
+        results = evaluate(embedder, sets, workdir, rankings, args.haystack, gold)
         report[embedder] = as_json(results)
+        render(embedder, results)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n", "utf-8")
 

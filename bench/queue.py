@@ -34,9 +34,9 @@ from sqlalchemy.orm import Session
 
 from storage.embedding import Embedder
 from storage.kernel.settings import Settings
-from storage.queue import _table as queue
-from storage.retrieval._search import Retriever
-from tasks.queue._ops import DrainReport, drain_once, run_worker
+from storage.queue import table as queue
+from storage.retrieval import Retriever
+from tasks.queue import DrainReport, drain_once, run_worker
 
 WORDS = "trip lisbon dentist window seat budget flight hotel dinner passport train meeting".split()
 

@@ -11,6 +11,7 @@ from datetime import datetime
 
 import click
 
+from deployments import quick_exit
 from deployments.cli_errors import Group
 from deployments.commands import AS_OF, SearchFlags, check_namespace, gathered
 from deployments.commands.docs import docs_group
@@ -43,6 +44,7 @@ def main(ctx: click.Context) -> None:
     from storage.server.engine import install_signal_handlers
 
     install_signal_handlers()
+    quick_exit.arm(ctx.invoked_subcommand)
 
 
 @main.group()
@@ -256,7 +258,14 @@ def _localize(moment: datetime | None, settings: Settings) -> datetime | None:
     return moment.replace(tzinfo=settings.tz)
 
 
-_OPS = ["ADD_MEMORY", "RECORD_MESSAGE", "SAVE_PREFERENCE", "UPDATE_GOAL", "FORGET_MEMORY"]
+_OPS = [
+    "ADD_MEMORY",
+    "RECORD_MESSAGE",
+    "SAVE_PREFERENCE",
+    "UPDATE_GOAL",
+    "FORGET_MEMORY",
+    "ADD_DOCUMENT",
+]
 
 
 @main.command()
@@ -265,7 +274,7 @@ _OPS = ["ADD_MEMORY", "RECORD_MESSAGE", "SAVE_PREFERENCE", "UPDATE_GOAL", "FORGE
 @click.option("--payload", required=True, help='The operation\'s JSON, e.g. {"content": "..."}.')
 @click.option("--key", help="Idempotency key: the same key again gives the same item.")
 def enqueue(namespace: str, op: str, payload: str, key: str | None) -> None:
-    """Queue one memory write (validated now, executed by a drain or the worker)."""
+    """Queue one write (validated now, executed by a drain or the worker)."""
     from deployments.commands.queue import enqueue_item
 
     enqueue_item(load_settings(), namespace, op, payload, key, click.echo)

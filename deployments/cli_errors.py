@@ -19,6 +19,7 @@ from typing import Any
 import click
 from click.exceptions import NoArgsIsHelpError
 
+from deployments import quick_exit
 from deployments.storage_errors import storage_problem
 from storage.kernel.errors import ArchivistError
 
@@ -109,6 +110,13 @@ class Group(click.Group):
             raise
         except click.UsageError as exc:
             raise usage_line(exc) from exc
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().main(*args, **kwargs)
+        except SystemExit as exc:  # how click ends every command it runs standalone
+            quick_exit.note_exit(exc.code)
+            raise
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -1,5 +1,6 @@
-"""Which Prefect API a command talks to, and whether it answers, decided without importing
-Prefect (importing it takes about 2 s) unless a project settings file may set the URL.
+"""Which Prefect API a command talks to, whether it answers, and its latest runs, found
+without importing Prefect (importing it takes about 2 s) unless a project settings file may
+set the URL.
 
 Prefect reads the URL from, first to last: the environment, ``./.env``,
 ``./prefect.toml``, ``[tool.prefect]`` in ``./pyproject.toml``, the active profile in
@@ -11,16 +12,20 @@ of ``deployments.local_prefect``, where ``prefect server start`` listens
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import sys
 import tomllib
 from dataclasses import dataclass
+from datetime import datetime
 from http.client import HTTPConnection, HTTPException, HTTPSConnection
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 PROBE_TIMEOUT = 0.5  # seconds; a server on this machine answers its health check in ~5 ms
+RUNS_TIMEOUT = 10.0  # seconds for each request for runs, of a server that did answer that
 
 
 def _profiles_path() -> Path:
@@ -43,8 +48,9 @@ def project_files_may_configure() -> bool:
     )
 
 
-def profile_api_url() -> str | None:
-    """``PREFECT_API_URL`` of the active Prefect profile (``PREFECT_PROFILE`` or ``active``)."""
+def profile_setting(name: str) -> str | None:
+    """Setting ``name`` (``PREFECT_API_URL``, ...) of the active Prefect profile
+    (``PREFECT_PROFILE`` or ``active``)."""
     path = _profiles_path()
     try:
         data = tomllib.loads(path.read_text(errors="replace"))
@@ -52,20 +58,27 @@ def profile_api_url() -> str | None:
         return None
     active = os.environ.get("PREFECT_PROFILE") or data.get("active")
     profile = data.get("profiles", {}).get(active, {})
-    url = profile.get("PREFECT_API_URL") if isinstance(profile, dict) else None
-    return str(url) if url else None
+    value = profile.get(name) if isinstance(profile, dict) else None
+    return str(value) if value else None
+
+
+def prefect_setting(name: str) -> str | None:
+    """A Prefect setting (``PREFECT_API_URL``, ``PREFECT_API_KEY``, ...) as Prefect would
+    read it, None when nothing sets it. Prefect is asked only when it is loaded already or
+    a project settings file may set it."""
+    if "prefect" not in sys.modules:
+        from_env = os.environ.get(name)
+        if from_env or not project_files_may_configure():
+            return from_env or profile_setting(name)
+    import prefect.settings
+
+    value = getattr(prefect.settings, name).value()
+    return str(value) if value else None
 
 
 def configured_api_url() -> str | None:
-    """Prefect's API URL as Prefect would read it, None when nothing sets it. Prefect is
-    asked only when it is loaded already or a project settings file may set the URL."""
-    if "prefect" not in sys.modules:
-        from_env = os.environ.get("PREFECT_API_URL")
-        if from_env or not project_files_may_configure():
-            return from_env or profile_api_url()
-    from prefect.settings import PREFECT_API_URL
-
-    return PREFECT_API_URL.value() or None
+    """Prefect's API URL as Prefect would read it, None when nothing sets it."""
+    return prefect_setting("PREFECT_API_URL")
 
 
 def local_server_url() -> str:
@@ -84,15 +97,12 @@ def health_problem(url: str, timeout: float = PROBE_TIMEOUT) -> str | None:
     loads its command-line client, rich and pygments with it) and 0.1 s for a certificate
     store that a loopback probe does not use. No proxy is asked, as for a local server.
     """
-    parts = urlsplit(f"{url.rstrip('/')}/health")
+    health = f"{url.rstrip('/')}/health"
+    parts = urlsplit(health)
     try:
-        port = parts.port
+        connection = _connection(health, timeout)
     except ValueError as exc:
         return f"InvalidURL: {exc}"
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"InvalidURL: {parts.geturl()!r} is not an http:// or https:// URL"
-    kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
-    connection = kind(parts.hostname, port, timeout=timeout)
     try:
         connection.request("GET", parts.path + (f"?{parts.query}" if parts.query else ""))
         answer = connection.getresponse()
@@ -108,6 +118,80 @@ def health_problem(url: str, timeout: float = PROBE_TIMEOUT) -> str | None:
     if body.strip() != "true":
         return "its /health answered, but not as a Prefect API does"
     return None
+
+
+def _connection(url: str, timeout: float) -> HTTPConnection:
+    """A connection to ``url``'s host; ValueError for a URL that is not http(s)://host."""
+    parts = urlsplit(url)
+    port = parts.port  # ValueError when it is not a port
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not an http:// or https:// URL")
+    kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
+    return kind(parts.hostname, port, timeout=timeout)
+
+
+class ApiError(Exception):
+    """The Prefect API answered, but not with what was asked (a status, a body)."""
+
+
+Run = tuple[str, str, datetime | None]  # flow name, state name, start
+
+
+def latest_runs(url: str, name_like: str, timeout: float = RUNS_TIMEOUT) -> list[Run]:
+    """The latest started run of each flow whose name contains ``name_like``, by flow name,
+    as the Prefect API at ``url`` knows them: its REST API's ``/flows/filter`` and
+    ``/flow_runs/filter``, the requests Prefect's own client makes for ``read_flows`` and
+    ``read_flow_runs``, over one kept-alive ``http.client`` connection. Sends the API key
+    or auth string Prefect's client would send (``PREFECT_API_KEY``,
+    ``PREFECT_API_AUTH_STRING``). Raises OSError, HTTPException or ApiError."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    headers |= _authorization()
+    base = urlsplit(url).path.rstrip("/")
+    connection = _connection(url, timeout)
+
+    def post(path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+        connection.request("POST", f"{base}{path}", json.dumps(body), headers)
+        answer = connection.getresponse()
+        data = answer.read()
+        if answer.status != 200:
+            raise ApiError(f"POST {base}{path} answered HTTP {answer.status}")
+        found = json.loads(data)
+        if not isinstance(found, list):
+            raise ApiError(f"POST {base}{path} answered with a {type(found).__name__}")
+        return found
+
+    runs: list[Run] = []
+    try:
+        flows = post("/flows/filter", {"flows": {"name": {"like_": name_like}}})
+        for name in sorted(str(flow["name"]) for flow in flows):
+            latest = post(
+                "/flow_runs/filter",
+                {
+                    "flows": {"name": {"any_": [name]}},
+                    "flow_runs": {"start_time": {"is_null_": False}},
+                    "sort": "START_TIME_DESC",
+                    "limit": 1,
+                },
+            )
+            if latest:
+                state = (latest[0].get("state") or {}).get("name") or "?"
+                started = latest[0].get("start_time")
+                runs.append((name, state, datetime.fromisoformat(started) if started else None))
+    except (KeyError, TypeError, ValueError) as exc:  # a body of another shape
+        raise ApiError(f"unexpected answer from {url}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        connection.close()
+    return runs
+
+
+def _authorization() -> dict[str, str]:
+    """The Authorization header Prefect's client sends: Basic for an auth string (a
+    self-hosted server's), else Bearer for an API key (Prefect Cloud's), else none."""
+    auth_string = prefect_setting("PREFECT_API_AUTH_STRING")
+    if auth_string:
+        return {"Authorization": f"Basic {base64.b64encode(auth_string.encode()).decode()}"}
+    api_key = prefect_setting("PREFECT_API_KEY")
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
 @dataclass(frozen=True)

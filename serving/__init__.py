@@ -4,6 +4,7 @@ role. Imports no Prefect, no flows and no tasks: it starts fast and carries no p
 """
 
 from serving._errors import (
+    UNAVAILABLE,
     Conflict,
     Forbidden,
     NotFound,
@@ -11,16 +12,22 @@ from serving._errors import (
     ServiceUnavailable,
     Unauthorized,
 )
+from serving._ids import MAX_TRACED, ShownIds
+from serving._search_route import SearchRoute
 from serving._service import MemoryService
 from serving._views import cited_view, hit_view, json_row, priming_view, search_view
 
 __all__ = [
     "Conflict",
     "Forbidden",
+    "MAX_TRACED",
     "MemoryService",
     "NotFound",
+    "SearchRoute",
     "ServiceError",
     "ServiceUnavailable",
+    "ShownIds",
+    "UNAVAILABLE",
     "Unauthorized",
     "cited_view",
     "hit_view",

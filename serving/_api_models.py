@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from storage.kernel.inputs import Instant, Moment, StorableText
+from storage.queue import AddDocument
 from storage.retrieval import TimeRange
 
 TimeRangeName = Literal["today", "week", "month", "recent", "all"]
@@ -64,6 +65,15 @@ class RememberRequest(_Body):
         description="when it happened (default now): ISO 8601 with a UTC offset, from "
         "1900-01-01 to a day from now",
     )
+    idempotency_key: StorableText | None = Field(
+        None, max_length=200, description="the same key again is not queued twice"
+    )
+
+
+class DocumentRequest(AddDocument):
+    """A document to add: the queue's ``ADD_DOCUMENT`` payload (its fields and rules are the
+    queue's door), and an idempotency key."""
+
     idempotency_key: StorableText | None = Field(
         None, max_length=200, description="the same key again is not queued twice"
     )

@@ -20,6 +20,8 @@ from storage.retrieval import Hit
 # The traces the memory files carry (tasks.tidy's ``trace`` and tasks.sync's ``_trace``).
 LONG_TERM_TRACE = re.compile(r"<!-- m:([0-9,\-]*)((?: \+\d+)?) -->")
 DAILY_TRACE = re.compile(r"(<!-- session=\S* state=\S* memories=)([0-9,]*)( -->)")
+# The ids a queued write's result names (``tasks.queue``, ``tasks.documents``).
+RESULT_IDS: tuple[tuple[str, Kind], ...] = (("memory_id", "memory"), ("document_id", "document"))
 # Public ids have no runs: a long-term line's trace lists this many, and counts the rest.
 MAX_TRACED = 20
 
@@ -58,6 +60,16 @@ class ShownIds:
     def row(self, row: dict[str, Any]) -> dict[str, Any]:
         """A row with its ``memory_id`` public."""
         return row | {"memory_id": self._maybe("memory", row.get("memory_id"))}
+
+    def item(self, row: dict[str, Any]) -> dict[str, Any]:
+        """A queued write's status with public ids: its own, and the memory or document its
+        result names."""
+        result = row.get("result")
+        if isinstance(result, dict):
+            result = result | {
+                key: self._maybe(kind, result[key]) for key, kind in RESULT_IDS if key in result
+            }
+        return row | {"queue_item": self.ids.show("queue", row["queue_item"]), "result": result}
 
     def traces(self, markdown: str) -> str:
         """A memory file with the memory ids of its traces public (a range spelled out)."""

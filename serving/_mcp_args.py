@@ -22,7 +22,7 @@ from pydantic import Field, Strict, ValidationError
 from serving._api_models import OccurredAt, TimeRangeName
 from serving._service import MAX_EPISODES
 from storage.kernel.inputs import Instant, printable
-from storage.queue import MemoryKind
+from storage.queue import DocumentFormat, MemoryKind
 
 Query = Annotated[
     str,
@@ -96,6 +96,47 @@ IdempotencyKey = Annotated[
 MemoryId = Annotated[
     int, Strict(), Field(description="The memory_id of a search hit.", ge=1, le=2**63 - 1)
 ]
+DocumentName = Annotated[
+    str,
+    Strict(),
+    Field(
+        description="The document's name in this memory, such as handbook.md: its extension "
+        "gives the format (unless format is given), and the same name again replaces it.",
+        min_length=1,
+        max_length=200,
+    ),
+]
+DocumentText = Annotated[
+    str | None,
+    Strict(),
+    Field(description="The document as text: Markdown, plain text or HTML.", min_length=1),
+]
+DocumentBytes = Annotated[
+    str | None,
+    Strict(),
+    Field(
+        description="Or the document's bytes in base64: the way to send a PDF (or text saved "
+        "as UTF-16 with its byte order mark).",
+        min_length=1,
+    ),
+]
+Format = Annotated[
+    DocumentFormat | None,
+    Field(description="markdown, text, html or pdf, when the name has no such extension."),
+]
+Title = Annotated[
+    str | None,
+    Strict(),
+    Field(description="Its title (default: its own, or its first heading).", max_length=300),
+]
+Tag = Annotated[
+    str | None,
+    Strict(),
+    Field(description="A label for the document (1-100 printable characters).", max_length=100),
+]
+DocumentId = Annotated[
+    int, Strict(), Field(description="The id of a listed document.", ge=1, le=2**63 - 1)
+]
 EpisodeLimit = Annotated[
     int, Strict(), Field(description="How many sessions, newest first.", ge=1, le=MAX_EPISODES)
 ]
@@ -142,10 +183,11 @@ class StrictArguments:
 
 
 def problems(exc: ValidationError) -> str:
-    """Each field's problem, without the value sent or pydantic's documentation links."""
-    said = (
-        f"{printable('.'.join(str(part) for part in error['loc']), 80) or 'arguments'}: "
-        + str(error["msg"]).removeprefix("Value error, ")
-        for error in exc.errors(include_url=False, include_input=False, include_context=False)
-    )
+    """Each field's problem, without the value sent or pydantic's documentation links (a rule
+    on several arguments together names none)."""
+    said = []
+    for error in exc.errors(include_url=False, include_input=False, include_context=False):
+        where = printable(".".join(str(part) for part in error["loc"]), 80)
+        rule = str(error["msg"]).removeprefix("Value error, ")
+        said.append(f"{where}: {rule}" if where else rule)
     return "; ".join(dict.fromkeys(said))

@@ -18,20 +18,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from serving._api_models import SearchRequest, TimeRangeName
+from serving._api_models import DocumentRequest, SearchRequest, TimeRangeName
 from serving._errors import error_reply
 from serving._mcp_args import (
     Content,
+    DocumentBytes,
+    DocumentId,
+    DocumentName,
+    DocumentText,
     End,
     EpisodeLimit,
     FirstMessage,
+    Format,
     IdempotencyKey,
     Importance,
     Kind,
@@ -42,6 +47,9 @@ from serving._mcp_args import (
     Query,
     Range,
     Start,
+    Tag,
+    Title,
+    problems,
 )
 from serving._mcp_grant import current_grant
 from serving._service import MemoryService
@@ -56,6 +64,7 @@ DELETES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempoten
 
 # Structured content a dict (the published output schema, as before), text of our own.
 Answer = Annotated[CallToolResult, dict[str, Any]]
+Body = TypeVar("Body", bound=BaseModel)
 
 
 @contextmanager
@@ -135,6 +144,42 @@ class MemoryTools:
         with refusals_as(ToolError):
             return self.service.forget(current_grant(), memory_id)
 
+    def add_document(
+        self,
+        name: DocumentName,
+        text: DocumentText = None,
+        content_base64: DocumentBytes = None,
+        format: Format = None,
+        title: Title = None,
+        tag: Tag = None,
+        idempotency_key: IdempotencyKey = None,
+    ) -> dict[str, Any]:
+        """Add a document to this user's knowledge (a handbook, notes, a manual, a web page):
+        Markdown, plain text or HTML as text, or any of them or a PDF as content_base64. The
+        durable write queue takes it; once the worker has chunked and embedded it,
+        search_memory finds its chunks (kind "doc", labelled [Doc n]). The same name again
+        replaces it; list_documents shows it when stored."""
+        fields = {"name": name, "text": text, "content_base64": content_base64}
+        fields |= {"format": format, "title": title, "tag": tag}
+        request = _valid(DocumentRequest, fields | {"idempotency_key": idempotency_key})
+        with refusals_as(ToolError):
+            return self.service.documents.add(
+                current_grant(), request, idempotency_key=idempotency_key
+            )
+
+    def list_documents(self) -> dict[str, Any]:
+        """The documents of this memory: id, name (as added), source, title, tag, format,
+        size and chunk count."""
+        with refusals_as(ToolError):
+            grant = current_grant()
+            documents = self.service.documents.listed(grant)
+        return {"namespace": grant.namespace, "documents": documents}
+
+    def delete_document(self, document_id: DocumentId) -> dict[str, Any]:
+        """Delete one document for good, with its chunks."""
+        with refusals_as(ToolError):
+            return self.service.documents.delete(current_grant(), document_id)
+
     def recent_episodes(self, limit: EpisodeLimit = 5) -> dict[str, Any]:
         """Summaries of the latest conversations, newest first."""
         with refusals_as(ToolError):
@@ -151,6 +196,9 @@ class MemoryTools:
             (self.remember, WRITES),
             (self.forget_memory, DELETES),
             (self.recent_episodes, READS),
+            (self.add_document, WRITES),
+            (self.list_documents, READS),
+            (self.delete_document, DELETES),
         )
 
     def memory_md(self) -> str:
@@ -164,7 +212,7 @@ class MemoryTools:
 
 
 def register(server: MCPServer, tools: MemoryTools) -> None:
-    """Add the five tools and two resources to ``server``."""
+    """Add the eight tools and two resources to ``server``."""
     for tool, hints in tools.tools():
         server.add_tool(tool, annotations=hints)
     server.resource(
@@ -196,10 +244,14 @@ def _search_request(
     kinds: list[str] | None,
 ) -> SearchRequest:
     """The API's search body, for its rules on start, end and time_range together."""
+    fields = {"query": query, "limit": limit, "time_range": time_range}
+    return _valid(SearchRequest, fields | {"start": start, "end": end, "kinds": kinds})
+
+
+def _valid(model: type[Body], fields: dict[str, Any]) -> Body:
+    """The API's body of these arguments, for its rules on them together; a ``ToolError``
+    naming each problem otherwise (arguments left out are the body's defaults)."""
     try:
-        return SearchRequest(
-            query=query, limit=limit, time_range=time_range, start=start, end=end, kinds=kinds
-        )
+        return model.model_validate({k: v for k, v in fields.items() if v is not None})
     except ValidationError as exc:
-        problems = (str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
-        raise ToolError("; ".join(problems)) from exc
+        raise ToolError(problems(exc)) from exc

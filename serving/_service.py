@@ -5,10 +5,11 @@ only or not) and works inside a transaction scoped to that namespace by the gran
 (``storage.keys.scope``): with row-level security on (the default) the pool logs in as
 ``archivist_serving``, which sees only the rows of the namespace a key scoped its
 transaction to, even through a query that forgets its filter, and changes them only in a
-transaction scoped for writing. Writes go through the
-durable write queue (``remember``) or change one memory in place (pin, unpin, forget);
+transaction scoped for writing. Writes go through the durable write queue (``remember``,
+``documents.add``) or change one row in place (pin, unpin, forget, ``documents.delete``);
 each change is audited with the key's id, never the key. Every id it shows or takes is a
 public one (``serving._ids``): the real ids would tell a tenant how much the others wrote.
+The documents' part is ``serving._documents``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from serving._documents import Documents
 from serving._errors import Conflict, Forbidden, NotFound, ServiceUnavailable, Unauthorized
 from serving._files import MemoryFiles
 from serving._ids import ShownIds
@@ -59,6 +61,7 @@ class MemoryService:
         self.files = files
         self.ids = ids
         retriever.shown = ids.hit  # hits leave with public ids
+        self.documents = Documents(self)
 
     @classmethod
     def open(cls, settings: Settings) -> MemoryService:
@@ -150,7 +153,7 @@ class MemoryService:
         """One memory of the grant's namespace, by its public id; ``NotFound`` for any other
         id."""
         real = self._real(grant, memory_id)
-        with self._session(grant) as session:
+        with self.session(grant) as session:
             found = serving_reads.memory(session, grant.namespace, real)
             if found is None:
                 raise self._missing(session, grant, real, memory_id)
@@ -160,13 +163,13 @@ class MemoryService:
         """The latest session summaries, newest first."""
         if not 1 <= limit <= MAX_EPISODES:
             raise InputError(f"limit {limit} out of range 1..{MAX_EPISODES}")
-        with self._session(grant) as session:
+        with self.session(grant) as session:
             rows = serving_reads.recent_episodes(session, grant.namespace, limit)
         return [json_row(self.ids.row(row)) for row in rows]
 
     def queue_stats(self, grant: Grant) -> dict[str, Any]:
         """The write queue's counts for the grant's namespace."""
-        with self._session(grant) as session:
+        with self.session(grant) as session:
             stats = queue.queue_stats(session, None, self.settings.queue, grant.namespace)
             return stats.as_dict()
 
@@ -207,7 +210,7 @@ class MemoryService:
             payload["importance"] = importance
         if occurred_at is not None:
             payload["occurred_at"] = occurred_at.isoformat()
-        with self._session(grant, write=True) as session:
+        with self.session(grant, write=True) as session:
             queued = queue.enqueue(
                 session,
                 grant.namespace,
@@ -225,7 +228,7 @@ class MemoryService:
         """Pin (never ages) or unpin a memory of the grant's namespace."""
         self.authorize(grant, grant.namespace, write=True)
         real = self._real(grant, memory_id)
-        with self._session(grant, write=True) as session:
+        with self.session(grant, write=True) as session:
             if not serving_reads.set_pinned(session, grant.namespace, real, pinned=pinned):
                 raise self._missing(session, grant, real, memory_id)
             self._audit(session, grant, "pin" if pinned else "unpin", f"memory:{real}")
@@ -235,7 +238,7 @@ class MemoryService:
         """Delete one memory now (a turn's sibling chunks with it)."""
         self.authorize(grant, grant.namespace, write=True)
         real = self._real(grant, memory_id)
-        with self._session(grant, write=True) as session:
+        with self.session(grant, write=True) as session:
             if queue.forget_memory(session, grant.namespace, real) != "deleted":
                 raise self._missing(session, grant, real, memory_id)
             self._audit(session, grant, "forget_memory", f"memory:{real}")
@@ -244,7 +247,7 @@ class MemoryService:
     # -- plumbing --------------------------------------------------------------------------
 
     @contextmanager
-    def _session(self, grant: Grant, *, write: bool = False) -> Iterator[Session]:
+    def session(self, grant: Grant, *, write: bool = False) -> Iterator[Session]:
         """A transaction scoped to the grant's namespace (``write``: for writing too),
         committed when the block ends."""
         with self._database(), Session(self.engine) as session, session.begin():
@@ -280,7 +283,7 @@ class MemoryService:
         audit.record(session, action, actor=grant.actor, namespace=grant.namespace, target=target)
 
     def _refused(self, grant: Grant, reason: str) -> None:
-        with self._session(grant) as session:
+        with self.session(grant) as session:
             audit.record(
                 session,
                 "refused",

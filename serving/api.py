@@ -1,17 +1,19 @@
 """``archivist api``: the HTTP API over ``MemoryService``, on FastAPI and uvicorn.
 
-Every namespace route needs ``Authorization: Bearer <key>`` (``archivist keys create``):
-no key or a revoked one answers 401, a key of another namespace 403, a read-only key's
-write 403. Errors are JSON ``{"error": "..."}`` with the message the CLI prints for the
-same mistake. Bodies over ``ARCHIVIST_SERVING__MAX_BODY_BYTES`` answer 413 before they are
-parsed. OpenAPI docs are at ``/docs``. One process holds one service: one Retriever, one
-pool; ``--workers`` starts more processes. A well-formed search is answered in front of
-FastAPI, the same way (``serving._search_route``).
+Every namespace route needs ``Authorization: Bearer <key>`` (``archivist keys create``): no
+key or a revoked one answers 401, a key of another namespace 403, a read-only key's write
+403. Errors are JSON ``{"error": "..."}`` with the message the CLI prints for the same
+mistake. Bodies over ``ARCHIVIST_SERVING__MAX_BODY_BYTES`` answer 413 before they are parsed
+(a document's, over what its cap ``ARCHIVIST_DOCUMENTS__MAX_UPLOAD_BYTES`` can take as JSON;
+the document itself over that cap 413 too). OpenAPI docs are at ``/docs``. One process holds
+one service: one Retriever, one pool; ``--workers`` starts more processes. A well-formed
+search is answered in front of FastAPI, the same way (``serving._search_route``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -21,8 +23,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi_offline import FastAPIOffline
 
 from serving import _api_errors as errors
-from serving._api_models import PrimeRequest, RememberRequest, SearchRequest
-from serving._body_limit import BodyLimit
+from serving._api_models import DocumentRequest, PrimeRequest, RememberRequest, SearchRequest
+from serving._body_limit import BodyLimit, Wider, document_body_bytes
 from serving._search_route import SearchRoute, search_answer
 from serving._service import MAX_EPISODES, KeyFor, MemoryService
 from storage.kernel.records import NAMESPACE
@@ -31,6 +33,8 @@ from storage.keys import Grant
 
 Namespace = Annotated[str, Path(pattern=NAMESPACE.pattern, max_length=100)]
 MemoryId = Annotated[int, Path(ge=1, le=2**63 - 1)]
+RowId = Annotated[int, Path(ge=1, le=2**63 - 1)]
+DOCUMENTS = re.compile(r"/v1/namespaces/[^/]+/documents")
 bearer = HTTPBearer(auto_error=False, description="a namespace key: archivist keys create NS")
 
 
@@ -68,7 +72,14 @@ def create_app(service: MemoryService) -> FastAPI:
         summary="Search, prime and write one namespace's memory.",
     )
     app.state.service = service
-    app.add_middleware(BodyLimit, max_bytes=service.settings.serving.max_body_bytes)
+    settings = service.settings
+    adding = Wider(
+        "POST",
+        DOCUMENTS,
+        document_body_bytes(settings),
+        "3 x ARCHIVIST_DOCUMENTS__MAX_UPLOAD_BYTES + ARCHIVIST_SERVING__MAX_BODY_BYTES",
+    )
+    app.add_middleware(BodyLimit, max_bytes=settings.serving.max_body_bytes, wider=[adding])
     errors.install(app, service)
 
     @app.get("/v1/health", tags=["service"])
@@ -136,6 +147,34 @@ def create_app(service: MemoryService) -> FastAPI:
     def queue_stats(namespace: Namespace, key: Key) -> dict[str, Any]:
         """The write queue's counts for this namespace."""
         return service.queue_stats(granted(key, namespace))
+
+    @app.get("/v1/namespaces/{namespace}/queue/{item_id}", tags=["read"])
+    def queue_item(namespace: Namespace, item_id: RowId, key: Key) -> dict[str, Any]:
+        """One queued write (the ``queue_item`` a 202 answered): its status (pending,
+        processing, completed, dead), attempts, result and last error."""
+        return service.documents.queued(granted(key, namespace), item_id)
+
+    @app.post("/v1/namespaces/{namespace}/documents", tags=["write"], status_code=202)
+    def add_document(namespace: Namespace, body: DocumentRequest, key: Key) -> dict[str, Any]:
+        """Queue a document: Markdown, plain text or HTML as ``text``, or any of them or a PDF
+        as ``content_base64``. The worker chunks, embeds and stores it as ``docs ingest``
+        would the file; search finds its chunks (kind ``doc``). The same ``name`` again
+        replaces it; a repeated idempotency key is a no-op. Over
+        ``ARCHIVIST_DOCUMENTS__MAX_UPLOAD_BYTES``: 413."""
+        grant = granted(key, namespace, write=True)
+        return service.documents.add(grant, body, idempotency_key=body.idempotency_key)
+
+    @app.get("/v1/namespaces/{namespace}/documents", tags=["read"])
+    def list_documents(namespace: Namespace, key: Key) -> dict[str, Any]:
+        """The namespace's documents (added here, over MCP or by ``docs ingest``), each with
+        its id, name, source, title, tag, format, size and chunk count."""
+        documents = service.documents.listed(granted(key, namespace))
+        return {"namespace": namespace, "documents": documents}
+
+    @app.delete("/v1/namespaces/{namespace}/documents/{document_id}", tags=["write"])
+    def delete_document(namespace: Namespace, document_id: RowId, key: Key) -> dict[str, Any]:
+        """Delete one document now, with its chunks and the queued writes that carry it."""
+        return service.documents.delete(granted(key, namespace, write=True), document_id)
 
     return app
 

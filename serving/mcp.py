@@ -2,9 +2,10 @@
 (the official SDK's ``MCPServer``).
 
 Tools: ``search_memory``, ``prime_conversation``, ``remember``, ``forget_memory``,
-``recent_episodes``. Resources: ``memory://MEMORY.md`` and ``memory://daily`` (the last
-seven daily logs). Hits carry a label (``[Memory 1]``) and their provenance (memory id,
-session, message ids, time), closed by a ``Sources:`` line.
+``recent_episodes``, and the documents' ``add_document`` (through the write queue),
+``list_documents`` and ``delete_document``. Resources: ``memory://MEMORY.md`` and
+``memory://daily`` (the last seven daily logs). Hits carry a label (``[Memory 1]``) and
+their provenance (memory id, session, message ids, time), closed by a ``Sources:`` line.
 
 The namespace is never an argument a model could change. Over stdio it is bound by the
 key in ``ARCHIVIST_SERVING__KEY`` (``archivist mcp [--namespace NS] [--read-only]``: the
@@ -12,8 +13,9 @@ namespace, if given, must be the key's; ``--read-only`` narrows a key that may w
 without row-level security, by ``--namespace`` alone. Over streamable HTTP
 (``--http``, at ``/mcp``) by the key each request presents as ``Authorization: Bearer
 <key>`` (``archivist keys create``, the HTTP API's keys): no key or a revoked one answers
-401, and a read-only key's ``remember`` or ``forget_memory`` is a tool error. Over HTTP it
-keeps no sessions (``serve_http``).
+401, and a read-only key's write (``remember``, ``forget_memory``, ``add_document``,
+``delete_document``) is a tool error. Over HTTP it keeps no sessions (``serve_http``), and
+takes request bodies as large as adding a document at its cap needs.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import replace
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 
+from serving._body_limit import document_body_bytes
 from serving._mcp_args import StrictArguments
 from serving._mcp_grant import BindGrant, GrantOf, KeyVerifier, bound, by_key
 from serving._mcp_tools import MemoryTools, register
@@ -39,7 +42,8 @@ INSTRUCTIONS = (
     "Archivist is this user's long-term memory. Call prime_conversation when a conversation "
     "starts, search_memory whenever earlier context would help (cite hits by their label, "
     "such as [Memory 1], and close with the Sources: line), "
-    "and remember what is worth keeping."
+    "and remember what is worth keeping. Documents the user hands you to keep (a handbook, "
+    "notes) go in with add_document and are searched with the memories."
 )
 
 
@@ -105,5 +109,10 @@ def serve_http(settings: Settings, *, host: str, port: int) -> None:
     service = MemoryService.open(settings)
     server = build_server(service, by_key, issuer=f"http://{host}:{port}")
     server.run(
-        "streamable-http", host=host, port=port, streamable_http_path=PATH, stateless_http=True
+        "streamable-http",
+        host=host,
+        port=port,
+        streamable_http_path=PATH,
+        stateless_http=True,
+        max_request_body_size=document_body_bytes(settings),
     )

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, Float, ForeignKey, Integer, String, Text, func
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    func,
+    select,
+)
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID, insert
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
@@ -71,3 +82,9 @@ def episode_text(title: str | None, summary: str) -> str:
     if not title or title.casefold() in summary.casefold():
         return summary
     return f"{title}. {summary}"
+
+
+def summaries_by_session(session: Session, session_ids: Sequence[str]) -> dict[str, str]:
+    """The episode summary of each of these sessions that has one."""
+    stmt = select(Episode.session_id, Episode.summary).where(Episode.session_id.in_(session_ids))
+    return {sid: summary for sid, summary in session.execute(stmt)}

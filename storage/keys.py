@@ -4,7 +4,7 @@ A key is ``ak_`` and 43 random URL-safe characters (256 bits), shown once when c
 The table keeps its SHA-256 (a key of that entropy needs no slow hash), the first
 characters to tell keys apart in a listing, the namespace and whether it may write. The
 serving role cannot read the table: it presents a key's hash to the database function
-``archivist_scope`` (migration 0025), which answers for that key alone and scopes the
+``archivist_scope`` (migration 0024), which answers for that key alone and scopes the
 transaction to the key's namespace, the only scope the serving role's policies trust.
 """
 

@@ -39,8 +39,6 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 from storage.kernel import scoring
 from storage.kernel.base import Base
 
-TIERS = ("fresh", "compressed", "archived")
-
 
 class Memory(Base):
     __tablename__ = "memories"
@@ -213,3 +211,19 @@ def count_by_namespace(session: Session) -> dict[tuple[str, str], int]:
         Memory.namespace, Memory.kind
     )
     return {(ns, kind): n for ns, kind, n in session.execute(stmt)}
+
+
+def contents_by_session(
+    session: Session, session_ids: Sequence[str], kinds: Sequence[str]
+) -> dict[str, list[str]]:
+    """Texts of the memories of these kinds of each session, in id order."""
+    stmt = (
+        select(Memory.session_id, Memory.content)
+        .where(Memory.session_id.in_(session_ids), Memory.kind.in_(kinds))
+        .order_by(Memory.session_id, Memory.id)
+    )
+    out: dict[str, list[str]] = {sid: [] for sid in session_ids}
+    for sid, content in session.execute(stmt):
+        if sid is not None:
+            out[sid].append(content)
+    return out

@@ -48,6 +48,22 @@ def read_facts(session: Session) -> dict[str, str]:
     return {row.key: row.value for row in session.scalars(select(SchemaFact))}
 
 
+def stored_model(session: Session) -> str | None:
+    """The model (and graph) that made the store's vectors; None for a store holding no
+    vector yet. A role that cannot see every row (the serving role) reads the recorded
+    model."""
+    if not session.execute(CAN_RECORD).scalar_one():
+        return read_facts(session).get(EMBEDDING_MODEL)
+    if _empty(session):
+        return None
+    return read_facts(session).get(EMBEDDING_MODEL) or _model_of_rows(session)
+
+
+def reembed_model(session: Session) -> str | None:
+    """The model ``archivist reembed`` is moving the store to, while it is under way."""
+    return read_facts(session).get(REEMBED_MODEL)
+
+
 def check_compatible(session: Session, embedder: Embedder) -> None:
     """Refuse an embedder whose vectors would not be comparable with the stored ones.
 
@@ -78,7 +94,7 @@ def check_compatible(session: Session, embedder: Embedder) -> None:
 def _adopted(session: Session, model: str, stored_model: str | None) -> bool:
     """Whether the store took ``model`` as its own: it holds no vector yet (or names no
     model). A role that cannot see every row or write the facts (the serving role) asks
-    ``archivist_adopt_model`` (migration 0025), which adopts only for a store with no vector."""
+    ``archivist_adopt_model`` (migration 0024), which adopts only for a store with no vector."""
     if not session.execute(CAN_RECORD).scalar_one():
         return bool(session.execute(ADOPT, {"model": model}).scalar() == model)
     if stored_model is None or _empty(session):

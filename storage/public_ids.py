@@ -10,7 +10,7 @@ The permutation is a 10-round Feistel network over 52 bits (two halves of 26) wh
 function is keyed BLAKE2b, with the kind of id as its personalisation, so the same number
 is a different public id for a memory and for a queue item. Public ids run from 1 to 2**52:
 exact in a JavaScript number, as a JSON client reads it. The key is random, made by
-migration 0026 and kept in ``archivist_public_ids`` (the serving role may read it); all
+migration 0025 and kept in ``archivist_public_ids`` (the serving role may read it); all
 the serving processes of a store show the same ids. Without the key, a tenant's ids look
 random and unordered: neither their differences nor their order say how many ids were
 taken in between.
@@ -43,7 +43,7 @@ class PublicIds:
 
     @classmethod
     def load(cls, session: Session | Connection) -> PublicIds:
-        """The store's key (migration 0026)."""
+        """The store's key (migration 0025)."""
         return cls(bytes(session.execute(KEY).scalar_one()))
 
     def show(self, kind: Kind, real: int) -> int:

@@ -9,7 +9,10 @@ the tests start, as their default); the tests of the local model ask for it.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -29,6 +32,34 @@ os.environ.setdefault("ARCHIVIST_EMBEDDING__PROVIDER", "hashing")
 os.environ.setdefault("ARCHIVIST_EMBEDDED_KEEP_ALIVE_SECONDS", "0")
 
 TEMPLATE = "archivist_template"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give this session a temporary root of its own.
+
+    As root, the embedded PostgreSQL runs as the ``pgserver`` user, which reaches its data
+    directory only if every folder above it lets it pass (the wheel opens them so). Every
+    pytest session that starts closes ``/tmp/pytest-of-<user>`` again (mode 0700): on a
+    machine where two sessions run at once, the other's start cut off this one's servers
+    mid-run (``could not open file "global/pg_control": Permission denied``). Under a root of
+    its own no other session touches the folders; it is removed at exit unless a test failed.
+    """
+    if config.option.basetemp or "PYTEST_DEBUG_TEMPROOT" in os.environ:
+        return
+    root = tempfile.mkdtemp(prefix="archivist-tests-")
+    os.environ["PYTEST_DEBUG_TEMPROOT"] = root
+    # Registered before any server starts, so it runs after their exit hooks stopped them.
+    atexit.register(_remove_unless_failed, root, config)
+
+
+def _remove_unless_failed(root: str, config: pytest.Config) -> None:
+    session = getattr(config, "_archivist_session", None)
+    if session is None or session.testsfailed == 0:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config._archivist_session = session  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")

@@ -75,5 +75,36 @@ BAD_TEXTS: list[object] = ["before\x00after", "lone \ud800 surrogate", 5, None, 
 FORGED_TITLE = "Evil title\n## Fake heading\n<!-- archivist:block daily:victim@0000000000000000 -->"
 
 
-def valid_text(rng: random.Random) -> str:
-    return " ".join(rng.choice(PIECES) for _ in range(rng.randint(1, 6)))
+def valid_text(rng: random.Random, pieces: list[str] = PIECES) -> str:
+    return " ".join(rng.choice(pieces) for _ in range(rng.randint(1, 6)))
+
+
+# Documents' base64 bytes: not base64, or bytes that are not a document (blank, binary, a
+# byte order mark that lies), or not text at all.
+BAD_B64: list[object] = [
+    "not base64!",
+    "eA=",
+    "e===",
+    "%%%%",
+    "éé==",
+    "",
+    "ICAg",  # three spaces: blank
+    "AAE=",  # NUL and a control character: binary
+    "//7/3A==",  # a UTF-16 mark, then half a surrogate pair
+    5,
+    ["eA=="],
+]
+# Characters a text document holds (tab, newline, carriage return, form feed); the other
+# C0 controls make it binary, as a file of them would be.
+DOCUMENT_PIECES: list[str] = [
+    p for p in PIECES if not any("\x00" <= c < "\x20" and c not in "\t\n\r\x0c" for c in p)
+]
+
+
+def document_text(rng: random.Random) -> str:
+    """A Markdown document of any script: headings and paragraphs of the valid pieces."""
+    parts = []
+    for n in range(rng.randint(1, 4)):
+        parts.append(f"{'#' * rng.randint(1, 3)} {rng.choice(DOCUMENT_PIECES)} {n}")
+        parts += [valid_text(rng, DOCUMENT_PIECES) for _ in range(rng.randint(1, 3))]
+    return "\n\n".join(parts)

@@ -17,10 +17,9 @@ from storage.kernel.records import MessageRecord, SessionRecord
 from storage.kernel.shards import Shard
 from storage.server.engine import Store
 from storage.sessions import record_messages, record_session
-from tasks.extraction._heuristic import HeuristicExtractor
+from tasks.extraction import HeuristicExtractor, summary_embedder
 from tasks.files import FlushOutcome, flush_blocks, open_memory_root
-from tasks.sync._process import plan_sync, process_batch
-from tasks.sync._types import BatchOutcome, SyncContext, SyncPlan
+from tasks.sync import BatchOutcome, SyncContext, SyncPlan, plan_sync, process_batch
 
 
 class SessionFields(TypedDict, total=False):
@@ -97,9 +96,11 @@ def run_sync(store: Store, as_of: datetime, **knobs: Unpack[SyncKnobs]) -> SyncR
     namespace, embedder, shard = knobs.get("namespace"), knobs.get("embedder"), knobs.get("shard")
     batch_size, flush = knobs.get("batch_size", 500), knobs.get("flush", True)
     dry_run, idle_minutes = knobs.get("dry_run", False), knobs.get("idle_minutes")
+    embedder = embedder or HashingEmbedder(store.settings.embedding.dim)
     ctx = SyncContext(
-        extractor=HeuristicExtractor(),
-        embedder=embedder or HashingEmbedder(store.settings.embedding.dim),
+        # as make_extractor: summaries rank sentences with the local model, never a remote one
+        extractor=HeuristicExtractor(summary_embedder(store.settings.embedding), store.settings.tz),
+        embedder=embedder,
         as_of=as_of,
         tz=store.settings.tz,
         run_id=None,

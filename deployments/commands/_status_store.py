@@ -59,7 +59,7 @@ def queue_lines(conn: Connection, now: datetime) -> list[str]:
 
 
 def memory_lines(conn: Connection) -> list[str]:
-    from storage.memories import TIERS
+    from storage.kernel.tiers import TIERS
     from storage.operations.status import memory_counts
 
     counts = memory_counts(conn)
@@ -183,7 +183,7 @@ def store_data(settings: Settings) -> dict[str, Any]:
 
 
 def _totals(counts: dict[str, dict[str, int]]) -> dict[str, int]:
-    from storage.memories import TIERS
+    from storage.kernel.tiers import TIERS
 
     return {t: sum(tiers.get(t, 0) for tiers in counts.values()) for t in TIERS}
 

@@ -42,7 +42,10 @@ def reembed_command(namespace: str | None, batch_size: int) -> None:
 
 def run_reembed(settings: Settings, namespace: str | None, batch_size: int, bars: Bars) -> None:
     """Re-embed with progress, then say whether the store now uses the new model."""
+    from sqlalchemy.orm import Session
+
     from storage.embedding import make_embedder
+    from storage.meta import reembed_model, stored_model
     from storage.server.engine import Role, open_store
     from storage.server.migrate import require_current
     from tasks.reembed import reembed
@@ -51,7 +54,12 @@ def run_reembed(settings: Settings, namespace: str | None, batch_size: int, bars
         raise InputError(f"namespace {namespace!r} is not a valid name")
     store = open_store(settings, Role.OWNER)  # it changes the vector columns
     require_current(store.engine, settings)
-    embedder = make_embedder(settings.embedding, store.engine, redaction=settings.redaction)
+    with Session(store.engine) as session:
+        # store_encoder=auto: the graph a run under way moves to, else the store's own
+        stored = reembed_model(session) or stored_model(session)
+    embedder = make_embedder(
+        settings.embedding, store.engine, redaction=settings.redaction, stored=stored
+    )
     out = reembed(
         store.engine,
         embedder,

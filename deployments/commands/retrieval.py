@@ -63,6 +63,9 @@ def render_hits(hits: Sequence[Hit], *, explain: bool, echo: Echo) -> None:
         echo("no memories found")
         return
     cited = cite(hits)
+    if explain:
+        for note in time_notes(hits[0]):
+            echo(note)
     echo(f"{'cite':<11}  {'score':>6}  {'kind':<10} {'when':<16} memory")
     for citation in cited:
         hit = citation.hit
@@ -83,6 +86,16 @@ def render_hits(hits: Sequence[Hit], *, explain: bool, echo: Echo) -> None:
     for n, source in enumerate(sources):
         lead = "Sources: " if n == 0 else " " * len("Sources: ")
         echo(lead + source + (";" if n < len(sources) - 1 else ""))
+
+
+def time_notes(hit: Hit) -> list[str]:
+    """What the question said about time, as ranking read it (the same for every hit)."""
+    notes = []
+    if hit.window is not None:
+        notes.append(f"time window {hit.window}: memories from then ranked higher")
+    if hit.weights.get("supersede"):
+        notes.append("about now: an older memory ranks after a newer one that restates it")
+    return notes
 
 
 def render_hits_json(

@@ -4,9 +4,9 @@ Every section degrades to ``n/a (why)`` when its table, the store or the Prefect
 missing. The first line says which Prefect API flow commands would use and whether it
 answers a health check (0.5 s): the configured one, or else the local server that flow
 commands start and keep (``deployments.local_prefect``). Its runs are listed when it
-answered; status never starts a server just to ask. Prefect itself is imported only to
-list those runs, or to read the URL when a project settings file may set it, so
-``status`` starts fast.
+answered, read from its REST API with the standard library (``prefect_api.latest_runs``);
+status never starts a server just to ask. Prefect itself is imported only to read the URL
+when a project settings file may set it, so ``status`` starts fast.
 """
 
 from __future__ import annotations
@@ -14,12 +14,20 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
+from http.client import HTTPException
 from typing import Any
 
 import click
 
 from deployments.commands._status_store import store_data, store_sections, when
-from deployments.prefect_api import ApiCheck, check_api, configured_api_url
+from deployments.prefect_api import (
+    ApiCheck,
+    ApiError,
+    Run,
+    check_api,
+    configured_api_url,
+    latest_runs,
+)
 from deployments.settings_loader import load_settings
 from storage.kernel.settings import Settings
 
@@ -40,11 +48,9 @@ def prefect_lines(api: ApiCheck, now: datetime) -> list[str]:
     why = _no_runs_why(api)
     if why is not None:
         return [api.line(), f"n/a ({why})"]
-    import httpx  # as Prefect's client, which reads the runs, loads it anyway
-
     try:
         return [api.line(), *_prefect_runs(api.url, now)]
-    except (httpx.HTTPError, OSError) as exc:
+    except (OSError, HTTPException, ApiError) as exc:
         return [api.line(), f"n/a (Prefect API at {api.url} failed: {type(exc).__name__}: {exc})"]
 
 
@@ -56,35 +62,10 @@ def _prefect_runs(url: str, now: datetime) -> list[str]:
     return lines or ["no runs of memory-* flows yet"]
 
 
-def latest_prefect_runs(url: str) -> list[tuple[str, str, datetime | None]]:
+def latest_prefect_runs(url: str) -> list[Run]:
     """Flow name, state and start of the latest started run of each ``memory-*`` flow, as the
     API at ``url`` knows them."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (
-        FlowFilter,
-        FlowFilterName,
-        FlowRunFilter,
-        FlowRunFilterStartTime,
-    )
-    from prefect.client.schemas.sorting import FlowRunSort
-
-    started = FlowRunFilter(start_time=FlowRunFilterStartTime(is_null_=False))
-    runs: list[tuple[str, str, datetime | None]] = []
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    with temporary_settings({PREFECT_API_URL: url}), get_client(sync_client=True) as client:
-        flows = client.read_flows(flow_filter=FlowFilter(name=FlowFilterName(like_=FLOW_PREFIX)))
-        for flow in sorted(flows, key=lambda f: f.name):
-            latest = client.read_flow_runs(
-                flow_filter=FlowFilter(name=FlowFilterName(any_=[flow.name])),
-                flow_run_filter=started,
-                sort=FlowRunSort.START_TIME_DESC,
-                limit=1,
-            )
-            if latest:
-                state = (latest[0].state.name if latest[0].state else None) or "?"
-                runs.append((flow.name, state, latest[0].start_time))
-    return runs
+    return latest_runs(url, FLOW_PREFIX)
 
 
 def server_data(settings: Settings) -> dict[str, Any]:
@@ -137,11 +118,9 @@ def _prefect_data(api: ApiCheck) -> dict[str, Any]:
     why = _no_runs_why(api)
     if why is not None:
         return {"unavailable": why}
-    import httpx  # as Prefect's client, which reads the runs, loads it anyway
-
     try:
         runs = latest_prefect_runs(api.url)
-    except (httpx.HTTPError, OSError) as exc:
+    except (OSError, HTTPException, ApiError) as exc:
         return {"unavailable": f"Prefect API at {api.url} failed: {type(exc).__name__}: {exc}"}
     return {"runs": [{"flow": f, "state": s, "started_at": t} for f, s, t in runs]}
 

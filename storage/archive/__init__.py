@@ -28,11 +28,13 @@ from storage.archive._manifest import (
 from storage.archive._rows import (
     EARLIEST,
     MEMORY_SCHEMA,
+    STORED_BYTES_CAST,
     MemoryReader,
     Page,
     VectorBuffer,
     fetch_memories,
     insert_rows,
+    vector_column,
 )
 
 __all__ = [
@@ -41,6 +43,8 @@ __all__ = [
     "MEMORY_SCHEMA",
     "ManifestEntry",
     "MemoryReader",
+    "Page",
+    "STORED_BYTES_CAST",
     "TRANSCRIPT",
     "VectorBuffer",
     "archived_of_sessions",
@@ -48,7 +52,6 @@ __all__ = [
     "count_archivable",
     "delete_manifests",
     "drop_archived_leftovers",
-    "Page",
     "fetch_memories",
     "insert_rows",
     "locate",
@@ -64,4 +67,5 @@ __all__ = [
     "transcripts_of",
     "unindex",
     "upsert_manifest",
+    "vector_column",
 ]

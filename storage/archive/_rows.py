@@ -182,7 +182,7 @@ def fetch_memories(
             embedding = found.column("embedding")
             buffer = vectors or VectorBuffer()
             columns.append(
-                _vectors(embedding, buffer, stored_bytes=reader.stored_bytes, order=order)
+                vector_column(embedding, buffer, stored_bytes=reader.stored_bytes, order=order)
             )
         else:
             column = found.column(field.name)
@@ -198,7 +198,7 @@ def _year_order(occurred: pa.ChunkedArray) -> np.ndarray | None:
     return np.argsort(years, kind="stable")
 
 
-def _vectors(
+def vector_column(
     column: pa.ChunkedArray, buffer: VectorBuffer, *, stored_bytes: bool, order: np.ndarray | None
 ) -> pa.Array:
     """Vector bytes (int16 dim, int16 unused, float4s: big-endian from ``vector_send``, the

@@ -7,12 +7,21 @@ write, and retrieval embeds each query. The store records which model made its v
 
 from typing import TYPE_CHECKING, Any
 
-from storage.embedding._cache import purge_model
+from storage.embedding._batches import token_batches
 from storage.embedding._cached import CachedEmbedder
 from storage.embedding._factory import make_embedder, preload_model
+from storage.embedding._graph_cache import default_cache_dir
 from storage.embedding._hashing import HashingEmbedder
-from storage.embedding._local import LocalEmbedder
+from storage.embedding._local import (
+    PUBLISHED_SHA256,
+    LocalEmbedder,
+    model_folder,
+    preload,
+    verified,
+)
+from storage.embedding._once import EmbedOnce
 from storage.embedding._protocol import Embedder
+from storage.embedding.cache import lookup, purge_model, store, text_hash
 
 if TYPE_CHECKING:
     from storage.embedding._http import OpenAIEmbedder
@@ -28,12 +37,23 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "float32_parts",
     "CachedEmbedder",
+    "EmbedOnce",
     "Embedder",
     "HashingEmbedder",
     "LocalEmbedder",
     "OpenAIEmbedder",
+    "PUBLISHED_SHA256",
+    "default_cache_dir",
+    "lookup",
     "make_embedder",
+    "model_folder",
+    "preload",
     "preload_model",
     "purge_model",
+    "store",
+    "text_hash",
+    "token_batches",
+    "verified",
 ]

@@ -8,7 +8,7 @@ import numpy as np
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from storage.embedding import _cache as embedding_cache
+from storage.embedding import cache as embedding_cache
 from storage.embedding._protocol import Embedder
 from storage.kernel.errors import ConfigurationError
 

@@ -9,7 +9,8 @@ from sqlalchemy import Engine
 from storage.embedding._cached import CachedEmbedder
 from storage.embedding._graph_cache import default_cache_dir
 from storage.embedding._hashing import HashingEmbedder
-from storage.embedding._local import LocalEmbedder
+from storage.embedding._local import LocalEmbedder, graph_name
+from storage.embedding._once import EmbedOnce
 from storage.embedding._protocol import Embedder
 from storage.kernel.errors import ConfigurationError
 from storage.kernel.settings import EmbeddingSettings, RedactionSettings
@@ -23,32 +24,46 @@ def make_embedder(
     engine: Engine | None = None,
     client: httpx.Client | None = None,
     redaction: RedactionSettings | None = None,
+    *,
+    stored: str | None = None,
 ) -> Embedder:
-    """Build the embedder the settings name, behind the vector cache when given an engine.
+    """Build the embedder the settings name, behind the vector cache when given an engine,
+    and behind `EmbedOnce`: a run that builds it embeds each distinct text once.
 
     ``redaction`` applies to a remote model's input (``None``: the defaults, all on); the
     local and hashing embedders send nothing anywhere and see the text as it is.
+    ``stored``: the model of the store's vectors (``storage.meta.stored_model``), whose
+    graph the local model's ``store_encoder=auto`` keeps (None: a new store's, int8).
     """
-    embedder = _base_embedder(settings, client, redaction)
+    embedder = _base_embedder(settings, client, redaction, stored)
     if engine is not None and uses_cache(settings):
-        return CachedEmbedder(embedder, engine)
-    return embedder
+        embedder = CachedEmbedder(embedder, engine)
+    return EmbedOnce(embedder)
 
 
 def preload_model(settings: EmbeddingSettings) -> None:
     """Start loading the local model now, in the background (the other embedders need no
     loading): for a one-shot command that embeds one query after opening the store."""
     if settings.provider == "local":
-        _local(settings).preload_queries()
+        _local(settings, None).preload_queries()
 
 
-def _local(settings: EmbeddingSettings) -> LocalEmbedder:
+def _local(settings: EmbeddingSettings, stored: str | None) -> LocalEmbedder:
     return LocalEmbedder(
         threads=settings.threads,
-        batch_size=settings.batch_size,
+        batch_tokens=settings.batch_tokens,
         cache_dir=settings.graph_cache_dir or default_cache_dir(),
+        int8=store_int8(settings, stored),
         int8_queries=_int8_queries(settings),
     )
+
+
+def store_int8(settings: EmbeddingSettings, stored: str | None) -> bool:
+    """Whether the local model's stored vectors come from its int8 graph: as set, or with
+    ``auto`` unless the store holds the float32 graph's vectors (``stored``)."""
+    if settings.store_encoder == "auto":
+        return stored != graph_name(int8=False)
+    return settings.store_encoder == "int8"
 
 
 def _int8_queries(settings: EmbeddingSettings) -> bool:
@@ -70,12 +85,15 @@ def uses_cache(settings: EmbeddingSettings) -> bool:
 
 
 def _base_embedder(
-    settings: EmbeddingSettings, client: httpx.Client | None, redaction: RedactionSettings | None
+    settings: EmbeddingSettings,
+    client: httpx.Client | None,
+    redaction: RedactionSettings | None,
+    stored: str | None,
 ) -> Embedder:
     if settings.provider == "hashing":
         return HashingEmbedder(dim=settings.dim)
     if settings.provider == "local":
-        return _local(settings)
+        return _local(settings, stored)
     if settings.base_url is None or settings.model is None:  # the settings validator forbids it
         raise ConfigurationError(
             "the openai embedding provider needs ARCHIVIST_EMBEDDING__BASE_URL and "

@@ -6,8 +6,10 @@ downloaded. The graph is built from those weights (``_bert_onnx``), so neither P
 nor sentence-transformers is imported at run time, and kept in a cache folder for the next
 process (``_graph_cache``). Vectors are the model's
 sentence embeddings: token vectors mean-pooled over the attention mask, L2-normalised, as
-sentence-transformers computes them (cosine >= 0.9999 against it, tested). A search's
-query goes through the same graph with int8 weights (``_quantize``), 2.5 times cheaper.
+sentence-transformers computes them (cosine >= 0.9999 against it, tested). The same
+graph with int8 weights (``_quantize``) embeds a search's query, 2.5 times cheaper, and
+the stored vectors of a store that uses it (``store_encoder``), a text with 2.3 times less
+CPU; the store records which graph made its vectors.
 """
 
 from __future__ import annotations
@@ -15,14 +17,17 @@ from __future__ import annotations
 import atexit
 import hashlib
 import json
+import os
 import threading
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from storage.embedding._batches import token_batches
 from storage.embedding._graph_cache import cache_key, cached_graph
 from storage.kernel.errors import ConfigurationError
 
@@ -40,11 +45,21 @@ PUBLISHED_SHA256 = {
 class LocalEmbedder:
     """all-MiniLM-L6-v2 sentence vectors, computed on this machine's CPU.
 
-    ``threads`` is ONNX Runtime's intra-op thread count (None: one per core, and one for a
-    query on the int8 graph, which a second thread slows: 2.1 ms instead of 1.5). Texts are
-    embedded in batches of ``batch_size``, sorted by length so that a batch pads little.
-    ``cache_dir`` keeps the built graph for the next process (`_graph_cache`); None builds
-    it in memory. ``int8_queries``: `embed_query` runs the int8 graph, else the float32 one.
+    ``int8``: stored vectors come from the graph with int8 weights (`_quantize`): 2.0 ms
+    of CPU per chat message instead of 4.7, a mean cosine of 0.9925 with the float32
+    graph's, the same recall on ``bench/eval.py`` (within 0.003); the embedder's
+    ``name`` then says so (``all-MiniLM-L6-v2/int8``), and the store records it, so vectors
+    of the two graphs are never mixed (``archivist reembed`` moves a store between them).
+    ``int8_queries``: `embed_query` runs the int8 graph, else the float32 one.
+
+    For the float32 graph, texts are sorted by length and cut into batches of at most
+    ``batch_tokens`` padded tokens (`_batches`); the int8 graph takes one text per run
+    (see `embed`). ``threads`` batches run side by side, each on one thread of ONNX
+    Runtime (None: one per CPU this process may use): a run split across threads waits for
+    the slowest at every operator, which on shared cores cost 10-30 % of the throughput.
+    A query runs on one thread, which a second slows (2.1 ms instead of 1.5).
+    ``cache_dir`` keeps the built graphs for the next process (`_graph_cache`); None builds
+    them in memory.
     """
 
     # Gibberish, emoji and bare function words reach cosines of 0.15-0.28 with English
@@ -56,19 +71,23 @@ class LocalEmbedder:
     def __init__(
         self,
         threads: int | None = None,
-        batch_size: int = 64,
+        batch_tokens: int = 2048,
         cache_dir: Path | None = None,
         *,
+        int8: bool = False,
         int8_queries: bool = True,
     ) -> None:
         self._threads = threads
-        self._batch_size = batch_size
+        self._batch_tokens = batch_tokens
         self._cache_dir = cache_dir
+        self._int8 = int8
         self._int8_queries = int8_queries
 
     @property
     def name(self) -> str:
-        return MODEL_NAME
+        """The graph that makes the stored vectors: the model, and its precision when not
+        the model's own float32."""
+        return graph_name(int8=self._int8)
 
     @property
     def dim(self) -> int:
@@ -79,43 +98,60 @@ class LocalEmbedder:
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         if not texts:
             return out
-        model = _load(self._threads, self._cache_dir, int8=False)
+        model = _load(self._cache_dir, int8=self._int8)
         encoded = model.tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
-        for start in range(0, len(order), self._batch_size):
-            chosen = order[start : start + self._batch_size]
+        lengths = [len(e.ids) for e in encoded]
+        if self._int8:
+            # One text per run: the int8 graph quantises each run's activations with one
+            # scale, so texts run together would shift each other's vectors (a cosine of
+            # 0.98 between a text alone and in a batch). Alone, a text's vector is the one
+            # its query gets, and batches saved under 10 % of the CPU.
+            batches = [[i] for i in sorted(range(len(texts)), key=lambda i: -lengths[i])]
+        else:
+            batches = token_batches(lengths, self._batch_tokens)
+
+        def run(chosen: list[int]) -> None:
             out[chosen] = model.run([encoded[i] for i in chosen])
+
+        workers = min(self._threads or _usable_cpus(), len(batches))
+        if workers == 1:
+            for chosen in batches:
+                run(chosen)
+        else:
+            with ThreadPoolExecutor(workers, thread_name_prefix="archivist-embed") as pool:
+                for _ in pool.map(run, batches):
+                    pass  # re-raises a batch's error
         return out
 
     def embed_query(self, text: str) -> np.ndarray:
         """``text``'s unit vector for a search: from the int8 graph unless told otherwise,
-        a cosine of 0.99 on average with `embed`'s, and compared with vectors `embed` made."""
-        if not self._int8_queries:
-            return self.embed([text])[0]  # type: ignore[no-any-return]
-        threads, cache_dir, int8 = self._query_model()
-        model = _load(threads, cache_dir, int8=int8)
+        a cosine of 0.99 on average with the float32 graph's, and compared with vectors
+        `embed` made."""
+        model = _load(self._cache_dir, int8=self._int8_queries)
         return model.run([model.tokenizer.encode(text)])[0]  # type: ignore[no-any-return]
 
     def preload_queries(self) -> threading.Thread:
         """Start loading the graph `embed_query` runs, in the background (`preload`)."""
-        threads, cache_dir, int8 = self._query_model()
-        return preload(threads, cache_dir, int8=int8)
+        return preload(self._cache_dir, int8=self._int8_queries)
 
-    def _query_model(self) -> tuple[int | None, Path | None, bool]:
-        """``_load``'s arguments for the graph that embeds queries: int8 on one thread
-        unless threads are set, else the graph `embed` runs."""
-        if self._int8_queries:
-            return self._threads or 1, self._cache_dir, True
-        return self._threads, self._cache_dir, False
+
+def graph_name(*, int8: bool) -> str:
+    """What the store records of vectors made by the float32 or the int8 graph."""
+    return f"{MODEL_NAME}/int8" if int8 else MODEL_NAME
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 class _Model:
-    """The tokenizer and the inference session of one graph and thread setting (one per
-    process)."""
+    """The tokenizer and the inference session of one graph (one per process), run on one
+    thread per call: calls from several threads run side by side."""
 
-    def __init__(
-        self, folder: Path, threads: int | None, cache_dir: Path | None, *, int8: bool
-    ) -> None:
+    def __init__(self, folder: Path, cache_dir: Path | None, *, int8: bool) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -127,17 +163,19 @@ class _Model:
         self.tokenizer.enable_truncation(max_length=limit)
         self.tokenizer.no_padding()  # batches are padded here, to their own longest text
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or 0
+        options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # Idle threads would spin for the next request and take the CPU from PostgreSQL,
-        # which runs between two queries' embeddings on the same cores.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         self.session = ort.InferenceSession(
-            _graph(folder, cache_dir, int8=int8), options, providers=["CPUExecutionProvider"]
+            _graph(folder, cache_dir, int8=int8),
+            options,
+            providers=["CPUExecutionProvider"],
+            # The int8 graph's residual Add and LayerNormalization would be fused into
+            # SkipLayerNormalization, whose CPU kernel took 4.0 ms where the two took 0.7
+            # (64 x 40 tokens, ONNX Runtime 1.32): a third of the int8 graph's time.
+            disabled_optimizers=["SkipLayerNormFusion"],
         )
-        self._lock = threading.Lock()
 
     def run(self, encodings: Sequence[Any]) -> np.ndarray:
         """Mean-pooled, L2-normalised sentence vectors of tokenised texts."""
@@ -147,8 +185,7 @@ class _Model:
         for row, e in enumerate(encodings):
             ids[row, : len(e.ids)] = e.ids
             mask[row, : len(e.ids)] = 1
-        with self._lock:
-            (hidden,) = self.session.run(["hidden"], {"input_ids": ids, "attention_mask": mask})
+        (hidden,) = self.session.run(["hidden"], {"input_ids": ids, "attention_mask": mask})
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
@@ -158,7 +195,7 @@ class _Model:
 _loading = threading.Lock()
 
 
-def preload(threads: int | None, cache_dir: Path | None, *, int8: bool) -> threading.Thread:
+def preload(cache_dir: Path | None, *, int8: bool) -> threading.Thread:
     """Load the model in a background thread: a command that opens the store meanwhile
     (0.1 to 0.2 s, mostly waiting) finds it ready, or waits for that one build.
 
@@ -167,7 +204,7 @@ def preload(threads: int | None, cache_dir: Path | None, *, int8: bool) -> threa
     built, as it was when a command finished without needing the model."""
     loader = threading.Thread(
         target=_load,
-        args=(threads, cache_dir),
+        args=(cache_dir,),
         kwargs={"int8": int8},
         name="archivist-model-preload",
         daemon=True,
@@ -177,21 +214,21 @@ def preload(threads: int | None, cache_dir: Path | None, *, int8: bool) -> threa
     return loader
 
 
-def _load(threads: int | None, cache_dir: Path | None, *, int8: bool) -> _Model:
-    """The model for a graph and thread count, built once per process: the first searches
-    of a server arrive together, and each would otherwise build its own (16 took 14 s)."""
+def _load(cache_dir: Path | None, *, int8: bool) -> _Model:
+    """The model of a graph, built once per process: the first searches of a server arrive
+    together, and each would otherwise build its own (16 took 14 s)."""
     with _loading:
-        return _built(threads, cache_dir, int8=int8)
+        return _built(cache_dir, int8=int8)
 
 
 @lru_cache(maxsize=4)
-def _built(threads: int | None, cache_dir: Path | None, *, int8: bool) -> _Model:
-    return _Model(_package_folder(), threads, cache_dir, int8=int8)
+def _built(cache_dir: Path | None, *, int8: bool) -> _Model:
+    return _Model(_package_folder(), cache_dir, int8=int8)
 
 
 def _graph(folder: Path, cache_dir: Path | None, *, int8: bool) -> bytes | str:
-    """The serialised encoder (float32, or int8 for queries), or the file that holds it
-    when the cache has it."""
+    """The serialised encoder (float32, or int8), or the file that holds it when the cache
+    has it."""
 
     def build() -> bytes:
         from storage.embedding._bert_onnx import build_encoder  # onnx, only to build
@@ -243,3 +280,10 @@ def verified(folder: Path, names: Iterable[str] = PUBLISHED_SHA256) -> Path:
 def _sha256(path: Path) -> str:
     with path.open("rb") as stream:
         return hashlib.file_digest(stream, "sha256").hexdigest()
+
+
+def float32_parts(cache_dir: Path | None) -> tuple[Any, bytes | str]:
+    """The float32 graph (its bytes, or the cached file) and its tokenizer: what bulk
+    embedding ran before token-capped batches and the int8 graph (``bench/sync.py`` times
+    that path beside today's)."""
+    return _load(cache_dir, int8=False).tokenizer, _graph(_package_folder(), cache_dir, int8=False)

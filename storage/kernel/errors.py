@@ -4,7 +4,8 @@ ArchivistError
 ├── ConfigurationError   bad settings, missing pgvector, embedder/schema mismatch
 ├── StorageError         the store cannot be reached or is not migrated
 ├── InputError           bad transcripts or parameters that cannot be processed at all
-│   └── PermanentError   a refusal that retrying the same input cannot change
+│   ├── PermanentError   a refusal that retrying the same input cannot change
+│   └── TooLarge         input over a configured size (the HTTP API answers 413)
 ├── DataQualityError     data that fails a check before load
 └── RetrievalError       a search or priming request that cannot be answered
 """
@@ -30,6 +31,10 @@ class InputError(ArchivistError):
 
 class PermanentError(InputError):
     """A refusal that retrying cannot change (another namespace's data): dead at once, no retry."""
+
+
+class TooLarge(InputError):
+    """Input over a size the configuration sets; the message names the setting."""
 
 
 class DataQualityError(ArchivistError):

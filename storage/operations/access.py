@@ -9,7 +9,7 @@ read the counters (migration 0016 says why).
 
 The access log keeps one row per search and priming (migration 0020) for
 ``AgingSettings.access_log_days``; ``prune_access_log`` moves older rows into
-``memory_access_daily`` as counts per namespace and day (migration 0026), one batch of
+``memory_access_daily`` as counts per namespace and day (migration 0025), one batch of
 rows in one statement, so a crash leaves each row either logged or counted, never both.
 """
 

@@ -1,5 +1,8 @@
-"""``memory_write_queue``: durable memory writes, claimed by any number of drainers."""
+"""``memory_write_queue``: durable writes (memories, messages, forgets, documents), claimed by
+any number of drainers."""
 
+from storage.queue._document import AddDocument, DocumentFormat
+from storage.queue._items import forget_documents, item_status, restart_claim
 from storage.queue._payloads import (
     Enqueued,
     ForgetMemory,
@@ -7,10 +10,11 @@ from storage.queue._payloads import (
     MemoryText,
     QueueItem,
     QueueStats,
+    Reclaimed,
     RecordMessage,
     parse_stored,
 )
-from storage.queue._table import (
+from storage.queue.table import (
     claim,
     complete,
     dead_items,
@@ -25,23 +29,29 @@ from storage.queue._table import (
 )
 
 __all__ = [
+    "AddDocument",
+    "DocumentFormat",
     "Enqueued",
     "ForgetMemory",
     "MemoryKind",
     "MemoryText",
     "QueueItem",
     "QueueStats",
+    "Reclaimed",
     "RecordMessage",
     "claim",
     "complete",
     "dead_items",
     "enqueue",
     "fail",
+    "forget_documents",
     "forget_memory",
+    "item_status",
     "notifications",
     "parse_stored",
     "purge_completed",
     "queue_stats",
     "reclaim",
     "relax_commit",
+    "restart_claim",
 ]

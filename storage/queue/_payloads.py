@@ -16,9 +16,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from storage.kernel.errors import InputError
 from storage.kernel.inputs import Identifier, Moment, StorableText, check_keys, describe
 from storage.kernel.records import NAMESPACE, MessageRecord, SessionRecord
+from storage.kernel.settings import DocumentSettings
+from storage.queue._document import AddDocument
 from storage.redaction import Redactor, redact_messages, redact_session
 
-Op = Literal["ADD_MEMORY", "RECORD_MESSAGE", "SAVE_PREFERENCE", "UPDATE_GOAL", "FORGET_MEMORY"]
+Op = Literal[
+    "ADD_MEMORY",
+    "RECORD_MESSAGE",
+    "SAVE_PREFERENCE",
+    "UPDATE_GOAL",
+    "FORGET_MEMORY",
+    "ADD_DOCUMENT",
+]
 OPS: tuple[Op, ...] = get_args(Op)
 MemoryKind = Literal["note", "fact", "preference", "goal", "decision"]
 
@@ -86,7 +95,7 @@ class ForgetMemory(_Payload):
     memory_id: int = Field(ge=1)
 
 
-Payload = AddMemory | SavePreference | UpdateGoal | RecordMessage | ForgetMemory
+Payload = AddMemory | SavePreference | UpdateGoal | RecordMessage | ForgetMemory | AddDocument
 
 MODELS: dict[str, type[Payload]] = {
     "ADD_MEMORY": AddMemory,
@@ -94,11 +103,16 @@ MODELS: dict[str, type[Payload]] = {
     "UPDATE_GOAL": UpdateGoal,
     "RECORD_MESSAGE": RecordMessage,
     "FORGET_MEMORY": ForgetMemory,
+    "ADD_DOCUMENT": AddDocument,
 }
+MAX_UPLOAD_BYTES = DocumentSettings().max_upload_bytes
 
 
-def validate_payload(namespace: str, op: str, payload: object) -> Payload:
-    """The payload parsed for ``op``; anything wrong raises ``InputError`` naming the field."""
+def validate_payload(
+    namespace: str, op: str, payload: object, *, max_document_bytes: int = MAX_UPLOAD_BYTES
+) -> Payload:
+    """The payload parsed for ``op``; anything wrong raises ``InputError`` naming the field
+    (``TooLarge`` for a document over ``max_document_bytes``)."""
     if not isinstance(namespace, str) or not NAMESPACE.fullmatch(namespace):
         raise InputError(
             f"namespace {namespace!r} is not valid: use 1-100 lowercase letters, digits, '.', "
@@ -122,11 +136,14 @@ def validate_payload(namespace: str, op: str, payload: object) -> Payload:
             f"{op} payload refused: session.namespace {parsed.session.namespace!r} is not "
             f"the item's namespace {namespace!r}"
         )
+    if isinstance(parsed, AddDocument):
+        parsed.admit(max_document_bytes)
     return parsed
 
 
 def redacted(payload: Payload, redactor: Redactor) -> Payload:
-    """The payload with its texts redacted (before storage): memory text, message, title."""
+    """The payload with its texts redacted (before storage): memory text, message, title. A
+    document is stored as given, as ``docs ingest`` stores a file."""
     if isinstance(payload, RecordMessage):
         [message] = redact_messages([payload.message], redactor)
         session = redact_session(payload.session, redactor)

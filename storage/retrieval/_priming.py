@@ -12,6 +12,7 @@ import numpy as np
 from sqlalchemy import Connection, Engine
 
 from storage.kernel import scoring
+from storage.kernel.facts import statement
 from storage.kernel.settings import RetrievalSettings
 from storage.retrieval._citations import cite, sources_line
 from storage.retrieval._ranking import make_hit
@@ -161,11 +162,12 @@ def _facts(
 
 
 def _distinct(hits: Sequence[Hit], limit: int) -> tuple[Hit, ...]:
-    """The first ``limit`` hits with distinct text (the same fact told in two sessions)."""
+    """The first ``limit`` hits with distinct text (the same fact told in two sessions,
+    which differ only in their closing context and date)."""
     seen: set[str] = set()
     out: list[Hit] = []
     for hit in hits:
-        key = " ".join(hit.content.casefold().split())
+        key = " ".join(statement(hit.content).casefold().split())
         if key not in seen and len(out) < limit:
             seen.add(key)
             out.append(hit)

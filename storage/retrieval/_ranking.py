@@ -1,5 +1,5 @@
 """Ranking of candidate rows: relevance parts as shares of the query's best, the composite
-score, and one place per source.
+score, newer statements first for a question about now, and one place per source.
 
 Pure: no database and no clock. ``storage.kernel.scoring`` holds the factor formulas. A long
 message is stored as several ``turn`` chunks that cite it, and a fact cites the turn it
@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from operator import itemgetter
 from typing import Any
+
+import numpy as np
 
 from storage.kernel import scoring
 from storage.kernel.settings import RetrievalSettings
 from storage.long_term import LONG_TERM_KIND
 from storage.retrieval._documents import doc_source
+from storage.retrieval._restated import Restated
+from storage.retrieval._timeframe import QueryTime
 from storage.retrieval._types import DOC_KIND, Hit
 
 
@@ -44,26 +47,31 @@ def relevance_parts(
 
 def rank(
     rows: Sequence[Any],
-    now: datetime,
+    when: QueryTime,
     weights: Mapping[str, float],
     settings: RetrievalSettings,
     min_cosine: float = 0.0,
+    restated: Restated | None = None,
 ) -> list[Hit]:
     """Every candidate as a hit, best first (``ranked``, all of it)."""
-    return list(ranked(rows, now, weights, settings, min_cosine))
+    return list(ranked(rows, when, weights, settings, min_cosine, restated))
 
 
 def ranked(
     rows: Sequence[Any],
-    now: datetime,
+    when: QueryTime,
     weights: Mapping[str, float],
     settings: RetrievalSettings,
     min_cosine: float = 0.0,
+    restated: Restated | None = None,
 ) -> Iterator[Hit]:
-    """Hits best first: fused relevance with the other factors as bounded boosts.
+    """Hits best first: fused relevance with the other factors as bounded boosts, then, for
+    a question about now, each older memory right after the newer ones that restate it.
 
     Every candidate is scored, but a hit is built only when it is taken: a search keeps
-    ``limit`` of a pool of about a hundred.
+    ``limit`` of a pool of about a hundred. ``when``: the search's time and what its
+    question says about time (``_timeframe``); ``restated``: which candidates newer ones
+    restate (``_restated``), needed only when ``supersede`` is weighted.
 
     Nothing relevant, nothing returned: a hit that shares no word with the query and whose
     cosine is under ``min_cosine`` is marked ``low_confidence``, and when no candidate
@@ -77,27 +85,77 @@ def ranked(
         return
     dense, lexical = relevance_parts(rows, min_cosine)
     share, half_life = settings.dense_share, settings.half_life_days
-    composer = scoring.Composer(weights)
+    used = weights_for(weights, when)
+    composer = scoring.Composer(used)
     # The score needs only the weighted factors, each times its weight in the composer's
     # order (no mapping built per candidate); a hit shows them all (the same values).
     relevance = [(_PART[name], w) for name, w in composer.rel]
     boosts = [(FACTOR[name], w) for name, w in composer.other]
-    scored = []
-    for r, d, lx in zip(rows, dense, lexical, strict=True):
-        parts = (d, lx, share * d + (1 - share) * lx)
-        value = composer.combine(
-            [w * parts[i] for i, w in relevance], [w * of(r, now, half_life) for of, w in boosts]
+    parts = [(d, lx, share * d + (1 - share) * lx) for d, lx in zip(dense, lexical, strict=True)]
+    values = [
+        composer.combine(
+            [w * p[i] for i, w in relevance], [w * of(r, when, half_life) for of, w in boosts]
         )
-        scored.append((-value, -r.occurred_at.timestamp(), r.id, r, parts))
-    scored.sort(key=_BEST_FIRST)  # ties: the newer, then the lower id
-    used = dict(weights)
-    for negated, _, _, row, parts in scored:
-        factors = factors_of(row, *parts, now, half_life)
+        for r, p in zip(rows, parts, strict=True)
+    ]
+    after: list[int | None] = [None] * len(rows)
+    if used["supersede"] and restated is not None and composer.rel_weight:
+        mean = [sum(w * p[i] for i, w in relevance) / composer.rel_weight for p in parts]
+        values, after = after_newer(rows, mean, values, restated, used["supersede"])
+    # Best first; ties: the newer, then the lower id.
+    order = sorted(
+        range(len(rows)), key=lambda i: (-values[i], -rows[i].occurred_at.timestamp(), rows[i].id)
+    )
+    for i in order:
+        row = rows[i]
+        factors = factors_of(row, *parts[i], when, half_life)
         low = factors["bm25"] <= 0 and factors["cosine"] < min_cosine
-        yield hit_of(row, -negated, factors, used, low_confidence=low)
+        yield hit_of(
+            row, values[i], factors, used, when=when, restated_by=after[i], low_confidence=low
+        )
 
 
-_BEST_FIRST = itemgetter(0, 1, 2)
+def weights_for(weights: Mapping[str, float], when: QueryTime) -> dict[str, float]:
+    """The weights a question uses: ``window`` only if it names a time, ``supersede`` only
+    if it asks about now (0 otherwise, so a question that asks neither is ranked the same
+    as with neither weighted)."""
+    used = {name: float(weights.get(name, 0.0)) for name in scoring.WEIGHTS}
+    if when.window is None:
+        used["window"] = 0.0
+    if not when.about_now:
+        used["supersede"] = 0.0
+    return used
+
+
+def after_newer(
+    rows: Sequence[Any],
+    relevance: Sequence[float],
+    scores: Sequence[float],
+    restated: Restated,
+    reach: float,
+) -> tuple[list[float], list[int | None]]:
+    """Scores with each older memory placed right after the newer ones that restate it and
+    are at least ``1 - reach`` as relevant, and the id of the one it follows.
+
+    ``final(a) = min(score(a), min(score(b) for such b) - tiny)``, from the scores before
+    the rule, so the order of the pairs does not matter. An older memory already below
+    them keeps its place; nothing moves up.
+    """
+    if not rows:
+        return [], []
+    rel, score = np.asarray(relevance), np.asarray(scores)
+    newer = restated & (rel[None, :] >= (1 - reach) * rel[:, None])  # [older, newer]
+    their = np.where(newer, score[None, :], np.inf)  # each older one's newer ones' scores
+    which = their.argmin(axis=1)
+    lowest = their[np.arange(len(rows)), which]
+    moved = lowest - _TINY < score
+    final = np.where(moved, lowest - _TINY, score).tolist()
+    after = [rows[j].id if m else None for j, m in zip(which.tolist(), moved.tolist(), strict=True)]
+    return final, after
+
+
+# How far below a newer restatement an older memory is placed: below it, above the rest.
+_TINY = 1e-9
 # Where each relevance factor is in a candidate's (dense, lexical, fused) parts.
 _PART = {"dense": 0, "lexical": 1, "semantic": 2}
 
@@ -169,7 +227,7 @@ def make_hit(
     half_life: float,
 ) -> Hit:
     """A hit from a candidate row and its normalised relevance parts, scored as of now."""
-    factors = factors_of(row, dense, lexical, relevance, now, half_life)
+    factors = factors_of(row, dense, lexical, relevance, QueryTime(now), half_life)
     return hit_of(row, scoring.composite(factors, weights), factors, dict(weights))
 
 
@@ -177,25 +235,31 @@ def _days(since: datetime, now: datetime) -> float:
     return (now - since).total_seconds() / 86400
 
 
-# Each factor of a candidate row's score other than relevance, as of now, for a half-life.
-FACTOR: dict[str, Callable[[Any, datetime, float], float]] = {
-    "recency": lambda r, now, hl: scoring.recency(_days(r.occurred_at, now), hl),
-    "importance": lambda r, now, hl: scoring.importance(r.importance),
-    "frequency": lambda r, now, hl: scoring.frequency(r.access_count),
-    "vehemence": lambda r, now, hl: float(r.vehemence),
-    "salience": lambda r, now, hl: scoring.salience(
-        r.access_count, _days(r.last_accessed_at or r.occurred_at, now), hl
+def _window(row: Any, when: QueryTime) -> float:
+    return 0.0 if when.window is None else when.window.inside(row.occurred_at)
+
+
+# Each factor of a candidate row's score other than relevance, as of the search's time and
+# for its question, with a half-life.
+FACTOR: dict[str, Callable[[Any, QueryTime, float], float]] = {
+    "recency": lambda r, when, hl: scoring.recency(_days(r.occurred_at, when.as_of), hl),
+    "importance": lambda r, when, hl: scoring.importance(r.importance),
+    "frequency": lambda r, when, hl: scoring.frequency(r.access_count),
+    "vehemence": lambda r, when, hl: float(r.vehemence),
+    "salience": lambda r, when, hl: scoring.salience(
+        r.access_count, _days(r.last_accessed_at or r.occurred_at, when.as_of), hl
     ),
+    "window": lambda r, when, hl: _window(r, when),
 }
 
 
 def factors_of(
-    row: Any, dense: float, lexical: float, relevance: float, now: datetime, half_life: float
+    row: Any, dense: float, lexical: float, relevance: float, when: QueryTime, half_life: float
 ) -> dict[str, float]:
-    """Every factor of a candidate row's score as of now."""
+    """Every factor of a candidate row's score for a search asked at ``when``."""
     out = {"semantic": relevance, "dense": dense, "lexical": lexical}
     for name, of in FACTOR.items():
-        out[name] = of(row, now, half_life)
+        out[name] = of(row, when, half_life)
     out["cosine"], out["bm25"] = float(row.cosine), float(row.bm25)
     return out
 
@@ -206,6 +270,8 @@ def hit_of(
     factors: dict[str, float],
     weights: dict[str, float],
     *,
+    when: QueryTime | None = None,
+    restated_by: int | None = None,
     low_confidence: bool = False,
 ) -> Hit:
     doc = doc_source(row)
@@ -225,4 +291,6 @@ def hit_of(
         sources=tuple(getattr(row, "sources", None) or ()),
         low_confidence=low_confidence,
         doc=doc,
+        window=None if when is None else when.window,
+        restated_by=restated_by,
     )

@@ -48,6 +48,7 @@ from storage.retrieval._inputs import (
 from storage.retrieval._prepared import execute, rows
 from storage.retrieval._priming import build_priming
 from storage.retrieval._ranking import distinct_messages, one_per_source, rank, ranked
+from storage.retrieval._restated import Restated, candidate_vectors, memory_ids, restatements
 from storage.retrieval._sql import (
     CANDIDATES,
     EXPLAIN_ANN,
@@ -55,6 +56,7 @@ from storage.retrieval._sql import (
     RECORD_ACCESS,
 )
 from storage.retrieval._stats import StatsCache
+from storage.retrieval._timeframe import QueryTime, read_time
 from storage.retrieval._types import DOC_KIND, Hit, Priming, SearchOptions
 from storage.server.scoped import relax_commit
 
@@ -149,7 +151,7 @@ class Retriever:
         try:
             with self._transaction(conn) as tx:
                 relax_commit(tx)
-                hits = self._search(tx, request, now, used)
+                hits = self._search(tx, request, read_time(query, now, self.tz), used)
                 if record_access and hits:
                     self._record(tx, namespace, hits, query, now)
         except DBAPIError as exc:
@@ -199,10 +201,10 @@ class Retriever:
         (priming uses it); records no access."""
         check_request(namespace, query, limit, kinds, self.settings.max_limit)
         request = Request(namespace, query, vector, limit, kinds=kinds)
-        return self._search(conn, request, now, self.weights)
+        return self._search(conn, request, read_time(query, now, self.tz), self.weights)
 
     def _search(
-        self, conn: Connection, request: Request, now: datetime, weights: Mapping[str, float]
+        self, conn: Connection, request: Request, when: QueryTime, weights: Mapping[str, float]
     ) -> list[Hit]:
         rows: Sequence[Any] = []
         params: dict[str, Any] | None = None
@@ -214,9 +216,26 @@ class Retriever:
             cfg = self.text_search_config
             rows = [*rows, *document_rows(conn, request, self.doc_stats, self.settings, cfg)]
         if request.include_archived:
-            return self._with_archived(conn, request, rows, params, now, weights)
-        hits = ranked(rows, now, weights, self.settings, self.min_cosine)
+            return self._with_archived(conn, request, rows, params, when, weights)
+        restated = self._restated(conn, request.namespace, rows, when, weights)
+        hits = ranked(rows, when, weights, self.settings, self.min_cosine, restated)
         return one_per_source(hits, request.limit)
+
+    def _restated(
+        self,
+        conn: Connection,
+        namespace: str,
+        rows: Sequence[Any],
+        when: QueryTime,
+        weights: Mapping[str, float],
+    ) -> Restated | None:
+        """Which candidates newer ones restate, for a question about now that weighs
+        ``supersede`` (one more statement: the candidates' embeddings); else None."""
+        ids = memory_ids(rows)
+        if not (when.about_now and weights.get("supersede") and ids):
+            return None
+        prepare = self.settings.prepared_statements
+        return restatements(rows, candidate_vectors(conn, namespace, ids, prepare=prepare))
 
     def _memory_rows(
         self, conn: Connection, request: Request
@@ -252,7 +271,7 @@ class Retriever:
         request: Request,
         rows: Sequence[Any],
         params: dict[str, Any] | None,
-        now: datetime,
+        when: QueryTime,
         weights: Mapping[str, float],
     ) -> list[Hit]:
         """Hot candidates plus the cold tier's, ranked together; archived hits at 0.9x."""
@@ -261,7 +280,9 @@ class Retriever:
         n = pool_target(request.limit) * self.settings.overfetch
         cold = ColdQuery.of(request, n, self.text_search_config, self.embedder.name)
         found = archived_candidates(conn, self.archive, cold, params)
-        ranked = demote(rank([*rows, *found], now, weights, self.settings, self.min_cosine))
+        every = [*rows, *found]
+        restated = self._restated(conn, request.namespace, every, when, weights)
+        ranked = demote(rank(every, when, weights, self.settings, self.min_cosine, restated))
         return one_per_source(ranked)[: request.limit]
 
     def explain_plan(

@@ -201,3 +201,12 @@ EPISODE_ENTITIES = text(
     "SELECT session_id, entities FROM episodes "
     "WHERE namespace = :namespace AND session_id = ANY(CAST(:sessions AS text[]))"
 )
+
+# The embeddings of some of a namespace's memories (the candidates of a question about now,
+# ``_restated``), in pgvector's binary form: read by NumPy without parsing text.
+EMBEDDINGS = text(
+    """
+    SELECT id, vector_send(embedding) AS vec FROM memories
+    WHERE namespace = :namespace AND id = ANY(CAST(:ids AS bigint[]))
+    """
+)

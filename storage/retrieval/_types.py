@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from storage.retrieval._timeframe import TimeWindow
+
 TimeRangeName = Literal["today", "week", "month", "recent", "all"]
 TimeRange = TimeRangeName | tuple[datetime, datetime]
 # The kind of a hit that is a chunk of a knowledge document, not a memory.
@@ -67,6 +69,12 @@ class Hit:
     # embedder's ``min_cosine``): ranked, but likely not what was asked for.
     low_confidence: bool = False
     doc: DocSource | None = None
+    # The time window the question named ("last week"), whose memories the ``window``
+    # factor lifts; None if it named none.
+    window: TimeWindow | None = None
+    # For a question about now: the newer memory that restates this one, which this hit
+    # was placed right after (``supersede``).
+    restated_by: int | None = None
 
     @property
     def ref(self) -> tuple[str, int]:
@@ -77,14 +85,24 @@ class Hit:
         return "memory", self.memory_id
 
     def explain(self) -> str:
-        """The score from its factors (``scoring.composite``), then the unweighted parts."""
-        used = [f"{w:g}*{n}({self.factors[n]:.3f})" for n, w in self.weights.items() if w]
+        """The score from its factors (``scoring.composite``), then the unweighted parts,
+        the time window the question named, and the newer memory this one was placed after.
+        """
+        used = [
+            f"{w:g}*{n}({self.factors[n]:.3f})"
+            for n, w in self.weights.items()
+            if w and n in self.factors
+        ]
         rest = [f"{n}={v:.3f}" for n, v in self.factors.items() if not self.weights.get(n)]
+        notes = [f"window {self.window}"] if self.window is not None else []
+        if self.restated_by is not None:
+            notes.append(f"placed after newer memory {self.restated_by}, which restates it")
         flag = "  (low confidence)" if self.low_confidence else ""
         return (
             f"{self.score:.3f} from "
             + " + ".join(used)
             + (f"  [{', '.join(rest)}]" if rest else "")
+            + "".join(f"; {note}" for note in notes)
         ) + flag
 
 

@@ -1,6 +1,6 @@
 """The pipeline and serving roles on a server the owner administers (``archivist db roles``).
 
-Migrations create both roles when they can (migrations 0015 and 0025) and grant them what
+Migrations create both roles when they can (migrations 0015 and 0024) and grant them what
 they may do; this gives each a new password, creating it first if it is missing, and makes
 the URL each process is to be given: the owner's, with the role's name and password. The
 password reaches the server only as a SCRAM-SHA-256 verifier (libpq computes it), never
@@ -30,7 +30,7 @@ CREATE = sql.SQL(
     "CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE {bypass}; "
     "END IF; END $$"
 )
-# The pipeline crosses namespaces and loads with COPY (migration 0025); serving never.
+# The pipeline crosses namespaces and loads with COPY (migration 0024); serving never.
 BYPASS = {PIPELINE_ROLE: sql.SQL("BYPASSRLS"), SERVING_ROLE: sql.SQL("NOBYPASSRLS")}
 PASSWORD = sql.SQL("ALTER ROLE {role} WITH LOGIN PASSWORD {verifier}")
 

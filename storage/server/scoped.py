@@ -3,7 +3,7 @@
 The second wall behind each query's ``WHERE namespace = ...``: the serving role
 (``archivist_serving``) sees and writes only the rows of the namespace its transaction was
 scoped to by a key. ``storage.keys.resolve_key`` presents the key's hash to
-``archivist_scope`` (migration 0025), a function that runs as the owner: for a valid key
+``archivist_scope`` (migration 0024), a function that runs as the owner: for a valid key
 it scopes the transaction to the key's namespace, for reading or (``write``, with a key
 that may write) for writing too; for any other it leaves the transaction with no scope,
 which sees nothing. The serving role cannot scope a transaction itself: the policies trust

@@ -37,7 +37,7 @@ BULK_MMAP_THRESHOLD = 32 * 1024 * 1024
 BULK_TRIM_THRESHOLD = 1024 * 1024 * 1024
 
 
-def _glibc() -> Any | None:
+def glibc() -> Any | None:
     try:
         libc = ctypes.CDLL(None)
     except OSError:
@@ -85,7 +85,7 @@ def _leave(libc: Any | None) -> None:
 def bulk_memory() -> Iterator[None]:
     """Pause the cycle collector and keep freed memory in the process for a block. Blocks
     may overlap in threads: the first in changes the settings, the last out restores them."""
-    libc = _glibc()
+    libc = glibc()
     with _BLOCKS.lock:
         if _BLOCKS.inside == 0:
             _enter(libc)

@@ -1,7 +1,7 @@
 """What every flow's steps share: open the store, record the run, retries, failure notices."""
 
 from tasks.common._notice import Notice, NoticeKind
-from tasks.common._notify import Channel, notify_flow_failure, open_notifier
+from tasks.common._notify import ARTIFACT_KEY, Channel, Notifier, notify_flow_failure, open_notifier
 from tasks.common._retry import IO_RETRY
 from tasks.common._steps import (
     RunReport,
@@ -16,10 +16,12 @@ from tasks.common._steps import (
 from tasks.common._time import readable
 
 __all__ = [
+    "ARTIFACT_KEY",
     "Channel",
     "IO_RETRY",
     "Notice",
     "NoticeKind",
+    "Notifier",
     "RunReport",
     "connect_task",
     "finish_run",

@@ -1,18 +1,16 @@
 """Knowledge documents: read Markdown, text, HTML and PDF, chunk on structure, embed, store.
 
 ``ingest_documents`` is what ``archivist docs ingest`` runs; ``rebuild``, ``purge_documents``,
-``list_documents`` and ``feedback`` the other ``docs`` commands. Readers live in ``_read``,
-the chunker in ``_chunk``.
+``list_documents`` and ``feedback`` the other ``docs`` commands; ``add_uploaded`` what a
+drainer runs for a queued ``ADD_DOCUMENT`` (the HTTP API's and MCP's documents). Both doors
+take the same steps (``_write``); readers live in ``_read``, the chunker in ``_chunk``.
 """
 
 from tasks.documents._chunk import Span, chunk
 from tasks.documents._ingest import (
-    Chunking,
     DocsReport,
     IngestRequest,
     check_names,
-    embed_text,
-    embedded,
     ingest_documents,
 )
 from tasks.documents._manage import (
@@ -23,6 +21,8 @@ from tasks.documents._manage import (
     rebuild,
 )
 from tasks.documents._read import SKIP_REASONS, Parsed, Skip, parse
+from tasks.documents._upload import add_uploaded
+from tasks.documents._write import Chunking, embed_text, embedded
 
 __all__ = [
     "SKIP_REASONS",
@@ -33,6 +33,7 @@ __all__ = [
     "RebuildOutcome",
     "Skip",
     "Span",
+    "add_uploaded",
     "check_names",
     "chunk",
     "embed_text",

@@ -53,7 +53,7 @@ def prune(engine: Engine, namespace: str, gone: Mapping[str, int], actor: str) -
     chunks = 0
     with Session(engine) as session, session.begin():
         for document_id in sorted(gone.values()):
-            chunks += store.purge_documents(session, namespace, document_id=document_id)[1]
+            chunks += store.purge_documents(session, namespace, document_id=document_id).chunks
         audit.record(
             session,
             "purge_documents",

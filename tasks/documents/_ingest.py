@@ -11,10 +11,9 @@ re-run skips those files as unchanged.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -26,33 +25,22 @@ from sqlalchemy.orm import Session
 
 from storage import documents as store
 from storage.embedding import Embedder
+from storage.kernel.document_input import check_size, check_tag
 from storage.kernel.errors import ROWS_REFUSED, InputError
 from storage.kernel.inputs import storable
 from storage.kernel.records import NAMESPACE
-from tasks.documents._chunk import Span, chunk
 from tasks.documents._gone import gone_documents, ingested_folders
 from tasks.documents._gone import prune as prune_gone
 from tasks.documents._read import Skip, format_of, parse
+from tasks.documents._write import (
+    Chunking,
+    Incoming,
+    document_rows,
+    unchanged,
+    write_rows,
+)
 
 OnProgress = Callable[[int, int], None]
-MAX_TAG = 100
-
-
-@dataclass(frozen=True)
-class Chunking:
-    """How documents are cut: at most ``size`` characters, ``overlap`` shared when cut."""
-
-    size: int
-    overlap: int
-
-    def check(self) -> Chunking:
-        if not 100 <= self.size <= 20_000:
-            raise InputError(f"chunk size {self.size} out of range 100..20000 characters")
-        if not 0 <= self.overlap < self.size // 2:
-            raise InputError(
-                f"overlap {self.overlap} must be at least 0 and under half the chunk size"
-            )
-        return self
 
 
 @dataclass
@@ -88,8 +76,11 @@ def check_names(namespace: str, tag: str | None) -> None:
     """Refuse a bad namespace or tag before anything is read."""
     if not NAMESPACE.fullmatch(namespace):
         raise InputError(f"bad namespace {namespace!r}: lowercase letters, digits, '.', '_', '-'")
-    if tag is not None and not (0 < len(tag) <= MAX_TAG and tag.isprintable()):
-        raise InputError(f"bad tag {tag[:120]!r}: 1 to {MAX_TAG} printable characters")
+    if tag is not None:
+        try:
+            check_tag(tag)
+        except ValueError as exc:
+            raise InputError(f"bad tag {tag[:120]!r}: {exc}") from None
 
 
 def sources(urls: Sequence[str], options: dict[str, Any], report: DocsReport) -> list[Source]:
@@ -179,18 +170,19 @@ def _one(
     existing: store.StoredDocument | None,
     report: DocsReport,
 ) -> None:
-    namespace, chunking, tag, at = request.namespace, request.chunking, request.tag, request.at
+    chunking, tag, at = request.chunking, request.tag, request.at
     try:
         storable(source.uri)
     except ValueError as exc:
         report.skip(source.uri, "refused", f"its name {exc}")
         return
+    kept_tag = existing.tag if existing is not None else None
     try:
         data = _read(source, request.max_bytes)
-        digest = hashlib.sha256(data).hexdigest()
-        stored = None if existing is None else (existing.content_hash, existing.chunk_size,
-                                                existing.overlap)  # fmt: skip
-        if existing is not None and stored == (digest, chunking.size, chunking.overlap):
+        incoming = Incoming(
+            request.namespace, source.uri, source.path, data, kept_tag if tag is None else tag
+        )
+        if existing is not None and unchanged(existing, incoming.digest, chunking):
             _keep(engine, existing, tag, at, report)
             return
         parsed = parse(source.path, data)
@@ -200,21 +192,17 @@ def _one(
     except OSError as exc:  # permissions, a file gone meanwhile, a bucket's refusal
         report.skip(source.uri, "unreadable", type(exc).__name__)
         return
-    kept_tag = existing.tag if existing is not None else None
-    new = store.NewDocument(
-        namespace, source.uri, parsed.title, kept_tag if tag is None else tag, parsed.format,
-        digest, len(data), parsed.text, chunking.size, chunking.overlap, at,
-    )  # fmt: skip
-    spans = chunk(parsed.text, chunking.size, chunking.overlap)
-    chunks = embedded(embedder, spans, request.embed_batch)
+    rows = document_rows(incoming, parsed, chunking, embedder, at, embed_batch=request.embed_batch)
     try:
         with Session(engine) as session, session.begin():
-            doc_id = store.save_document(session, new, existing.id if existing else None)
-            written = store.replace_chunks(session, doc_id, namespace, chunks, embedder.name, at)
+            written = write_rows(session, rows, existing.id if existing else None, embedder.name)
     except ROWS_REFUSED as exc:  # this file's rows; a server that is down raises
         report.skip(source.uri, "refused", type(getattr(exc, "orig", None) or exc).__name__)
         return
-    report.chunks += written
+    if written is None:  # purged while it was read: the purge stands
+        report.skip(source.uri, "refused", "the document was purged meanwhile")
+        return
+    report.chunks += written[1]
     if existing is None:
         report.added += 1
     else:
@@ -223,9 +211,7 @@ def _one(
 
 def _read(source: Source, max_bytes: int) -> bytes:
     """The file's bytes, unless it is over the cap (checked before reading)."""
-    size = int(source.fs.size(source.path))
-    if size > max_bytes:
-        raise Skip("too_large", f"{size} bytes; the cap is {max_bytes}")
+    check_size(int(source.fs.size(source.path)), max_bytes)
     return bytes(source.fs.cat_file(source.path))
 
 
@@ -238,29 +224,3 @@ def _keep(
     with Session(engine) as session, session.begin():
         store.set_tag(session, existing.id, tag, at)
     r.retagged += 1
-
-
-def embedded(embedder: Embedder, spans: Sequence[Span], batch: int = 256) -> list[store.NewChunk]:
-    """The spans as chunks with their vectors (heading path and text embedded together)."""
-    out: list[store.NewChunk] = []
-    for part in _batches(spans, batch):
-        vectors = embedder.embed([embed_text(s.heading, s.text) for s in part])
-        for span, vector in zip(part, vectors, strict=True):
-            digest = hashlib.sha256(span.text.encode("utf-8")).hexdigest()
-            ordinal = len(out)
-            out.append(
-                store.NewChunk(
-                    ordinal, span.heading, span.text, span.start, span.end, digest, vector
-                )
-            )
-    return out
-
-
-def embed_text(heading: str, text: str) -> str:
-    """What a chunk's vector is made from: its heading path, then its text."""
-    return f"{heading}\n{text}" if heading else text
-
-
-def _batches(spans: Sequence[Span], size: int) -> Iterator[Sequence[Span]]:
-    for start in range(0, len(spans), size):
-        yield spans[start : start + size]

@@ -16,12 +16,13 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from storage import audit
+from storage import audit, queue
 from storage import documents as store
 from storage.embedding import Embedder
 from storage.kernel.errors import InputError
 from tasks.documents._chunk import chunk
-from tasks.documents._ingest import Chunking, check_names, embedded
+from tasks.documents._ingest import check_names
+from tasks.documents._write import Chunking, embedded
 
 
 def list_documents(engine: Engine, namespace: str) -> list[dict[str, Any]]:
@@ -39,12 +40,15 @@ def purge_documents(
     tag: str | None = None,
     actor: str,
 ) -> tuple[list[int], int]:
-    """Erase one document or all of a tag with their chunks; one audit row (ids, counts)."""
+    """Erase one document or all of a tag with their chunks, and the queue items that carry
+    their text (those added over the HTTP API or MCP); one audit row (ids, counts)."""
     check_names(namespace, tag)
     if (document_id is None) == (tag is None):
         raise InputError("purge takes a document id or --tag, not both and not neither")
     with Session(engine) as session, session.begin():
-        ids, chunks = store.purge_documents(session, namespace, document_id=document_id, tag=tag)
+        purged = store.purge_documents(session, namespace, document_id=document_id, tag=tag)
+        ids, chunks = purged.ids, purged.chunks
+        queue.forget_documents(session, namespace, purged.names)
         if not ids:
             what = f"document {document_id}" if tag is None else f"document tagged {tag!r}"
             raise InputError(f"no {what} in namespace {namespace!r}")

@@ -11,12 +11,13 @@ control characters), ``empty`` (no text), ``unreadable_pdf``
 extension). Ingest adds ``too_large`` (over the size cap, checked before reading),
 ``unreadable`` (the file system refused it), ``not_found``, ``outside_folder`` (a file
 of a local folder that a symbolic link places elsewhere) and ``refused`` (a name the store
-cannot hold, such as one whose bytes are not UTF-8, or a row the database refused).
+cannot hold, such as one whose bytes are not UTF-8, or a row the database refused). The
+rules every door applies before a reader (formats, decoding, size, tags) are
+``storage.kernel.document_input``'s.
 """
 
 from __future__ import annotations
 
-import codecs
 import io
 import logging
 import re
@@ -24,30 +25,18 @@ import warnings
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from storage.kernel.document_input import (
+    FORMATS,
+    SKIP_REASONS,
+    Skip,
+    check_not_empty,
+    decode,
+    format_of,
+)
 from storage.kernel.inputs import label
 
-FORMATS = {
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".txt": "text",
-    ".text": "text",
-    ".html": "html",
-    ".htm": "html",
-    ".pdf": "pdf",
-}
-SKIP_REASONS = (
-    "too_large",
-    "empty",
-    "binary",
-    "unreadable_pdf",
-    "unsupported_format",
-    "unreadable",
-    "not_found",
-    "outside_folder",
-    "refused",
-)
-# Characters no text file holds (tab, newline, carriage return and form feed are fine).
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+__all__ = ["FORMATS", "SKIP_REASONS", "Parsed", "Skip", "format_of", "parse", "tidy"]
+
 _BLANK = re.compile(r"\n[ \t\r\f]*\n")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _BLOCKS = (
@@ -75,15 +64,6 @@ _BLOCKS = (
 )
 
 
-class Skip(Exception):  # noqa: N818 - a verdict on one file, not an error
-    """A file ingest leaves out, and why (one of ``SKIP_REASONS``)."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
-
-
 @dataclass(frozen=True)
 class Parsed:
     """What a reader made of a file."""
@@ -93,51 +73,23 @@ class Parsed:
     text: str
 
 
-def format_of(path: str) -> str | None:
-    """The reader for a path by its extension, or None."""
-    return FORMATS.get(PurePosixPath(path).suffix.lower())
-
-
 def parse(path: str, data: bytes) -> Parsed:
     """Title and text of a file's bytes; raises ``Skip``."""
     kind = format_of(path)
     if kind is None:
         raise Skip("unsupported_format", PurePosixPath(path).suffix or "no extension")
-    if not data.strip():
-        raise Skip("empty")
+    check_not_empty(data)
     stem = PurePosixPath(path).stem
     if kind == "pdf":
         title, text = _pdf(data)
     elif kind == "html":
-        title, text = _html(_decode(data))
+        title, text = _html(decode(data))
     else:
-        title, text = None, _decode(data)
+        title, text = None, decode(data)
     text = tidy(_storable(text))
     if not text:
         raise Skip("empty", "no text")
     return Parsed(kind, _title(title and _storable(title), text, stem), text)
-
-
-# Text that says its encoding by a byte order mark: UTF-32 first (its little-endian mark
-# begins with UTF-16's). Without one, text is read as UTF-8.
-_MARKS = (
-    (codecs.BOM_UTF32_LE, "utf-32"),
-    (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
-
-
-def _decode(data: bytes) -> str:
-    encoding = next((name for mark, name in _MARKS if data.startswith(mark)), "utf-8-sig")
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as exc:
-        said = "UTF-8" if encoding == "utf-8-sig" else f"{encoding.upper()} (its byte order mark)"
-        raise Skip("binary", f"not {said} at byte {exc.start}") from None
-    if len(_CONTROL.findall(text[:65536])) > 0:
-        raise Skip("binary", "control characters")
-    return text
 
 
 def tidy(text: str) -> str:

@@ -16,13 +16,15 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from storage import episodes, memories
 from storage.embedding import Embedder
 from storage.kernel.errors import InputError
 from storage.kernel.inputs import EARLIEST
+from storage.kernel.records import SessionState
 from storage.retrieval import Hit, Retriever, SearchOptions
 from storage.sessions import load_sessions, other_data
 from tasks.evaluation._inputs import EvalQuery
-from tasks.extraction import HeuristicExtractor
+from tasks.extraction import Extractor, HeuristicExtractor
 from tasks.sync import (
     BatchOutcome,
     Problem,
@@ -147,7 +149,7 @@ def build_memory(
     current: set[str] = set()
     for number, day in enumerate(days, start=1):
         as_of, hours = day_run(day, tz)
-        ctx = SyncContext(HeuristicExtractor(), embedder, as_of, tz, run_id=None)
+        ctx = SyncContext(HeuristicExtractor(embedder, tz), embedder, as_of, tz, run_id=None)
         outcome, synced = _sync_day(engine, ctx, hours, labelled, batch_size)
         report.written.merge(outcome)
         current |= synced
@@ -192,3 +194,28 @@ def run_queries(
         if on_query is not None:
             on_query(len(runs), len(queries))
     return runs
+
+
+FACT_KINDS = ("fact", "preference", "decision")
+
+Produced = dict[str, tuple[str, list[str]]]
+
+
+def read_produced(engine: Engine, session_ids: Sequence[str]) -> Produced:
+    """What the build wrote for these sessions: episode summary and fact texts of each."""
+    with Session(engine) as session:
+        summaries = episodes.summaries_by_session(session, session_ids)
+        facts = memories.contents_by_session(session, list(summaries), FACT_KINDS)
+    return {sid: (summary, facts[sid]) for sid, summary in summaries.items()}
+
+
+def extract_directly(transcripts: Sequence[Transcript], extractor: Extractor) -> Produced:
+    """Summary and facts of each whole session, extracted without a store (what the build
+    ends with: a session's last state replaces the episode and memories of earlier ones)."""
+    out: Produced = {}
+    for t in transcripts:
+        state = SessionState(session=t.session, messages=t.messages, fingerprint="direct")
+        extraction = extractor.extract(state)
+        facts = [m.content for m in extraction.memories if m.kind in FACT_KINDS]
+        out[t.session.id] = (extraction.episode.summary, facts)
+    return out

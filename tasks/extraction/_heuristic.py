@@ -12,12 +12,16 @@ sentiment, risk, vehemence, importance), `analysis` (the per-message pass), `epi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, tzinfo
 
+from storage.embedding import Embedder, HashingEmbedder
 from storage.kernel.records import SessionState
 from tasks.extraction import _lexicon as lexicon
 from tasks.extraction._analysis import SPOKEN, Msg, analyse, cued
 from tasks.extraction._chunks import chunk_text
 from tasks.extraction._episode import (
+    attribute_threads,
     find_entities,
     find_open_threads,
     find_outcomes,
@@ -25,6 +29,7 @@ from tasks.extraction._episode import (
     read_user_state,
     speaker_names,
 )
+from tasks.extraction._facts import Setting, context_of, fact_text
 from tasks.extraction._scoring import (
     Cues,
     episode_cues,
@@ -36,7 +41,6 @@ from tasks.extraction._summary import summarise
 from tasks.extraction._task_card import task_card
 from tasks.extraction._text import (
     TOKEN,
-    clip,
     dedup_key,
     is_content,
     is_question,
@@ -74,57 +78,77 @@ def _memory(kind: MemoryKind, content: str, msg: Msg, cues: Cues) -> MemoryDraft
     )
 
 
-def _sentence_memory(
-    kind: MemoryKind, sentence: str, msg: Msg, tokens: Sequence[str]
-) -> MemoryDraft:
-    content = f"{msg.record.speaker}: {clip(sentence, 500)}"
-    return _memory(kind, content, msg, score(tokens, sentence))
+@dataclass
+class _Facts:
+    """The facts of one session so far: what was stored, and where they were said."""
+
+    setting: Setting
+    seen: set[str] = field(default_factory=set)
+    drafts: list[MemoryDraft] = field(default_factory=list)
+    previous: Msg | None = None  # the spoken message before the current one
+
+    def add(self, kind: MemoryKind, sentence: str, msg: Msg) -> None:
+        """A fact from ``sentence`` unless told before or a fragment with no context."""
+        lower = lowercase(sentence)
+        key = dedup_key(lower)
+        if key in self.seen:
+            return
+        context, enough = context_of(sentence, msg, self.previous, self.setting)
+        if not enough:
+            return
+        self.seen.add(key)
+        tz = self.setting.tz
+        content = fact_text(sentence, msg, context, tz=tz, decision=kind == "decision")
+        self.drafts.append(_memory(kind, content, msg, score(TOKEN.findall(lower), sentence)))
 
 
-def _message_memories(msg: Msg, seen: set[str]) -> list[MemoryDraft]:
+def _message_memories(msg: Msg, facts: _Facts) -> None:
     """The message's turn (one per chunk of a long one), then each new fact or preference
     the user stated in it."""
-    drafts: list[MemoryDraft] = []
     if len(msg.text) >= _MIN_TURN:
         chunks = chunk_text(msg.record.content)
-        drafts.extend(_memory("turn", f"{msg.record.speaker}: {c}", msg, msg.cues) for c in chunks)
+        turns = [_memory("turn", f"{msg.record.speaker}: {c}", msg, msg.cues) for c in chunks]
+        facts.drafts.extend(turns)
     if msg.record.role != "user":
-        return drafts
+        return
     for sentence, lower in cued(msg, lexicon.SALIENT_CUES):
         if not (_PREFERENCE.search(lower) or _FACT.search(lower)):
             continue
-        tokens = TOKEN.findall(lower)
-        kind = _salient_kind(sentence, lower, tokens)
-        key = dedup_key(lower) if kind is not None else ""
-        if kind is not None and key not in seen:
-            seen.add(key)
-            drafts.append(_sentence_memory(kind, sentence, msg, tokens))
-    return drafts
+        kind = _salient_kind(sentence, lower, TOKEN.findall(lower))
+        if kind is not None:
+            facts.add(kind, sentence, msg)
 
 
-def _memories(msgs: Sequence[Msg], outcomes: Sequence[Outcome]) -> tuple[MemoryDraft, ...]:
+def _memories(
+    msgs: Sequence[Msg], outcomes: Sequence[Outcome], setting: Setting
+) -> tuple[MemoryDraft, ...]:
     """Turns, facts, preferences and decisions, in message order."""
     decided: dict[str, list[Outcome]] = {}
     for outcome in outcomes:
         if outcome.type != "action":
             decided.setdefault(outcome.message_ids[0], []).append(outcome)
-    seen: set[str] = set()
-    drafts: list[MemoryDraft] = []
+    facts = _Facts(setting)
     for msg in msgs:
         if msg.record.role not in SPOKEN:
             continue
-        drafts.extend(_message_memories(msg, seen))
+        _message_memories(msg, facts)
         for outcome in decided.get(msg.record.id, []):
-            key = dedup_key(lowercase(outcome.content))
-            if key not in seen:
-                seen.add(key)
-                tokens = TOKEN.findall(lowercase(outcome.content))
-                drafts.append(_sentence_memory("decision", outcome.content, msg, tokens))
-    return tuple(drafts)
+            facts.add("decision", outcome.content, msg)
+        facts.previous = msg
+    return tuple(facts.drafts)
 
 
 class HeuristicExtractor:
-    """Extractor built from regexes and word lists: fast, offline, deterministic."""
+    """Extractor built from regexes and word lists, and sentence vectors for the summary:
+    offline and deterministic.
+
+    ``embedder`` gives the vectors the summary ranks sentences by (the run's own model; the
+    hashing embedder when none is given); ``tz`` the local date a fact says it was said on.
+    """
+
+    def __init__(self, embedder: Embedder | None = None, tz: tzinfo = UTC) -> None:
+        self._embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
+        self._tz = tz
 
     @property
     def name(self) -> str:
@@ -139,12 +163,16 @@ class HeuristicExtractor:
         speakers = speaker_names(spoken)
         own_names = {w for name in speakers for w in TOKEN.findall(lowercase(name))}
         topics = find_topics(spoken, own_names)
-        outcomes = find_outcomes(spoken)
-        threads = find_open_threads(msgs, topics)
-        memories = _memories(msgs, outcomes)
+        found = find_outcomes(spoken)
+        threads = find_open_threads(msgs, topics, found)
+        # A promise ("I'll call him on Friday") is still open: a thread, not also an outcome.
+        promised = {dedup_key(lowercase(t.context)) for t in threads}
+        outcomes = tuple(o for o in found if dedup_key(lowercase(o.content)) not in promised)
+        threads = attribute_threads(threads, spoken)
+        memories = _memories(msgs, outcomes, Setting(state.session.title, self._tz))
         cues = episode_cues([m.cues for m in spoken], [m.cues for m in users])
         episode = EpisodeDraft(
-            summary=summarise(msgs, topics, outcomes, threads),
+            summary=summarise(msgs, outcomes, threads, self._embedder),
             topics=topics,
             entities=find_entities(spoken, speakers),
             user_state=read_user_state(users, topics, own_names),

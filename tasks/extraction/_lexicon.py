@@ -44,3 +44,20 @@ OUTCOME_CUES = _words("outcome_cues")
 THREAD_CUES = _words("thread_cues")
 SALIENT_CUES = _words("salient_cues")
 HEDGE_CUES = _words("hedge_cues")
+ANAPHORS = _words("anaphors")
+WEAK_TOPICS = _words("weak_topics")
+
+
+def _person_words(name: str) -> frozenset[str]:
+    return frozenset(_DATA["person"][name].split())
+
+
+def _person_pairs(name: str) -> dict[str, str]:
+    return dict(pair.split("=", 1) for pair in _DATA["person"][name].split())
+
+
+AUXILIARIES = _person_pairs("auxiliaries")
+ADVERBS = _person_words("adverbs")
+IRREGULAR_PAST = _person_words("irregular_past")
+THIRD_PERSON = _person_pairs("third_person")
+NOT_VERBS = _person_words("not_verbs")

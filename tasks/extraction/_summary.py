@@ -1,71 +1,227 @@
-"""The episode summary: who talked about what, what was asked, decided and left open."""
+"""The episode summary: the session's most informative sentences, each told by its speaker.
+
+Extractive and offline. Every spoken sentence with some content is a candidate; its
+weight is its centrality among the session's sentences (LexRank: PageRank over the cosine
+graph of their vectors, from whichever embedder the run uses) times a prior for what a
+note keeps: numbers and dates, names, decisions, what the user says of themselves, the
+opening request; questions weigh less. Sentences are then taken greedily by weight per
+character, each passing over one too close to a sentence already taken (maximal marginal
+relevance), until ``BUDGET`` characters are used, and told in the session's order:
+"Mara signed up for the Leipzig half marathon on April 19th." (an English first-person
+statement, rewritten), else "Aria: Keep the hills short." A decision reads "Alice decided:
+...", a question "Alice asked: ...", and one thing still open, if it was not said already,
+closes the summary: every sentence appears once.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from storage.kernel.records import MessageRecord
-from tasks.extraction import _lexicon as lexicon
+import numpy as np
+
+from storage.embedding import Embedder
 from tasks.extraction._analysis import SPOKEN, Msg, sentences
-from tasks.extraction._text import clip, is_question
+from tasks.extraction._person import attributed, display_name
+from tasks.extraction._text import (
+    TOKEN,
+    clip,
+    dedup_key,
+    is_content,
+    is_question,
+    leans_back,
+    lowercase,
+    names,
+)
 from tasks.extraction._types import OpenThread, Outcome
 
-_LABELS = {"decision": "Decided", "agreement": "Agreed", "action": "Action"}
+BUDGET = 650  # characters of a summary, at most
+SENTENCE_CAP = 240  # a longer sentence is clipped: one must not take the whole budget
+CANDIDATE_CAP = 60  # sentences embedded per session (the ones with the highest prior)
+_REDUNDANT = 0.8  # a sentence this close to one already taken adds nothing
+_OPENING = 0.75  # prior bonus of the first sentence the user says
+_OPENING_REST = 0.25  # and of the rest of their first message
+_DAMPING = 0.85
+_ROUNDS = 30
+_VERBS = {"decision": "decided", "agreement": "agreed"}
+_CJK = ("\u3040", "\u9fff")
 
 
-def _display_name(record: MessageRecord) -> str:
-    if record.speaker.strip().lower() in lexicon.GENERIC_SPEAKERS:
-        return f"the {record.role}"
-    return record.speaker.strip()
+@dataclass
+class _Sentence:
+    """One candidate: where it was said, by whom, and how it would read."""
+
+    position: int
+    key: str  # the whole sentence's dedup key (``_text.dedup_key``)
+    text: str
+    line: str  # the sentence as the summary tells it, attribution included
+    label: str  # "Name" when the line is "Name: text", else "" (it names its subject)
+    prior: float
 
 
-def _join(names: Sequence[str]) -> str:
-    if len(names) > 4:
-        return f"{', '.join(names[:3])} and {len(names) - 3} others"
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+def _has_cjk(text: str) -> bool:
+    return any(_CJK[0] <= ch <= _CJK[1] for ch in text)
 
 
-def _opening(spoken: Sequence[Msg], topics: Sequence[str], total: int) -> str:
-    names = list(dict.fromkeys(_display_name(m.record) for m in spoken))
-    if not names:
-        return f"The session holds {total} message(s), none from the user or the assistant."
-    who = _join(names)
-    who = who[0].upper() + who[1:]
-    if topics:
-        return f"{who} talked about {', '.join(topics[:3])}."
-    return f"{who} had a brief exchange."
+def _substantial(sentence: str, tokens: Sequence[str]) -> bool:
+    """Three words or more, two of content (or one and a number), or a CJK sentence of
+    some length: "Sure, happy to help with that." says nothing a note would keep."""
+    if _has_cjk(sentence):
+        return len(sentence) >= 8
+    content = sum(1 for t in tokens if is_content(t))
+    has_number = any(ch.isdigit() for ch in sentence)
+    return len(tokens) >= 3 and (content >= 2 or (content >= 1 and has_number))
 
 
-def _request(users: Sequence[Msg]) -> str:
-    """What the user asked for: the first question, else the first thing they said."""
-    for msg in users:
-        questions = sentences(msg) if "?" in msg.text or "？" in msg.text else []
-        for sentence, _ in questions:
-            if is_question(sentence):
-                return f'{_display_name(msg.record)} asked: "{clip(sentence, 160)}"'
-    for msg in users:
-        if msg.text:
-            first = sentences(msg)[0][0]
-            return f'{_display_name(msg.record)} said: "{clip(first, 160)}"'
-    return "The user sent no text." if users else "The user did not speak."
+def _line(text: str, name: str, outcome: str | None) -> tuple[str, str]:
+    """(line, label): the sentence as a note about its speaker, or attributed."""
+    line = attributed(text, name)
+    if line != f"{name}: {text}":
+        return line, ""
+    if outcome is not None and outcome not in lowercase(text):
+        return f"{name} {outcome}: {text}", ""
+    return line, name
+
+
+def _prior(text: str, tokens: Sequence[str], *, opening: float, outcome: bool) -> float:
+    """What a note keeps: numbers, names, outcomes, the opening (``opening``: its bonus);
+    questions and fragments that lean on what was said before weigh less."""
+    content = sum(is_content(t) for t in tokens)
+    prior = 1.0 + 0.15 * min(content, 8) / 8
+    prior += 0.5 if any(ch.isdigit() for ch in text) else 0.0
+    prior += 0.25 * min(2, len(set(names(text))))
+    prior += 0.75 if outcome else 0.0
+    prior += opening
+    prior *= 0.5 if leans_back(tokens) else 1.0
+    return prior * (0.6 if is_question(text) else 1.0)
+
+
+def _candidates(spoken: Sequence[Msg], outcomes: Sequence[Outcome]) -> list[_Sentence]:
+    decided = {dedup_key(o.content.lower()): o.type for o in outcomes if o.type in _VERBS}
+    first_user = next((m.record.id for m in spoken if m.record.role == "user"), None)
+    # the user's first words usually say what the session is for: its first sentence most
+    openings = [_OPENING, _OPENING_REST]
+    found: list[_Sentence] = []
+    seen: set[str] = set()
+    for msg in spoken:
+        name = display_name(msg.record.speaker, msg.record.role)
+        for sentence, lower in sentences(msg):
+            tokens = TOKEN.findall(lower)
+            key = dedup_key(lower)
+            if key in seen or not _substantial(sentence, tokens):
+                continue
+            seen.add(key)
+            text = clip(sentence, SENTENCE_CAP)
+            outcome = decided.get(key)
+            line, label = _line(text, name, _VERBS.get(outcome or ""))
+            opening = 0.0
+            if msg.record.id == first_user:
+                opening = openings.pop(0) if len(openings) > 1 else openings[0]
+            prior = _prior(text, tokens, opening=opening, outcome=outcome is not None)
+            found.append(_Sentence(len(found), key, text, line, label, prior))
+    if len(found) > CANDIDATE_CAP:
+        kept = sorted(found, key=lambda s: (-s.prior, s.position))[:CANDIDATE_CAP]
+        found = sorted(kept, key=lambda s: s.position)
+    return found
+
+
+def centrality(vectors: np.ndarray) -> np.ndarray:
+    """LexRank: stationary weights of a random walk over the cosine graph, mean 1."""
+    count = len(vectors)
+    if count < 3:
+        return np.ones(count)
+    sims = np.clip(vectors @ vectors.T, 0.0, None)
+    np.fill_diagonal(sims, 0.0)
+    rows = sims.sum(axis=1, keepdims=True)
+    walk = np.divide(sims, rows, out=np.full_like(sims, 1.0 / count), where=rows > 0)
+    weights = np.full(count, 1.0 / count)
+    for _ in range(_ROUNDS):
+        weights = (1 - _DAMPING) / count + _DAMPING * (walk.T @ weights)
+    result: np.ndarray = weights * count
+    return result
+
+
+def _select(found: Sequence[_Sentence], vectors: np.ndarray, budget: int) -> list[_Sentence]:
+    """Greedy by weight per character, skipping redundant sentences, within the budget."""
+    weights = np.array([s.prior for s in found]) * (0.5 + 0.5 * centrality(vectors))
+    chosen: list[int] = []
+    left = budget
+    while True:
+        best, best_value = -1, 0.0
+        for index, sentence in enumerate(found):
+            cost = len(sentence.line) + 1
+            if index in chosen or cost > left:
+                continue
+            overlap = max((float(vectors[index] @ vectors[c]) for c in chosen), default=0.0)
+            if overlap >= _REDUNDANT:
+                continue
+            value = weights[index] * (1.0 - 0.5 * max(overlap, 0.0)) / math.sqrt(cost)
+            if value > best_value:
+                best, best_value = index, value
+        if best < 0:
+            return sorted((found[i] for i in chosen), key=lambda s: s.position)
+        chosen.append(best)
+        left -= len(found[best].line) + 1
+
+
+def _render(chosen: Sequence[_Sentence]) -> str:
+    """The lines in order; consecutive attributed lines of one speaker share the label."""
+    parts: list[str] = []
+    previous = ""
+    for sentence in chosen:
+        if sentence.label and sentence.label == previous:
+            parts.append(sentence.line[len(sentence.label) + 2 :])
+        else:
+            parts.append(sentence.line)
+        previous = sentence.label
+    return " ".join(parts)
+
+
+def _open_line(threads: Sequence[OpenThread], said: set[str]) -> str | None:
+    """The latest open thread (told by whoever left it open) not already in the summary,
+    unless it is a fragment that leans on what was said before."""
+    for thread in reversed(threads):
+        lower = lowercase(thread.context)
+        tokens = TOKEN.findall(lower)
+        if dedup_key(lower) in said or leans_back(tokens) or len(tokens) < 4:
+            continue
+        return f"Open: {clip(thread.context, 200)}"
+    return None
+
+
+def _brief(msgs: Sequence[Msg], spoken: Sequence[Msg]) -> str:
+    """A session with nothing to choose from: who spoke, and their first words."""
+    if not spoken:
+        return f"The session holds {len(msgs)} message(s), none from the user or the assistant."
+    said = [m for m in spoken if m.text]
+    if not said:
+        return "The session has messages without text."
+    first = said[0]
+    name = display_name(first.record.speaker, first.record.role)
+    return f"{name} said: {clip(first.text, 200)}" + ("" if first.text[-1:] in ".!?" else ".")
 
 
 def summarise(
     msgs: Sequence[Msg],
-    topics: Sequence[str],
     outcomes: Sequence[Outcome],
     threads: Sequence[OpenThread],
+    embedder: Embedder,
 ) -> str:
-    """A few sentences: participants and topics, the request, first outcome and thread."""
+    """At most ``BUDGET`` characters: the session's most informative sentences, in order,
+    each attributed, then one thing left open."""
     if not msgs:
         return "The session has no messages yet. Nothing was extracted."
     spoken = [m for m in msgs if m.record.role in SPOKEN]
-    users = [m for m in msgs if m.record.role == "user"]
-    parts = [_opening(spoken, topics, len(msgs)), _request(users)]
-    if outcomes:
-        more = f" (+{len(outcomes) - 1} more)" if len(outcomes) > 1 else ""
-        parts.append(f'{_LABELS[outcomes[0].type]}: "{clip(outcomes[0].content, 160)}"{more}.')
-    if threads:
-        more = f" (+{len(threads) - 1} more)" if len(threads) > 1 else ""
-        parts.append(f'Still open: "{clip(threads[0].context, 160)}"{more}.')
-    return " ".join(parts)
+    found = _candidates(spoken, outcomes)
+    if not found:
+        return _brief(msgs, spoken)
+    vectors = embedder.embed([s.text for s in found])
+    # room for the closing line, kept whatever is chosen (it may turn out to be said already)
+    closing = _open_line(threads, set())
+    chosen = _select(found, vectors, BUDGET - (len(closing) + 1 if closing else 0))
+    closing = _open_line(threads, {dedup_key(lowercase(s.line)) for s in chosen})
+    text = _render(chosen)
+    if closing and len(text) + len(closing) + 1 <= BUDGET:
+        text = f"{text} {closing}" if text else closing
+    return text

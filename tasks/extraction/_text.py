@@ -6,7 +6,7 @@ Pure functions over strings; nothing here knows about messages or scores.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 
 from tasks.extraction import _lexicon as lexicon
 
@@ -122,6 +122,15 @@ def is_content(token: str) -> bool:
     return len(token) >= 3 and token not in lexicon.STOPWORDS and not token.isdigit()
 
 
+def leans_back(tokens: Sequence[str]) -> bool:
+    """Whether a sentence's tokens point back at something said before ("it", "them",
+    "that one") with under three content words of their own: a fragment out of context."""
+    anaphors = lexicon.ANAPHORS
+    if anaphors.isdisjoint(tokens):
+        return False
+    return sum(1 for t in tokens if t not in anaphors and is_content(t)) < 3
+
+
 def content_counts(counts: Mapping[str, int], exclude: Container[str]) -> dict[str, int]:
     """Counts of the words that may be topics (inlined test: this runs on every word)."""
     stop = lexicon.STOPWORDS
@@ -155,7 +164,9 @@ def references(text: str) -> list[tuple[str, str]]:
     return found
 
 
-def _at_sentence_start(text: str, start: int) -> bool:
+def at_sentence_start(text: str, start: int) -> bool:
+    """Whether the word at ``start`` opens a sentence (an abbreviation's period does not
+    end one)."""
     low = max(0, start - 4)
     before = text[low:start].rstrip(" \t\"'(«“")
     if before.endswith("."):
@@ -172,7 +183,7 @@ def names(text: str) -> Iterable[str]:
         single = " " not in phrase and "\t" not in phrase
         if single and phrase.lower() in lexicon.NOT_ENTITIES:
             continue
-        opens = _at_sentence_start(text, start)
+        opens = at_sentence_start(text, start)
         if single and opens:
             continue
         if single and text.startswith(".", match.end()) and _abbreviated(text, match.end()):

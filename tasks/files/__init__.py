@@ -1,7 +1,7 @@
 """Memory files under one fsspec root, written so that they outlive a crash of the machine,
 and the outbox that delivers their blocks and timeline lines exactly once."""
 
-from tasks.files import _durable as durable
+from tasks.files import durable as durable
 from tasks.files._markdown import inline as md_inline
 from tasks.files._markdown import line as md_line
 from tasks.files._memory_files import (

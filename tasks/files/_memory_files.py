@@ -18,7 +18,7 @@ from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
 from storage.kernel.settings import Settings
-from tasks.files import _durable as durable
+from tasks.files import durable as durable
 from tasks.files._temporary import sweep
 
 

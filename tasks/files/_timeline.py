@@ -4,8 +4,12 @@ Lines reach the file through the same outbox as the daily logs (``storage.blocks
 is committed in the transaction of what it describes, then appended. Where a Markdown block
 carries a marker comment, a line carries its block key as its ``block`` member; the
 re-append check looks for that member as written, so the file stays valid JSON Lines.
-Like the other memory files, the file is replaced whole on each write (atomically, flushed
-to disk), so a crash never leaves half a line.
+On a local disk the file is only ever appended to: each flush writes its new lines at the
+end in one write and flushes them, so its cost is the lines added, not a year of history.
+Lines a killed flush wrote but could not mark written are at the end of the file, within
+the size of what is pending, so only that tail is read to skip them; a torn last line
+(the machine stopped mid-write) is cut off and written again. An object store has no end
+to write at: there the file is replaced whole, in one PUT, as the other memory files are.
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
+from fsspec.implementations.local import LocalFileSystem
+
 from storage.kernel.errors import StorageError
+from tasks.files import durable as durable
 from tasks.files._memory_files import MemoryRoot, atomic_write, read_text, sweep_temporaries
 
 TIMELINE = "timeline.jsonl"
@@ -61,14 +68,41 @@ def timeline_block(
 def append_lines(root: MemoryRoot, relative: str, lines: Sequence[tuple[str, str]]) -> int:
     """Append each (block_key, line) whose block is not in the file yet; how many were added."""
     path = root.path(relative)
+    wanted = [(key, f"{line.strip()}\n") for key, line in lines]
+    if not isinstance(root.fs, LocalFileSystem):
+        return _replace_with_lines(root, path, wanted)
+    # What a killed flush left is at most the pending lines themselves; the slack covers a
+    # line added by hand after them.
+    pending = sum(len(line.encode("utf-8")) for _, line in wanted)
+    length, tail = durable.read_tail(path, pending + TAIL_SLACK)
+    drop_from, prefix = None, ""
+    if tail and not tail.endswith(b"\n"):
+        torn = tail.rsplit(b"\n", 1)[-1]
+        if any(line.encode("utf-8").startswith(torn) for _, line in wanted):  # cut short
+            drop_from, tail = length - len(torn), tail[: -len(torn)]
+        else:  # edited by hand: a new line must start a line
+            prefix = "\n"
+    present = tail.decode("utf-8", errors="replace")
+    new = [(key, line) for key, line in wanted if line_marker(key) not in present]
+    if not new and drop_from is None:
+        return 0
+    data = prefix + "".join(line for _, line in new)
+    durable.append(path, data.encode("utf-8"), drop_from=drop_from)
+    return len(new)
+
+
+TAIL_SLACK = 64 * 1024
+
+
+def _replace_with_lines(root: MemoryRoot, path: str, wanted: Sequence[tuple[str, str]]) -> int:
     text = read_text(root.fs, path) or ""
     if text and not text.endswith("\n"):  # edited by hand: a new line must start a line
         text += "\n"
     added = 0
-    for key, line in lines:
+    for key, line in wanted:
         if line_marker(key) in text:
             continue  # written by an earlier, interrupted run
-        text += f"{line.strip()}\n"
+        text += line
         added += 1
     if added:
         atomic_write(root.fs, path, text.encode("utf-8"))

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from storage.kernel.settings import Settings
-from storage.memories import TIERS
+from storage.kernel.tiers import TIERS
 
 SYNC_FLOW = "memory-sync-daily"
 QUEUE_STATUSES = ("pending", "processing", "completed", "dead")

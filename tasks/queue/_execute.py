@@ -1,7 +1,10 @@
-"""What each queued op does: messages, memory writes and forgets, for a batch of items.
+"""What each queued op does: messages, memory writes, forgets and documents, for a batch of
+items.
 
 Messages are recorded first, so a memory of the same batch can name their session; the
-batch's memory writes share one embed call and one binary COPY.
+batch's memory writes share one embed call and one binary COPY. Documents are stored one
+by one with ``docs ingest``'s steps (``tasks.documents.add_uploaded``), in order of their
+items.
 """
 
 from __future__ import annotations
@@ -17,9 +20,18 @@ from sqlalchemy.orm import Session
 from storage import queue
 from storage.embedding import Embedder
 from storage.kernel.errors import ArchivistError, InputError, PermanentError
+from storage.kernel.settings import DocumentSettings
 from storage.memories import NewMemory, insert_memories
-from storage.queue import ForgetMemory, MemoryText, QueueItem, RecordMessage, parse_stored
+from storage.queue import (
+    AddDocument,
+    ForgetMemory,
+    MemoryText,
+    QueueItem,
+    RecordMessage,
+    parse_stored,
+)
 from storage.sessions import load_sessions, record_message, record_session
+from tasks.documents import add_uploaded
 
 # What an item's execution can raise that is the item's failure rather than a bug here:
 # our own errors (bad references, an embedder that gave up) and the database's refusals.
@@ -37,15 +49,25 @@ def is_permanent(exc: Exception) -> bool:
 
 
 def execute(
-    session: Session, items: Sequence[QueueItem], embedder: Embedder, now: datetime
+    session: Session,
+    items: Sequence[QueueItem],
+    embedder: Embedder,
+    now: datetime,
+    documents: DocumentSettings | None = None,
 ) -> list[dict[str, Any]]:
-    """Do the items' work (messages, then memory writes, then forgets); results in item order."""
+    """Do the items' work (messages, then memory writes, then forgets, then documents, cut
+    as ``documents`` says); results in item order."""
     parsed = [(item, parse_stored(item.op, item.payload)) for item in items]
     results: dict[int, dict[str, Any]] = {}
     results |= _record(session, [(i, p) for i, p in parsed if isinstance(p, RecordMessage)])
     texts = [(i, p) for i, p in parsed if isinstance(p, MemoryText)]
     results |= _write_memories(session, texts, embedder, now)
     results |= _forget(session, [(i, p) for i, p in parsed if isinstance(p, ForgetMemory)])
+    docs = documents or DocumentSettings()
+    for item, payload in parsed:
+        if isinstance(payload, AddDocument):
+            where = (item.id, item.namespace)
+            results[item.id] = add_uploaded(session, embedder, where, payload, docs, now)
     return [results[item.id] for item in items]
 
 

@@ -8,6 +8,8 @@ pid, and while the drainer lives its backend does, so its claims are never taken
 dead worker's; when it dies, the next claim anywhere reclaims them. What each op does is
 in ``_execute``. When a batch fails, its items run one by one, so one bad item fails
 alone and goes through ``fail`` (backoff, then dead; a permanent refusal is dead at once).
+Documents run after the batch's other items, each alone, with its claim's clock restarted:
+embedding one may take minutes, and the stuck timeout must measure that document alone.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from storage.queue import QueueItem
 from tasks.queue._execute import ITEM_ERRORS, execute, is_permanent
 
 _KEPT_ERRORS = 20
+# Ops that run in a transaction of their own, after the batch's others (they may take
+# minutes: a document is parsed, chunked and embedded whole).
+ALONE = frozenset({"ADD_DOCUMENT"})
 
 
 @dataclass
@@ -73,14 +78,38 @@ def run_batch(
     embedder: Embedder,
     settings: Settings,
     now: datetime,
+    *,
+    clock: datetime | None = None,
 ) -> DrainReport:
-    """Execute claimed items together, or one by one when the batch as a whole fails.
+    """Execute claimed items together, or one by one when the batch as a whole fails; then
+    each document alone, its claim's clock restarted (at ``clock``, None: the database's),
+    so that the stuck timeout measures one document's embedding and not those claimed with
+    it.
 
     ``conn`` is the connection that claimed them: the claims live as long as its backend.
     """
+    together = [item for item in items if item.op not in ALONE]
     report = DrainReport(batches=1, claimed=len(items))
+    report.merge(_run_together(conn, together, embedder, settings, now))
+    for item in items:
+        if item.op in ALONE:
+            alone = _run_alone(conn, item, embedder, settings, now, restart=True, clock=clock)
+            report.merge(alone)
+    return report
+
+
+def _run_together(
+    conn: Connection,
+    items: Sequence[QueueItem],
+    embedder: Embedder,
+    settings: Settings,
+    now: datetime,
+) -> DrainReport:
+    report = DrainReport()
+    if not items:
+        return report
     try:
-        if _execute_and_complete(conn, items, embedder, now):
+        if _execute_and_complete(conn, items, embedder, now, settings):
             report.completed = len(items)
             return report
     except ITEM_ERRORS as exc:
@@ -88,23 +117,51 @@ def run_batch(
             _record_failure(conn, items[0], exc, now, settings, report)
             return report
     for item in items:
-        try:
-            if _execute_and_complete(conn, [item], embedder, now):
-                report.completed += 1
-            else:
-                report.lost += 1
-        except ITEM_ERRORS as exc:
-            _record_failure(conn, item, exc, now, settings, report)
+        report.merge(_run_alone(conn, item, embedder, settings, now))
+    return report
+
+
+def _run_alone(
+    conn: Connection,
+    item: QueueItem,
+    embedder: Embedder,
+    settings: Settings,
+    now: datetime,
+    *,
+    restart: bool = False,
+    clock: datetime | None = None,
+) -> DrainReport:
+    """One item in a transaction of its own; with ``restart``, its claim's clock restarted
+    first, at ``clock`` (None: the database's)."""
+    report = DrainReport()
+    if restart:
+        with Session(conn) as session, session.begin():
+            held = queue.restart_claim(session, item, clock)
+        if not held:
+            report.lost = 1
+            return report
+    try:
+        if _execute_and_complete(conn, [item], embedder, now, settings):
+            report.completed = 1
+        else:
+            report.lost = 1
+    except ITEM_ERRORS as exc:
+        _record_failure(conn, item, exc, now, settings, report)
     return report
 
 
 def _execute_and_complete(
-    conn: Connection, items: Sequence[QueueItem], embedder: Embedder, now: datetime
+    conn: Connection,
+    items: Sequence[QueueItem],
+    embedder: Embedder,
+    now: datetime,
+    settings: Settings,
 ) -> bool:
-    """One transaction; rolled back (False) when a claim was taken over meanwhile."""
+    """One transaction; rolled back (False) when a claim was taken over meanwhile (or its
+    item deleted, as a document's erasure deletes the items that carry it)."""
     with Session(conn) as session:
         queue.relax_commit(session)
-        results = execute(session, items, embedder, now)
+        results = execute(session, items, embedder, now, settings.documents)
         done = queue.complete(session, list(zip(items, results, strict=True)), now)
         if len(done) < len(items):
             session.rollback()
@@ -201,7 +258,8 @@ def _claim_and_run(
         items = queue.claim(session, worker, settings.queue.claim_batch, now)
     report = DrainReport(reclaimed=reclaimed.requeued, reclaimed_dead=reclaimed.dead)
     if items:
-        report.merge(run_batch(conn, items, embedder, settings, now or items[0].claimed_at))
+        at = now or items[0].claimed_at
+        report.merge(run_batch(conn, items, embedder, settings, at, clock=now))
     report.seconds = time.perf_counter() - started
     return report
 

@@ -2,6 +2,7 @@
 
 from tasks.files import FlushOutcome
 from tasks.sync._process import plan_sync, process_batch
+from tasks.sync._redacted import RedactedSource, stored_source
 from tasks.sync._report import SyncReport, SyncWork, build_report, skipped, touched_namespaces
 from tasks.sync._steps import (
     SESSIONS,
@@ -23,17 +24,19 @@ from tasks.sync._transcripts import (
     parse_transcript,
     split_lines,
 )
-from tasks.sync._types import BatchOutcome, SyncContext, SyncOptions
+from tasks.sync._types import BatchOutcome, SyncContext, SyncOptions, SyncPlan
 
 __all__ = [
-    "SESSIONS",
     "BatchOutcome",
     "FlushOutcome",
     "IngestReport",
     "JsonlTranscripts",
     "Problem",
+    "RedactedSource",
+    "SESSIONS",
     "SyncContext",
     "SyncOptions",
+    "SyncPlan",
     "SyncReport",
     "SyncWork",
     "Transcript",
@@ -51,6 +54,7 @@ __all__ = [
     "process_isolated",
     "skipped",
     "split_lines",
+    "stored_source",
     "touched_namespaces",
     "write_files_task",
 ]

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from storage.kernel.errors import DataQualityError
+from storage.kernel.facts import statement
 from storage.kernel.scoring import importance, recency, salience
 from tasks.tidy._merge import groups, normalise
 from tasks.tidy._render import Caps, Line, added_cost, entry_line, measure, render, section_for
@@ -98,7 +99,8 @@ def entry_key(text: str) -> str:
 def merge(candidates: Sequence[Candidate]) -> list[list[Candidate]]:
     """Groups of memories that say the same thing (``_merge``), each by memory id."""
     kept = [c for c in candidates if c.text.strip()]
-    found = groups([c.text for c in kept])
+    # a fact said in two sessions differs only in its closing (context, date): one line
+    found = groups([statement(c.text) for c in kept])
     return [sorted((kept[i] for i in group), key=lambda c: c.id) for group in found]
 
 
@@ -107,11 +109,13 @@ def to_entry(group: Sequence[Candidate], caps: Caps) -> Entry:
     best = min(group, key=lambda c: (KINDS.index(c.kind) if c.kind in KINDS else 99, c.id))
     pinned = any(c.pinned for c in group)
     ids = tuple(c.id for c in group)
-    text, line = entry_line(best.text, ids, caps)
+    # members told in different sessions: the line keeps what all of them say, no one's context
+    said = best.text if len({c.text for c in group}) == 1 else statement(best.text)
+    text, line = entry_line(said, ids, caps)
     section = section_for(best.kind, pinned=pinned)
     top = max(c.score for c in group)
     sessions = tuple(sorted({c.session_id for c in group if c.session_id is not None}))
-    return Entry(entry_key(best.text), text, section, ids, pinned, top, line, sessions)
+    return Entry(entry_key(statement(best.text)), text, section, ids, pinned, top, line, sessions)
 
 
 def rank(entries: Sequence[Entry]) -> list[Entry]:

@@ -3,20 +3,33 @@ in one line when the chosen one does not answer."""
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
+import pytest
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+from prefect.client.schemas.filters import (
+    FlowFilter,
+    FlowFilterName,
+    FlowRunFilter,
+    FlowRunFilterStartTime,
+)
+from prefect.client.schemas.sorting import FlowRunSort
 from prefect.settings import PREFECT_API_URL
 
-from deployments.prefect_api import health_problem
+from deployments.prefect_api import ApiError, health_problem, latest_runs
+from flows.daily_sync import memory_sync_daily
 from storage.kernel.settings import Settings
 
 ARCHIVIST = str(Path(sys.executable).parent / "archivist")
@@ -164,3 +177,136 @@ def test_the_health_probe_tells_a_prefect_api_from_anything_else() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_latest_runs_are_what_prefect_own_client_reads(flow_env: Settings) -> None:
+    url = str(PREFECT_API_URL.value())  # the session's real Prefect server
+    for day in (19, 20):  # two runs: the later one is the flow's latest
+        memory_sync_daily(as_of=datetime(2026, 11, day, 23, tzinfo=UTC))
+    expected = []
+    with get_client(sync_client=True) as client:
+        for flow in sorted(
+            client.read_flows(flow_filter=FlowFilter(name=FlowFilterName(like_="memory-"))),
+            key=lambda f: f.name,
+        ):
+            runs = client.read_flow_runs(
+                flow_filter=FlowFilter(name=FlowFilterName(any_=[flow.name])),
+                flow_run_filter=FlowRunFilter(start_time=FlowRunFilterStartTime(is_null_=False)),
+                sort=FlowRunSort.START_TIME_DESC,
+                limit=1,
+            )
+            for run in runs:
+                expected.append((flow.name, run.state.name if run.state else "?", run.start_time))
+
+    found = latest_runs(url, "memory-")
+
+    assert "memory-sync-daily" in [name for name, _, _ in found]
+    assert found == expected
+
+
+class _Runs(BaseHTTPRequestHandler):
+    """A Prefect API behind authentication (as Prefect Cloud's, or a server with an auth
+    string): answers the two filters when the Authorization header is ``expected``."""
+
+    expected = ""
+    bodies: list[dict[str, Any]] = []
+    flows: Any = [{"name": "memory-sync-daily"}]
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).bodies.append(body)
+        if (self.headers.get("Authorization") or "") != self.expected:
+            reply: Any = {"detail": "Unauthorized"}
+            self.send_response(401)
+        elif self.path == "/api/flows/filter":
+            reply = self.flows
+            self.send_response(200)
+        else:
+            reply = [{"state": {"name": "Completed"}, "start_time": "2026-11-20T23:00:01.5Z"}]
+            self.send_response(200)
+        data = json.dumps(reply).encode()
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def runs_api() -> Iterator[str]:
+    _Runs.bodies = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Runs)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/api"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+_READ_RUNS = """
+import json, sys
+from deployments.prefect_api import ApiError, latest_runs
+try:
+    print(json.dumps([[n, s, t.isoformat()] for n, s, t in latest_runs(sys.argv[1], "memory-")]))
+except ApiError as exc:
+    print(f"ApiError: {exc}")
+print("prefect" in sys.modules)
+"""
+
+
+def read_runs(url: str, home: Path, **settings: str) -> list[str]:
+    """What a process that never loaded Prefect reads at ``url``, with only ``settings``'s
+    PREFECT_* variables, in a folder with no project settings file."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env |= {"PREFECT_HOME": str(home)} | settings
+    done = subprocess.run(
+        [sys.executable, "-c", _READ_RUNS, url],
+        env=env,
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout.splitlines()
+
+
+def test_latest_runs_send_the_credentials_prefect_client_sends(
+    runs_api: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    latest = '[["memory-sync-daily", "Completed", "2026-11-20T23:00:01.500000+00:00"]]'
+    monkeypatch.setattr(_Runs, "expected", "Bearer pnu_secret")
+    assert read_runs(runs_api, tmp_path, PREFECT_API_KEY="pnu_secret") == [latest, "False"]
+    assert _Runs.bodies[1] == {
+        "flows": {"name": {"any_": ["memory-sync-daily"]}},
+        "flow_runs": {"start_time": {"is_null_": False}},
+        "sort": "START_TIME_DESC",
+        "limit": 1,
+    }
+
+    # An auth string (a self-hosted server's) wins over a key, as in Prefect's client; here
+    # both from the active profile.
+    (tmp_path / "profiles.toml").write_text(
+        'active = "work"\n[profiles.work]\nPREFECT_API_AUTH_STRING = "admin:pass"\n'
+        'PREFECT_API_KEY = "pnu_other"\n'
+    )
+    monkeypatch.setattr(_Runs, "expected", "Basic " + base64.b64encode(b"admin:pass").decode())
+    assert read_runs(runs_api, tmp_path) == [latest, "False"]
+
+    monkeypatch.setattr(_Runs, "expected", "Basic something-else")
+    assert read_runs(runs_api, tmp_path)[0].startswith(
+        "ApiError: POST /api/flows/filter answered HTTP 401"
+    )
+
+
+def test_an_answer_of_another_shape_is_an_api_error(
+    runs_api: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_Runs, "flows", {"flows": "not a list"})
+    with pytest.raises(ApiError, match="answered with a dict"):
+        latest_runs(runs_api, "memory-")
+    monkeypatch.setattr(_Runs, "flows", [{"id": "no name"}])
+    with pytest.raises(ApiError, match="unexpected answer .*KeyError"):
+        latest_runs(runs_api, "memory-")

@@ -38,9 +38,10 @@ from flows.weekly_tidy import memory_weekly_tidy
 from storage.embedding import HashingEmbedder
 from storage.kernel.settings import Settings
 from storage.queue import enqueue
-from storage.retrieval._search import Retriever
+from storage.retrieval import Retriever
 from storage.server.engine import Store, open_store
 from tasks.aging import open_cold_store
+from tasks.documents import purge_documents
 from tasks.files import open_memory_root
 from tasks.privacy import purge_session
 from tests.flows import erasure_scan as scan
@@ -87,25 +88,42 @@ def write_inbox(inbox: Path, sessions: list[tuple[str, str, tuple[str, str], dat
     return inbox
 
 
+DOCUMENT = (
+    "# Quokkaberry handbook\n\nZephyrine keeps the quokkaberry jam recipe in the pantry.\n\n"
+    "## Harvest\n\nPick the quokkaberries at dawn.\n"
+)
+
+
 def queue(settings: Settings, namespace: str, session_id: str, *, others: bool) -> None:
-    """A note into the session; with ``others``, a note of no session and one into a
-    session never recorded, each with an idempotency key."""
-    writes = [({"content": "Zephyrine's jam", "session_id": session_id}, "in")]
+    """A note into the session; with ``others``, a note of no session, one into a session
+    never recorded, and a document (as the HTTP API and MCP add one), each with an
+    idempotency key."""
+    writes = [("ADD_MEMORY", {"content": "Zephyrine's jam", "session_id": session_id}, "in")]
     if others:
         writes += [
-            ({"content": "Quokkaberry jam recipe from Zephyrine", "kind": "note"}, "jam"),
-            ({"content": "a note", "session_id": f"nonexistent-{IDS}"}, "lost"),
+            (
+                "ADD_MEMORY",
+                {"content": "Quokkaberry jam recipe from Zephyrine", "kind": "note"},
+                "jam",
+            ),
+            ("ADD_MEMORY", {"content": "a note", "session_id": f"nonexistent-{IDS}"}, "lost"),
+            ("ADD_DOCUMENT", document(), "doc"),
         ]
     with Session(open_store(settings).engine) as session, session.begin():
-        for payload, key in writes:
+        for op, payload, key in writes:
             enqueue(
                 session,
                 namespace,
-                "ADD_MEMORY",
+                op,
                 payload,
                 idempotency_key=f"idem-{IDS}-{key}",
                 now=DAY,
             )
+
+
+def document() -> dict[str, str]:
+    """A document as the HTTP API and MCP queue it: a name and a tag the user chose."""
+    return {"name": f"handbook-{IDS}.md", "text": DOCUMENT, "tag": f"kitchen-{IDS}"}
 
 
 def run_every_flow(settings: Settings, inbox: Path, aging_as_of: datetime) -> None:
@@ -172,6 +190,8 @@ def test_forget_leaves_nothing_of_the_namespace_anywhere(
     for place, detail in (
         ("row of long_term_entries", ""),
         ("row of memory_access_daily", ""),
+        ("row of document_chunks", ""),
+        ("row of documents", "handbook"),
         ("pg_stats of chat_messages", ""),
         ("file of memories", ""),
         ("object", f"{bucket}/cold/memories/"),
@@ -268,3 +288,35 @@ def searched(store: Store) -> list[str]:
     retriever = Retriever(store.engine, HashingEmbedder(store.settings.embedding.dim))
     hits = retriever.search(KEEP, "Quokkaberry Zephyrine planting jam", as_of=SUNDAY, limit=50)
     return [h.content for h in hits if any(m in h.content.casefold() for m in CONTENT)]
+
+
+def test_docs_purge_leaves_no_row_of_a_document_added_through_the_queue(
+    flow_env: Settings,
+) -> None:
+    """``docs purge`` of a document the HTTP API or MCP added erases its rows, its chunks and
+    the queued copy of its text (rows: the pages go at the next VACUUM, as for any delete),
+    and nothing of a look-alike namespace's document of the same name."""
+    store = open_store(flow_env)
+    with Session(store.engine) as session, session.begin():
+        for namespace in (KEEP, f"{KEEP}s"):
+            enqueue(session, namespace, "ADD_DOCUMENT", document(), now=DAY, settings=flow_env)
+    memory_queue_drain(as_of=DAY.replace(hour=23, minute=30))
+    needles = scan.Needles(*CONTENT, IDS)
+    with store.engine.connect() as conn:
+        mine = conn.execute(
+            text("SELECT id FROM documents WHERE namespace = :ns"), {"ns": KEEP}
+        ).scalar_one()
+    before = {h.place for h in scan.store_rows(store.engine, needles)}
+    assert {"row of documents", "row of document_chunks", "row of memory_write_queue"} <= before
+    assert searched(store)
+
+    purge_documents(store.engine, KEEP, document_id=mine, actor="test")
+
+    left = [h for h in scan.store_rows(store.engine, needles) if f"{KEEP}s" not in h.detail]
+    assert left == [], "\n".join(map(str, left))
+    assert not searched(store)
+    with store.engine.connect() as conn:
+        kept = conn.execute(
+            text("SELECT count(*) FROM document_chunks WHERE namespace = :ns"), {"ns": f"{KEEP}s"}
+        ).scalar_one()
+    assert kept > 0

@@ -1,5 +1,5 @@
 """The flows as a worker runs them with ``ARCHIVIST_PIPELINE__DATABASE_URL`` alone: logged in
-as ``archivist_pipeline`` (migration 0025), which reads and writes every namespace but owns
+as ``archivist_pipeline`` (migration 0024), which reads and writes every namespace but owns
 nothing, with no owner's URL in the process."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from flows.queue_drain import memory_queue_drain
 from storage.embedding import HashingEmbedder
 from storage.kernel.settings import Settings
-from storage.queue import _table as queue
+from storage.queue import table as queue
 from storage.retrieval import Retriever
 from storage.server.engine import open_store
 from tests.flows.test_daily_sync import artifact_markdown

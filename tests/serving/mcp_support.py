@@ -30,15 +30,19 @@ STARTUP = 60.0  # seconds a server may take to listen (imports, the store's chec
 
 
 def server_env(settings: Settings, key: str | None = None) -> dict[str, str]:
-    """What the user's shell would export: this test's store, files and embedder, and for a
-    stdio server the key it serves with."""
+    """What the user's shell would export: this test's store, files and embedder, for a stdio
+    server the key it serves with (and the code under test: the SDK starts a stdio server
+    with a bare environment, which would drop a PYTHONPATH that points at a checkout other
+    than the installed one)."""
     assert settings.database_url is not None
+    code = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
     env = {
         "ARCHIVIST_DATABASE_URL": settings.database_url.get_secret_value(),
         "ARCHIVIST_DATA_DIR": str(settings.data_dir),
         "ARCHIVIST_MEMORY_ROOT": settings.memory_root_url,
         "ARCHIVIST_EMBEDDING__PROVIDER": "hashing",
         "ARCHIVIST_TIMEZONE": "UTC",
+        **code,
     }
     return env if key is None else env | {"ARCHIVIST_SERVING__KEY": key}
 

@@ -1,10 +1,12 @@
 """The HTTP API and MCP take the fuzz values of every other door (``tests.fuzz_values``):
 each valid one is queued, each hostile one refused with a message naming its field and no
-server error, and the namespace's search and priming answer afterwards."""
+server error, and the namespace's search and priming answer afterwards. Their documents'
+door (``add_document``) takes the names, texts and field names too."""
 
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,16 @@ from sqlalchemy import text
 from storage.kernel.inputs import printable
 from storage.kernel.settings import Settings
 from storage.server.engine import Store, open_store
-from tests.fuzz_values import BAD_KEYS, BAD_TEXTS, BAD_TIMES, VALID_TIMES
+from tests.fuzz_values import (
+    BAD_B64,
+    BAD_IDS,
+    BAD_KEYS,
+    BAD_TEXTS,
+    BAD_TIMES,
+    VALID_IDS,
+    VALID_TIMES,
+    document_text,
+)
 from tests.serving.conftest import Served
 from tests.serving.mcp_support import data, error, new_key, stdio
 
@@ -108,4 +119,74 @@ def test_mcp_refuses_each_hostile_value_as_a_tool_error(settings: Settings, tmp_
     assert all("start" in a for a in answers[: len(BAD_TIMES)]), answers[: len(BAD_TIMES)]
     assert valid["status"] == "queued" and found["namespace"] == "fz-mcp"
     assert _queued(store, "fz-mcp") == 1
+    assert "Traceback" not in (tmp_path / "stderr").read_text()
+
+
+def test_the_api_documents_door_queues_each_valid_name_and_refuses_each_hostile_value(
+    served: Served,
+) -> None:
+    namespace = "fz-docs"
+    path = f"/v1/namespaces/{namespace}/documents"
+    rng = random.Random(33)
+    with served.client(served.key(namespace)) as client:
+        valid = [
+            client.post(path, json={"name": name, "format": "markdown", "text": text})
+            for name in VALID_IDS
+            for text in [document_text(rng)]
+        ]
+        hostile = [("name", {"name": n, "format": "text", "text": "x"}) for n in BAD_IDS]
+        hostile += [("text", {"name": "a.md", "text": t}) for t in BAD_TEXTS if t is not None]
+        hostile += [("title", {"name": "a.md", "text": "x", "title": t}) for t in BAD_TEXTS[:3]]
+        hostile += [("tag", {"name": "a.md", "text": "x", "tag": t}) for t in BAD_TEXTS[:3]]
+        hostile += [("content_base64", {"name": "a.txt", "content_base64": v}) for v in BAD_B64]
+        hostile += [(key, {"name": "a.md", "text": "x", key: 1}) for key in BAD_KEYS]
+        refused = [
+            (field, client.post(path, content=_raw(body), headers=JSON)) for field, body in hostile
+        ]
+        listed = client.get(path)
+
+    assert [r.status_code for r in valid] == [202] * len(VALID_IDS), [r.text for r in valid]
+    for field, reply in refused:
+        assert reply.status_code == 422, (field, reply.status_code, reply.text)
+        shown = reply.json()["error"]
+        assert "\x00" not in shown and "Traceback" not in shown
+        named = "body" if field == "\ud800" else field
+        assert shown.startswith(f"{printable(named)}: "), (field, shown)
+    assert listed.status_code == 200 and listed.json()["documents"] == []  # not drained yet
+    assert _queued(served.store, namespace) == len(VALID_IDS)
+    assert "Traceback" not in served.log.read_text()
+
+
+def test_mcp_add_document_refuses_each_hostile_value_as_a_tool_error(
+    settings: Settings, tmp_path: Path
+) -> None:
+    store = open_store(settings)
+    key = new_key(store, "fz-mcp-docs")[1]
+    calls: list[dict[str, Any]] = [
+        *[{"name": n, "format": "text", "text": "x"} for n in BAD_IDS if _sendable(n)],
+        *[{"name": "a.md", "text": t} for t in BAD_TEXTS if _sendable(t)],
+        *[{"name": "a.md", "text": "x", "title": t} for t in BAD_TEXTS[:3] if _sendable(t)],
+        *[{"name": "a.txt", "content_base64": v} for v in BAD_B64],
+        *[{"name": "a.md", "text": "x", key: 1} for key in BAD_KEYS if _sendable(key)],
+    ]
+    rng = random.Random(33)
+    texts = [document_text(rng) for _ in range(5)]
+
+    async def call_all() -> tuple[list[str], list[dict[str, Any]]]:
+        with (tmp_path / "stderr").open("w") as errlog:
+            args = ("--namespace", "fz-mcp-docs")
+            async with stdio(settings, *args, errlog=errlog, key=key) as client:
+                answers = [error(await client.call_tool("add_document", args)) for args in calls]
+                valid = [
+                    data(await client.call_tool("add_document", {"name": f"d{n}.md", "text": t}))
+                    for n, t in enumerate(texts)
+                ]
+        return answers, valid
+
+    answers, valid = anyio.run(call_all)
+
+    for args, answer in zip(calls, answers, strict=True):
+        assert answer and "Traceback" not in answer and "pydantic" not in answer, (args, answer)
+    assert [v["status"] for v in valid] == ["queued"] * len(texts)
+    assert _queued(store, "fz-mcp-docs") == len(texts)
     assert "Traceback" not in (tmp_path / "stderr").read_text()

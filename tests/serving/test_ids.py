@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from serving._ids import MAX_TRACED, ShownIds
+from serving import MAX_TRACED, ShownIds
 from storage.public_ids import PublicIds
 from storage.retrieval import DocSource, Hit
 

@@ -36,7 +36,16 @@ from tests.serving.mcp_support import (
     worker,
 )
 
-TOOLS = {"search_memory", "prime_conversation", "remember", "forget_memory", "recent_episodes"}
+TOOLS = {
+    "search_memory",
+    "prime_conversation",
+    "remember",
+    "forget_memory",
+    "recent_episodes",
+    "add_document",
+    "list_documents",
+    "delete_document",
+}
 ALICE = (
     "My passport expires in May, I have to renew it before the Lisbon trip.",
     "Noted: renew the passport before the Lisbon trip.",
@@ -71,10 +80,12 @@ async def exercise(client: Client, namespace: str) -> None:
         "search_memory",
         "prime_conversation",
         "recent_episodes",
+        "list_documents",
     }
-    assert [name for name, hint in hints.items() if hint and hint.destructive_hint] == [
-        "forget_memory"
-    ]
+    assert {name for name, hint in hints.items() if hint and hint.destructive_hint} == {
+        "forget_memory",
+        "delete_document",
+    }
     for tool in listed.values():
         assert tool.description
         for name, schema in tool.input_schema["properties"].items():

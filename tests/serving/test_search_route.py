@@ -14,8 +14,7 @@ import pytest
 from sqlalchemy.orm import Session
 from starlette.types import Message, Receive, Scope, Send
 
-from serving import MemoryService
-from serving._search_route import SearchRoute
+from serving import MemoryService, SearchRoute
 from serving.api import create_app
 from storage.kernel.settings import Settings
 from storage.keys import create_key, revoke_key

@@ -15,7 +15,7 @@ import anyio
 import pytest
 from sqlalchemy import text
 
-from serving._errors import UNAVAILABLE
+from serving import UNAVAILABLE
 from storage.server.scoped import SERVING_ROLE
 from tests.serving.conftest import Served
 from tests.serving.mcp_support import error, http_server, keyed

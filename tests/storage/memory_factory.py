@@ -11,8 +11,10 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from storage.embedding import HashingEmbedder
+from storage.kernel.records import SessionRecord
 from storage.memories import NewMemory, insert_memories
 from storage.server.engine import Store
+from storage.sessions import record_session
 
 
 class MemoryFields(TypedDict, total=False):
@@ -22,6 +24,7 @@ class MemoryFields(TypedDict, total=False):
     importance: float
     vehemence: float
     access_count: int
+    session_id: str
 
 
 def put(
@@ -31,7 +34,7 @@ def put(
     occurred_at: datetime,
     **fields: Unpack[MemoryFields],
 ) -> list[int]:
-    """Insert memories (no session) and return their ids."""
+    """Insert memories (of no session unless given) and return their ids."""
     kind, importance = fields.get("kind", "fact"), fields.get("importance", 0.5)
     vehemence, access_count = fields.get("vehemence", 0.0), fields.get("access_count", 0)
     embedder = HashingEmbedder(store.settings.embedding.dim)
@@ -46,7 +49,7 @@ def put(
             embedding_model=embedder.name,
             importance=importance,
             vehemence=vehemence,
-            session_id=None,
+            session_id=fields.get("session_id"),
             message_ids=(f"m{i}",),
             run_id=None,
             extractor="test",
@@ -56,6 +59,10 @@ def put(
         for i, content in enumerate(contents)
     ]
     with Session(store.engine) as session, session.begin():
+        if "session_id" in fields:  # its chat session, for the memories to cite
+            record_session(
+                session, SessionRecord(id=fields["session_id"], namespace=namespace, agent="test")
+            )
         ids = insert_memories(session, rows)
         if access_count:
             session.execute(

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from storage.embedding import HashingEmbedder
 from storage.operations import purge
-from storage.retrieval._search import Retriever
+from storage.retrieval import Retriever
 from storage.server.engine import Store
 from storage.server.migrate import _config
 from tests.storage.memory_factory import put

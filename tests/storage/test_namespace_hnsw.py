@@ -13,12 +13,12 @@ from sqlalchemy import text
 from storage.embedding import HashingEmbedder
 from storage.kernel.settings import RetrievalSettings
 from storage.operations.ann import namespace_index
-from storage.retrieval._search import Retriever
+from storage.retrieval import Retriever
 from storage.server.engine import Store
 from storage.server.migrate import _config
 from tasks.ann_index import refresh_ann_index
-from tasks.files._memory_files import open_memory_root
-from tasks.privacy._erase import forget
+from tasks.files import open_memory_root
+from tasks.privacy import forget
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import local_cold
 

@@ -1,5 +1,5 @@
 """The second wall: under the serving role a query without any namespace condition still
-returns only the namespace a key scoped its transaction to (migrations 0015 and 0025), and
+returns only the namespace a key scoped its transaction to (migrations 0015 and 0024), and
 the serving role cannot scope a transaction any other way."""
 
 from __future__ import annotations
@@ -367,3 +367,60 @@ def test_a_serving_url_of_the_pipeline_role_is_refused(settings: Settings, store
     url = store.engine.url.set(username=PIPELINE_ROLE).render_as_string(hide_password=False)
     with pytest.raises(ConfigurationError, match="logs in as 'archivist_pipeline'"):
         open_serving_engine(_serving_as(settings, url))
+
+
+DOCUMENT_ROW = (
+    "INSERT INTO documents (namespace, uri, title, format, content_hash, size, text, "
+    "chunk_size, overlap, ingested_at, updated_at) VALUES "
+    "(:ns, 'upload:plan.md', 'Plan', 'markdown', 'h', 1, 'the plan', 100, 0, now(), now())"
+)
+
+
+def test_documents_are_deleted_only_under_a_write_scope(store: Store, serving: Engine):
+    with store.engine.begin() as conn:
+        for ns in ("ann", "anna"):
+            conn.execute(text(DOCUMENT_ROW), {"ns": ns})
+    reader = new_key(store, "ann", read_only=True)
+    writer = new_key(store, "ann")
+    for key, write in ((reader, True), (writer, False)):  # no write scope either way
+        with serving.begin() as conn:
+            resolve_key(conn, key, write=write)
+            assert conn.execute(text("SELECT count(*) FROM documents")).scalar() == 1
+            assert conn.execute(text("DELETE FROM documents")).rowcount == 0
+    with serving.begin() as conn:
+        resolve_key(conn, writer, write=True)
+        assert conn.execute(text("DELETE FROM documents")).rowcount == 1
+    with store.engine.connect() as conn:
+        left = conn.execute(text("SELECT namespace FROM documents")).scalars().all()
+    assert left == ["anna"]
+
+
+ACCESS_TABLES = {"memory_access_log", "memory_access_pending"}  # a search's own records
+
+
+def test_every_table_the_serving_role_changes_needs_a_write_scope(store: Store):
+    """Beyond the accesses a search records (and the audit, which only grows), a table the
+    serving role may update or delete in is changed only under a write scope."""
+    with store.engine.connect() as conn:
+        changeable = set(
+            conn.execute(
+                text(
+                    "SELECT c.relname FROM pg_class c "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = 'public' AND c.relkind = 'r' AND ("
+                    "  has_table_privilege(:role, c.oid, 'UPDATE, DELETE')"
+                    "  OR has_any_column_privilege(:role, c.oid, 'UPDATE'))"
+                ),
+                {"role": SERVING_ROLE},
+            ).scalars()
+        )
+        ungated = conn.execute(
+            text(
+                "SELECT tablename, policyname FROM pg_policies WHERE :role = ANY(roles) "
+                "AND cmd IN ('ALL', 'UPDATE', 'DELETE') AND tablename = ANY(:tables) "
+                "AND qual NOT LIKE '%archivist_namespace(true)%'"
+            ),
+            {"role": SERVING_ROLE, "tables": sorted(changeable - ACCESS_TABLES)},
+        ).all()
+    assert {"documents", "document_chunks", "memories", "memory_write_queue"} <= changeable
+    assert ungated == []

@@ -43,11 +43,13 @@ def test_importance_defaults_and_vehemence_formula() -> None:
 
 def test_presets_and_custom_weights() -> None:
     archivist = scoring.resolve_weights("archivist")
-    assert (archivist["semantic"], archivist["recency"], archivist["importance"]) == (
-        0.6,
-        0.25,
-        0.15,
-    )
+    assert {name: w for name, w in archivist.items() if w} == {
+        "semantic": 1.0,
+        "importance": 0.05,
+        "window": 0.5,
+        "supersede": 0.3,
+    }
+    assert set(archivist) == set(scoring.FACTORS) | {"supersede"}
     librarian = scoring.resolve_weights("librarian")
     assert sum(librarian.values()) == pytest.approx(1.0) and librarian["vehemence"] == 0.15
     custom = scoring.resolve_weights("archivist", {"semantic": 0.7, "lexical": 0.3})
@@ -68,11 +70,20 @@ def test_parse_weights() -> None:
 
 def test_composite_is_relevance_scaled_by_bounded_boosts() -> None:
     factors = {"semantic": 0.5, "recency": 1.0, "importance": 0.25, "frequency": 0.9}
-    weights = scoring.resolve_weights("archivist")
+    weights = scoring.resolve_weights(
+        "custom", {"semantic": 0.6, "recency": 0.25, "importance": 0.15}
+    )
     boosts = (weights["semantic"] + weights["recency"] * 1.0 + weights["importance"] * 0.25) / (
         weights["semantic"] + weights["recency"] + weights["importance"]
     )
     assert scoring.composite(factors, weights) == pytest.approx(0.5 * boosts)
+    # The default's window is a boost like the others; supersede is a rule, not a factor.
+    default = scoring.resolve_weights("archivist")
+    inside = {**factors, "window": 1.0}
+    assert scoring.composite(inside, default) == pytest.approx(0.5 * (1.5 + 0.0125) / 1.55)
+    assert scoring.composite({**factors, "window": 0.0}, default) == pytest.approx(
+        0.5 * 1.0125 / 1.55
+    )
     # Never above relevance, nothing without it, and relevance alone when only it is weighted.
     best = {**factors, "importance": 1.0}
     assert scoring.composite(best, weights) == pytest.approx(0.5)

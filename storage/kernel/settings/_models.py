@@ -33,21 +33,32 @@ class EmbeddingSettings(BaseModel):
         None,
         ge=1,
         le=64,
-        description="CPU threads of the local embedder (default: one per core; one for "
-        "a query on the int8 graph)",
+        description="batches the local embedder runs side by side, one CPU thread each "
+        "(default: one per CPU; a query takes one)",
+    )
+    store_encoder: Literal["auto", "int8", "float32"] = Field(
+        "auto",
+        description="the local model's weights for the stored vectors (memories, document "
+        "chunks): int8 (2.3 times less CPU, the recall of float32's) or float32; auto: the "
+        "weights of the vectors the store holds, int8 for a new store. The store records "
+        "which; archivist reembed moves it",
     )
     query_encoder: Literal["int8", "float32"] = Field(
         "int8",
         description="the local model's weights for search queries: int8 (2.5 times cheaper, "
-        "mean cosine 0.99 with float32's) or float32; memories are always embedded in float32",
+        "mean cosine 0.99 with float32's) or float32",
     )
     base_url: str | None = Field(
         None, description="OpenAI-compatible API root, e.g. http://localhost:11434/v1"
     )
     model: str | None = Field(None, description="model name sent to the /embeddings endpoint")
     api_key: SecretStr | None = Field(None, description="API key of the openai provider")
-    batch_size: int = Field(
-        64, ge=1, le=2048, description="texts per request (openai) or per batch of the local model"
+    batch_size: int = Field(64, ge=1, le=2048, description="texts per request (openai)")
+    batch_tokens: int = Field(
+        2048,
+        ge=256,
+        le=65_536,
+        description="padded tokens per batch of the local model (texts sorted by length)",
     )
     graph_cache_dir: Path | None = Field(
         None,
@@ -146,7 +157,9 @@ class RedactionSettings(BaseModel):
         description="countries whose national phone formats (no +country code) are sought",
     )
     before_storage: bool = Field(
-        False, description="also redact transcripts and queued writes before they are stored"
+        False,
+        description="also redact transcripts and queued memories and messages before they "
+        "are stored (documents are stored as given, as archivist docs ingest stores them)",
     )
 
     @field_validator("custom")

@@ -185,6 +185,15 @@ class DocumentSettings(BaseModel):
     max_file_bytes: int = Field(
         50 * 1024 * 1024, ge=1, description="larger files are skipped (reason: too_large)"
     )
+    max_upload_bytes: int = Field(
+        2 * 1024 * 1024,
+        ge=1024,
+        le=64 * 1024 * 1024,
+        description="a document added over the HTTP API or MCP (its bytes: the text's UTF-8, "
+        "or the decoded base64) larger than this is refused (413); larger files go in with "
+        "archivist docs ingest. A drainer must embed one within "
+        "ARCHIVIST_QUEUE__STUCK_AFTER_SECONDS (bench/docs_upload.py)",
+    )
     feedback_step: float = Field(
         0.1, gt=0, le=0.5, description="importance a chunk gains or loses per +1 / -1"
     )

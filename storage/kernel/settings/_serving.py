@@ -12,8 +12,9 @@ class RetrievalSettings(BaseModel):
 
     preset: Literal["archivist", "librarian"] = Field(
         "archivist",
-        description="archivist: 0.6 semantic, 0.25 recency, 0.15 importance; librarian: 0.40 "
-        "semantic, 0.25 recency, 0.20 frequency, 0.15 vehemence",
+        description="archivist: 1 semantic, 0.05 importance, 0.5 window (the time a question "
+        "names), 0.3 supersede (asked about now, newer first); librarian: 0.40 semantic, 0.25 "
+        "recency, 0.20 frequency, 0.15 vehemence",
     )
     weights: dict[str, float] | None = Field(
         None, description="custom factor weights, replacing the preset's"

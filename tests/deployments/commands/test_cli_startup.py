@@ -104,16 +104,17 @@ def test_status_reads_the_active_profiles_url_and_probes_it_without_prefect(
     assert "prefect" not in loaded  # an API that does not answer is not asked for runs
 
 
-def test_status_with_the_url_in_the_environment_lists_that_servers_runs(
+def test_status_with_the_url_in_the_environment_lists_that_servers_runs_without_prefect(
     flow_env: Settings, tmp_path: Path
 ) -> None:
     url = str(PREFECT_API_URL.value())  # the session's real Prefect server
     memory_sync_daily(as_of=NOW)
 
-    out, _ = run_archivist(["status"], tmp_path, PREFECT_API_URL=url)
+    out, loaded = run_archivist(["status"], tmp_path, PREFECT_API_URL=url)
 
     assert f"Prefect API: {url} (reachable)" in out
     assert "memory-sync-daily" in out.split("== Runs")[0]  # listed from the API
+    assert "prefect" not in {m.split(".")[0] for m in loaded}  # read without loading Prefect
 
 
 @pytest.mark.parametrize(

@@ -132,3 +132,45 @@ def test_a_terminal_sees_the_days_built_and_the_questions_asked(
     assert final_bar(shown.stderr, "questions asked")[1] == "23/23"
     assert printed.stderr == ""  # JSON out: no bars, even on a terminal
     assert json.loads(printed.stdout[printed.stdout.index("{") :])["ks"] == [1, 5, 10]
+
+
+def test_gold_summaries_are_scored_beside_the_first_turns(
+    eval_env: Settings, tmp_path: Path
+) -> None:
+    gold = tmp_path / "gold.jsonl"
+    line = {
+        "session_id": "a1",
+        "language": "en",
+        "summary": "Alice plans a long weekend in Lisbon in March, 12th to 16th, 1200 euros.",
+        "facts": [
+            "Alice's budget for Lisbon is around 1200 euros, flights included.",
+            "Alice hates early flights.",
+        ],
+    }
+    gold.write_text(json.dumps(line) + "\n" + json.dumps({**line, "session_id": "nope"}) + "\n")
+    out = tmp_path / "eval.json"
+
+    result = CliRunner().invoke(
+        eval_command, [SESSIONS, QUERIES, "--gold", str(gold), "--json", str(out)]
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "summaries against the gold" in result.output and "hashing" in result.output
+    assert "gold sessions without a summary in this set: nope" in result.output
+    report = json.loads(out.read_text())
+    overall = report["summaries"]["overall"]
+    assert overall["sessions"] == 1 and overall["gold_facts"] == 2
+    assert overall["missing"] == ["nope"]
+    assert 0 < overall["summary_chars"]["mean"] <= 650
+    assert 0 < overall["rouge1"]["summary"]["recall"] <= 1
+    assert report["summaries"]["en"]["sessions"] == 1
+
+
+def test_a_bad_gold_file_stops_the_eval(eval_env: Settings, tmp_path: Path) -> None:
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"session_id": "a1", "summary": "no facts"}\n')
+
+    result = CliRunner().invoke(eval_command, [SESSIONS, QUERIES, "--gold", str(gold)])
+
+    assert result.exit_code == 1
+    assert f"{gold}:1:" in result.output and "facts" in result.output

@@ -50,8 +50,13 @@ def test_search_json_has_each_hit_with_provenance_and_factors(env: Settings) -> 
         f"Sources: [Memory 1] memory {dentist} (messages m0, 2026-11-20 12:00 UTC)"
     )
     [why] = explained["hits"]
-    assert why["weights"]["semantic"] == 0.6 and 0 < why["factors"]["semantic"] <= 1
-    assert why["explain"].startswith(f"{why['score']:.3f} from 0.6*semantic(")
+    assert why["weights"]["semantic"] == 1.0 and 0 < why["factors"]["semantic"] <= 1
+    assert why["explain"].startswith(f"{why['score']:.3f} from 1*semantic(")
+    # The time window a question names, in each hit's factors and breakdown (as the HTTP API
+    # and MCP show them).
+    [dated] = run_json([*args[:2], "dentist appointment today", *args[3:], "--explain"])["hits"]
+    assert dated["weights"]["window"] == 0.5 and dated["factors"]["window"] == 1.0
+    assert 'window "today": 2026-11-20' in dated["explain"]
 
 
 def test_search_json_with_no_hits_is_an_empty_list(env: Settings) -> None:

@@ -71,3 +71,32 @@ def test_a_terminal_sees_a_bar_instead_of_the_progress_lines(
     assert result.stdout == (
         "5 memories and 0 document chunks re-embedded; the store now uses hashing-v1-128\n"
     )
+
+
+def test_reembed_switches_the_local_model_graph_and_auto_finishes_a_run_under_way(
+    env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put(open_store(env), "alice", [f"dentist visit number {i}" for i in range(5)], NOW)
+    put(open_store(env), "bob", ["oat milk", "rye bread"], NOW)
+    monkeypatch.setenv("ARCHIVIST_EMBEDDING__PROVIDER", "local")
+    monkeypatch.setenv("ARCHIVIST_EMBEDDING__STORE_ENCODER", "int8")
+    runner = CliRunner()
+    partial = runner.invoke(main, ["reembed", "--namespace", "alice"])
+    assert partial.exit_code == 0 and "2 rows in other namespaces still wait" in partial.output
+
+    monkeypatch.delenv("ARCHIVIST_EMBEDDING__STORE_ENCODER")  # auto: the run under way's
+    done = runner.invoke(main, ["reembed"])
+    assert done.exit_code == 0, done.output
+    assert "2 memories and 0 document chunks re-embedded; the store now uses " in done.output
+    assert done.output.rstrip().endswith("all-MiniLM-L6-v2/int8")
+    assert "uses all-MiniLM-L6-v2/int8; nothing to do" in runner.invoke(main, ["reembed"]).output
+
+    monkeypatch.setenv("ARCHIVIST_EMBEDDING__STORE_ENCODER", "float32")
+    refused = runner.invoke(main, ["search", "alice", "dentist"])
+    assert refused.exit_code == 1 and "all-MiniLM-L6-v2/int8 (384 dimensions)" in refused.output
+    back = runner.invoke(main, ["reembed"])
+    assert back.exit_code == 0 and "7 memories and 0 document chunks" in back.output
+    assert back.output.rstrip().endswith("the store now uses all-MiniLM-L6-v2")
+    monkeypatch.delenv("ARCHIVIST_EMBEDDING__STORE_ENCODER")
+    found = runner.invoke(main, ["search", "alice", "dentist visit number 3", "--limit", "1"])
+    assert found.exit_code == 0 and "dentist visit number 3" in found.output

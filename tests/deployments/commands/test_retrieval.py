@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from click.testing import CliRunner
 
@@ -39,12 +39,40 @@ def test_search_prints_a_table_and_the_breakdown(env: Settings) -> None:
     assert lines[0].split() == ["cite", "score", "kind", "when", "memory"]
     assert lines[1].startswith("[Memory 1]  ")
     assert lines[1].endswith("2026-11-20 12:00 Dentist appointment moved to Tuesday 9am")
-    assert "0.6*semantic(" in result.output and "0.25*recency(" in result.output
+    assert "1*semantic(" in result.output and "0.05*importance(" in result.output
     assert "Buy oat milk" not in result.output
     assert lines[-2:] == [
         "",
         f"Sources: [Memory 1] memory {dentist} (messages m0, 2026-11-20 12:00 UTC)",
     ]
+
+
+def test_explain_shows_the_time_the_question_names_and_what_it_changed(env: Settings) -> None:
+    store = open_store(env)
+    put(store, "alice", ["Dentist appointment moved to Tuesday"], NOW - timedelta(days=40))
+    [recent] = put(store, "alice", ["Dentist appointment moved to Friday"], NOW - timedelta(days=8))
+    as_of = ["--as-of", "2026-11-20T12:00:00", "--explain", "--no-record"]
+
+    last_week = CliRunner().invoke(
+        main, ["search", "alice", "dentist appointment last week", *as_of]
+    )
+    now = CliRunner().invoke(
+        main, ["search", "alice", "when is my dentist appointment now?", *as_of]
+    )
+
+    assert last_week.exit_code == 0 and now.exit_code == 0, last_week.output + now.output
+    lines = last_week.output.splitlines()
+    assert lines[0] == (
+        'time window "last week": 2026-11-09 to 2026-11-15: memories from then ranked higher'
+    )
+    assert lines[2].endswith("Dentist appointment moved to Friday")  # 8 days back: inside
+    assert "0.5*window(1.000)" in last_week.output and "0.5*window(0.000)" in last_week.output
+    breakdowns = " ".join(line.strip() for line in lines)  # wrapped under each hit
+    assert breakdowns.count('window "last week": 2026-11-09 to 2026-11-15') == 3
+    assert now.output.splitlines()[0] == (
+        "about now: an older memory ranks after a newer one that restates it"
+    )
+    assert "time window" not in now.output
 
 
 def test_search_lists_its_sources_one_per_line_under_the_first(env: Settings) -> None:

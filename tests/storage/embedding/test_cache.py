@@ -7,17 +7,19 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 from pydantic import ValidationError
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from storage.embedding import (
     CachedEmbedder,
+    Embedder,
+    EmbedOnce,
     HashingEmbedder,
     LocalEmbedder,
     OpenAIEmbedder,
     make_embedder,
 )
-from storage.embedding import _cache as embedding_cache
+from storage.embedding import cache as embedding_cache
 from storage.kernel.settings import EmbeddingSettings
 from storage.server.engine import Store
 
@@ -145,15 +147,20 @@ def test_make_embedder_caches_remote_models_by_default(store: Store) -> None:
     model = EmbeddingSettings()  # the local model: not cached either
     remote = EmbeddingSettings(dim=16, provider="openai", base_url="http://x/v1", model="m")
 
-    assert isinstance(make_embedder(local), HashingEmbedder)
-    assert isinstance(make_embedder(local, store.engine), HashingEmbedder)  # auto: not local
-    assert isinstance(make_embedder(model, store.engine), LocalEmbedder)
-    assert isinstance(make_embedder(remote, store.engine), CachedEmbedder)  # auto: remote
-    assert isinstance(make_embedder(remote), OpenAIEmbedder)  # no engine, no cache
+    def built(settings: EmbeddingSettings, engine: Engine | None = None) -> Embedder:
+        embedder = make_embedder(settings, engine)
+        assert isinstance(embedder, EmbedOnce)  # each text once per run, whatever the model
+        return embedder.inner
+
+    assert isinstance(built(local), HashingEmbedder)
+    assert isinstance(built(local, store.engine), HashingEmbedder)  # auto: not local
+    assert isinstance(built(model, store.engine), LocalEmbedder)
+    assert isinstance(built(remote, store.engine), CachedEmbedder)  # auto: remote
+    assert isinstance(built(remote), OpenAIEmbedder)  # no engine, no cache
     forced = local.model_copy(update={"cache": "on"})
-    assert isinstance(make_embedder(forced, store.engine), CachedEmbedder)
+    assert isinstance(built(forced, store.engine), CachedEmbedder)
     off = remote.model_copy(update={"cache": "off"})
-    assert isinstance(make_embedder(off, store.engine), OpenAIEmbedder)
+    assert isinstance(built(off, store.engine), OpenAIEmbedder)
 
 
 def test_openai_settings_need_base_url_and_model() -> None:

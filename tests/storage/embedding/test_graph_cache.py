@@ -11,8 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from storage.embedding import LocalEmbedder
-from storage.embedding._local import preload
+from storage.embedding import LocalEmbedder, preload
 
 TEXTS = ["Should I buy new shoes before the race?", "what footwear should I get for running"]
 
@@ -20,7 +19,7 @@ SECOND_PROCESS = """
 import sys
 from pathlib import Path
 from storage.embedding import LocalEmbedder
-from storage.embedding._local import preload
+from storage.embedding import preload
 vectors = LocalEmbedder(threads=1, cache_dir=Path(sys.argv[1])).embed(sys.argv[2:])
 print("onnx imported:", "onnx" in sys.modules)
 print(" ".join(f"{v:.6f}" for v in vectors[0][:4]))
@@ -29,6 +28,14 @@ print(" ".join(f"{v:.6f}" for v in vectors[0][:4]))
 
 def graphs(folder: Path) -> list[Path]:
     return sorted(folder.glob("all-MiniLM-L6-v2-*.onnx"))
+
+
+def alias(folder: Path) -> Path:
+    """Another path to ``folder``: a model this process has not loaded yet (one is kept
+    per graph and folder), so the files are read again."""
+    link = folder.with_name(f"{folder.name}-alias")
+    link.symlink_to(folder, target_is_directory=True)
+    return link
 
 
 @pytest.mark.parametrize("touched", [False, True], ids=["as written", "touched"])
@@ -66,8 +73,7 @@ def test_a_damaged_graph_is_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFix
     weights.write_bytes(bytes(data))
 
     with caplog.at_level(logging.WARNING):
-        # another thread count: a model this process has not loaded yet, so it reads the file
-        again = LocalEmbedder(threads=2, cache_dir=tmp_path).embed(TEXTS)
+        again = LocalEmbedder(threads=2, cache_dir=alias(tmp_path)).embed(TEXTS)
 
     assert "is damaged; rebuilding it" in caplog.text
     assert np.abs(again - expected).max() < 1e-5
@@ -84,7 +90,7 @@ def test_a_graph_kept_whole_by_an_earlier_version_is_replaced_silently(
     graph.with_suffix(".sha256").write_text("0123abcd 29 1700000000000000000\n")
 
     with caplog.at_level(logging.WARNING):
-        vectors = LocalEmbedder(threads=4, cache_dir=tmp_path).embed(TEXTS)
+        vectors = LocalEmbedder(threads=4, cache_dir=alias(tmp_path)).embed(TEXTS)
 
     assert vectors.shape == (2, 384)
     assert "damaged" not in caplog.text
@@ -103,7 +109,7 @@ def test_a_folder_that_cannot_be_written_costs_the_build_not_the_search(
 
 
 def test_preloading_builds_the_model_in_the_background(tmp_path: Path) -> None:
-    loader = preload(3, tmp_path, int8=False)  # a thread count no other test loads
+    loader = preload(tmp_path, int8=False)  # a folder no other test loads
     assert loader.daemon
     loader.join(timeout=120)
     assert not loader.is_alive() and len(graphs(tmp_path)) == 1  # built, and kept
@@ -114,7 +120,7 @@ def test_preloading_builds_the_model_in_the_background(tmp_path: Path) -> None:
 def test_the_query_graph_is_kept_beside_the_model_and_loaded_without_building(
     tmp_path: Path,
 ) -> None:
-    preload(5, tmp_path, int8=True).join(timeout=120)  # a thread count no other test loads
+    preload(tmp_path, int8=True).join(timeout=120)  # a folder no other test loads
     [graph] = sorted(tmp_path.glob("all-MiniLM-L6-v2-int8-*.onnx"))
     assert graph.with_suffix(".data").stat().st_size < 25_000_000  # int8: a quarter of 90 MB
     expected = LocalEmbedder(threads=5, cache_dir=tmp_path).embed_query(TEXTS[0])

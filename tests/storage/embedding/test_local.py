@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from storage.embedding import LocalEmbedder, make_embedder
-from storage.embedding._local import model_folder, verified
+from storage.embedding import EmbedOnce, LocalEmbedder, make_embedder, model_folder, verified
 from storage.kernel.errors import ConfigurationError
 from storage.kernel.settings import EmbeddingSettings, RetrievalSettings
 from storage.retrieval import Retriever, SearchOptions
@@ -36,14 +35,26 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def local() -> LocalEmbedder:
-    return LocalEmbedder(threads=2, batch_size=3)
+    return LocalEmbedder(threads=2, batch_tokens=64)  # several batches, side by side
+
+
+@pytest.fixture(scope="module")
+def local_int8() -> LocalEmbedder:
+    return LocalEmbedder(threads=2, batch_tokens=64, int8=True)
+
+
+# sentence-transformers' own vectors of TEXTS: the venv has no PyTorch (nor
+# sentence-transformers), so they were recorded once, with sentence-transformers 6.2.0 on
+# torch 2.13.0+cpu, from the same verified files:
+#   SentenceTransformer(str(model_folder()), device="cpu").encode(TEXTS, normalize_embeddings=True)
+# saved with np.savez_compressed(REFERENCE, texts=np.array(TEXTS), vectors=...).
+REFERENCE = Path(__file__).resolve().parents[2] / "data" / "minilm_reference.npz"
 
 
 def test_vectors_are_sentence_transformers_own(local: LocalEmbedder) -> None:
-    from sentence_transformers import SentenceTransformer
-
-    reference = SentenceTransformer(str(model_folder()), device="cpu")
-    expected = reference.encode(TEXTS, normalize_embeddings=True)
+    reference = np.load(REFERENCE)
+    assert reference["texts"].tolist() == TEXTS  # recorded for these very texts
+    expected = reference["vectors"]
 
     got = local.embed(TEXTS)
 
@@ -52,10 +63,31 @@ def test_vectors_are_sentence_transformers_own(local: LocalEmbedder) -> None:
     assert (got * expected).sum(axis=1).min() >= 0.9999
 
 
-def test_a_text_gets_the_same_vector_in_any_batch(local: LocalEmbedder) -> None:
-    alone = np.stack([local.embed([t])[0] for t in TEXTS])
-    together = local.embed(TEXTS[::-1])[::-1]
+@pytest.mark.parametrize("graph", ["local", "local_int8"])
+def test_a_text_gets_the_same_vector_in_any_batch(
+    graph: str, request: pytest.FixtureRequest
+) -> None:
+    embedder: LocalEmbedder = request.getfixturevalue(graph)
+    alone = np.stack([embedder.embed([t])[0] for t in TEXTS])
+    together = embedder.embed(TEXTS[::-1])[::-1]
     assert np.abs(alone - together).max() < 1e-5
+
+
+def test_the_int8_graph_stores_vectors_close_to_the_model_own_under_its_own_name(
+    local: LocalEmbedder, local_int8: LocalEmbedder
+) -> None:
+    exact = local.embed(TEXTS)
+
+    stored = local_int8.embed(TEXTS)
+
+    assert (local.name, local_int8.name) == ("all-MiniLM-L6-v2", "all-MiniLM-L6-v2/int8")
+    assert stored.dtype == np.float32
+    assert np.allclose(np.linalg.norm(stored, axis=1), 1.0, atol=1e-5)
+    cosines = (stored * exact).sum(axis=1)
+    assert cosines.min() >= 0.95 and cosines.mean() >= 0.98
+    assert np.abs(stored - exact).max() > 1e-3  # the int8 graph, not the float32 one
+    # Its queries are the int8 graph's too, and a text alone: the very vector stored.
+    assert np.array_equal(local_int8.embed_query(TEXTS[1]), stored[1])
 
 
 def test_a_query_vector_from_the_int8_graph_stays_close_to_the_model_own(
@@ -74,7 +106,8 @@ def test_a_query_vector_from_the_int8_graph_stays_close_to_the_model_own(
 
 
 def test_the_float32_query_encoder_gives_the_model_own_vectors() -> None:
-    embedder = make_embedder(EmbeddingSettings(threads=2, query_encoder="float32"))
+    settings = EmbeddingSettings(threads=2, store_encoder="float32", query_encoder="float32")
+    embedder = make_embedder(settings)
     assert np.array_equal(embedder.embed_query(TEXTS[1]), embedder.embed([TEXTS[1]])[0])
     with pytest.raises(ValidationError):
         EmbeddingSettings(query_encoder="int4")
@@ -93,8 +126,14 @@ def test_weights_are_checked_against_the_published_model(tmp_path: Path) -> None
 
 def test_settings_for_the_local_model() -> None:
     assert EmbeddingSettings().provider == "local"
-    embedder = make_embedder(EmbeddingSettings(threads=1))
-    assert isinstance(embedder, LocalEmbedder) and embedder.name == "all-MiniLM-L6-v2"
+    embedder = make_embedder(EmbeddingSettings(threads=1))  # a new store's: int8
+    assert isinstance(embedder, EmbedOnce) and isinstance(embedder.inner, LocalEmbedder)
+    assert embedder.name == "all-MiniLM-L6-v2/int8"
+    float32 = EmbeddingSettings(store_encoder="float32")
+    assert make_embedder(float32).name == "all-MiniLM-L6-v2"
+    # auto keeps the graph of the vectors stored: float32's, or int8's for any other
+    assert make_embedder(EmbeddingSettings(), stored="all-MiniLM-L6-v2").name == "all-MiniLM-L6-v2"
+    assert make_embedder(EmbeddingSettings(), stored="hashing-v1-384").name.endswith("/int8")
     with pytest.raises(ValidationError, match="ARCHIVIST_EMBEDDING__DIM=256"):
         EmbeddingSettings(dim=256)
     with pytest.raises(ValidationError):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from storage.kernel.settings import RedactionSettings, Settings
-from storage.queue._payloads import parse_stored
+from storage.queue import parse_stored
 from storage.server.engine import Store
 from tests.storage.queue.test_table import MESSAGE, SESSION, T, claim, put, row
 

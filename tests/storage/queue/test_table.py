@@ -14,8 +14,8 @@ from sqlalchemy.pool import NullPool
 
 from storage.kernel.errors import InputError
 from storage.kernel.settings import QueueSettings, Settings
-from storage.queue import _table as queue
-from storage.queue._payloads import Enqueued, QueueItem, QueueStats, Reclaimed
+from storage.queue import Enqueued, QueueItem, QueueStats, Reclaimed
+from storage.queue import table as queue
 from storage.server.engine import Store
 
 T = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -13,8 +13,7 @@ from sqlalchemy import text
 from storage.embedding import HashingEmbedder
 from storage.kernel.errors import RetrievalError
 from storage.kernel.settings import RetrievalSettings
-from storage.retrieval import DOC_KIND, DocSource, SearchOptions
-from storage.retrieval._search import Retriever
+from storage.retrieval import DOC_KIND, DocSource, Retriever, SearchOptions
 from storage.server.engine import Store
 from storage.server.scoped import open_serving_engine
 from tasks.documents import feedback

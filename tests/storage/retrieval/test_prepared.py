@@ -11,8 +11,7 @@ from sqlalchemy import Connection, text
 
 from storage.embedding import HashingEmbedder
 from storage.kernel.settings import RetrievalSettings
-from storage.retrieval import SearchOptions
-from storage.retrieval._search import Retriever
+from storage.retrieval import Retriever, SearchOptions
 from storage.server.engine import Store
 from tasks.ann_index import refresh_ann_index
 from tests.storage.memory_factory import put

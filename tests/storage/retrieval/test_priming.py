@@ -8,7 +8,7 @@ from sqlalchemy import text
 
 from storage.embedding import HashingEmbedder
 from storage.kernel.settings import RetrievalSettings
-from storage.retrieval._search import Retriever
+from storage.retrieval import Retriever
 from storage.server.engine import Store
 from tests.helpers import add_session, chat, run_sync
 

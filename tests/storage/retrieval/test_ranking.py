@@ -1,15 +1,25 @@
 """One place per source: chunks of a message, a fact and its turn, a long-term entry
-and its facts."""
+and its facts; the weights a question uses, and newer restatements first."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
+from typing import Any
 
+import numpy as np
 import pytest
 
-from storage.retrieval import Hit
-from storage.retrieval._ranking import one_per_source, relevance_parts
+from storage.kernel import scoring
+from storage.retrieval import (
+    Hit,
+    after_newer,
+    one_per_source,
+    read_time,
+    relevance_parts,
+    restatements,
+    weights_for,
+)
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 
@@ -73,3 +83,65 @@ def test_relevance_parts_are_shares_of_the_best_candidate() -> None:
     assert relevance_parts([]) == ([], [])
     # A best candidate under the relevance floor is a share of the floor, not of itself.
     assert relevance_parts(weak, 0.4)[0] == [pytest.approx(0.5), pytest.approx(0.475)]
+
+
+def candidate(id_: int, days: int, session: str | None = "s", kind: str = "fact") -> Any:
+    return SimpleNamespace(
+        id=id_, kind=kind, session_id=session, occurred_at=T0 + timedelta(days=days)
+    )
+
+
+def test_only_what_a_question_asks_of_time_is_weighed() -> None:
+    preset = scoring.resolve_weights("archivist")
+    as_of = datetime(2026, 11, 20, 12, tzinfo=UTC)
+
+    plain = weights_for(preset, read_time("where is the VPN token?", as_of, UTC))
+    dated = weights_for(preset, read_time("what did we say last week?", as_of, UTC))
+    now = weights_for(preset, read_time("which gym do I go to now?", as_of, UTC))
+
+    assert plain["window"] == plain["supersede"] == 0 and plain["semantic"] == 1
+    assert dated["window"] == 0.5 and dated["supersede"] == 0
+    assert now["window"] == 0 and now["supersede"] == 0.3
+    assert plain["importance"] == dated["importance"] == now["importance"] == 0.05
+
+
+def test_an_older_memory_goes_right_after_the_newer_ones_restating_it() -> None:
+    rows = [candidate(1, 0), candidate(2, 10), candidate(3, 20), candidate(4, 30)]
+    scores = [0.9, 0.8, 0.5, 0.7]
+    restated = np.zeros((4, 4), dtype=bool)
+    restated[0, 1] = restated[0, 2] = True  # 2 and 3 restate 1
+    restated[3, 0] = True  # never set by restatements (1 is older than 4): moves nothing up
+
+    # 3 is too much less relevant for a reach of 0.3: 1 goes right after 2 alone.
+    final, after = after_newer(rows, scores, scores, restated, reach=0.3)
+    assert final[0] == pytest.approx(0.8) and final[0] < 0.8 and after == [2, None, None, None]
+    assert final[1:] == scores[1:]
+    # With a reach of 0.5, after 3 as well: below both, above nothing else.
+    final, after = after_newer(rows, scores, scores, restated, reach=0.5)
+    assert 0.4 < final[0] < 0.5 and after[0] == 3
+    # An older memory already below its restatement keeps its score.
+    final, after = after_newer(rows, scores, [0.1, 0.8, 0.5, 0.7], restated, reach=0.3)
+    assert final[0] == 0.1 and after[0] is None
+    assert after_newer([], [], [], np.zeros((0, 0), dtype=bool), 0.3) == ([], [])
+
+
+def test_restatements_are_close_newer_and_of_another_session() -> None:
+    rng = np.random.default_rng(3)
+    topic, other = rng.normal(size=384), rng.normal(size=384)
+    near = [topic + rng.normal(size=384) * 0.3 for _ in range(4)]
+    rows = [
+        candidate(1, 0, "s1"),
+        candidate(2, 5, "s2"),  # newer, close, another session: restates 1
+        candidate(3, 6, "s2"),  # close, but a session that 2 is also of
+        candidate(4, 9, "s1"),  # same session as 1
+        candidate(5, 12, "s3", kind="episode"),  # a session summary takes no part
+        candidate(6, 15, "s4"),  # far
+    ]
+    vectors = {r.id: v.astype(">f4") for r, v in zip(rows, [*near, topic, other], strict=True)}
+
+    restated = restatements(rows, vectors)
+
+    assert {(int(i) + 1, int(j) + 1) for i, j in zip(*np.nonzero(restated), strict=True)} == {
+        (1, 2), (1, 3), (2, 4), (3, 4),
+    }  # fmt: skip
+    assert not restatements(rows, {}).any()

@@ -15,12 +15,18 @@ from sqlalchemy import Connection, TextClause, text
 
 from storage.embedding import HashingEmbedder
 from storage.kernel.settings import RetrievalSettings, Settings
-from storage.retrieval import Retriever
-from storage.retrieval._candidates import Request, search_params
-from storage.retrieval._documents import TERM_STATS as CHUNK_TERM_STATS
-from storage.retrieval._inputs import DF_CAP, scoped_term, tsquery_term
-from storage.retrieval._sql import CANDIDATES, TERM_STATS
-from storage.retrieval._stats import StatsCache
+from storage.retrieval import (
+    CANDIDATES,
+    CHUNK_TERM_STATS,
+    DF_CAP,
+    TERM_STATS,
+    Request,
+    Retriever,
+    StatsCache,
+    scoped_term,
+    search_params,
+    tsquery_term,
+)
 from storage.server.engine import Store
 from storage.server.scoped import open_serving_engine
 from tests.helpers import scoped

@@ -19,8 +19,7 @@ from storage.kernel import scoring
 from storage.kernel.errors import RetrievalError, StorageError
 from storage.kernel.settings import RetrievalSettings
 from storage.operations.access import fold_accesses
-from storage.retrieval import SearchOptions
-from storage.retrieval._search import Retriever
+from storage.retrieval import Retriever, SearchOptions, candidate_vectors
 from storage.server.engine import Store
 from tasks.ann_index import refresh_ann_index
 from tests.storage.memory_factory import put
@@ -38,21 +37,47 @@ def retriever(store: Store, **settings: object) -> Retriever:
 
 
 def test_public_api_is_pinned_and_imports_no_prefect() -> None:
+    # What assistants use (Retriever, Hit, citations...) and the steps' parts the tests and
+    # benchmarks use, which import no private module.
     assert retrieval.__all__ == [
+        "ArchiveReader",
+        "CANDIDATES",
+        "CHUNK_TERM_STATS",
         "Citation",
         "CitationBook",
+        "DF_CAP",
         "DOC_KIND",
         "DocSource",
         "Hit",
+        "KINDS",
         "Priming",
+        "Request",
         "RetrievalError",
         "Retriever",
         "SearchOptions",
+        "StatsCache",
+        "TERM_STATS",
         "TimeRange",
+        "TimeWindow",
+        "after_newer",
+        "asks_about_now",
+        "candidate_vectors",
         "cite",
+        "lexical_params",
+        "neighbours",
+        "one_per_source",
+        "ranked",
+        "read_time",
+        "relevance_parts",
         "render_citations",
+        "restatements",
+        "scoped_term",
+        "search_params",
         "source_entries",
         "sources_line",
+        "time_window",
+        "tsquery_term",
+        "weights_for",
     ]
     code = "import sys, storage.retrieval; print(any(m.startswith('prefect') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -126,41 +151,55 @@ def test_time_ranges_and_kinds(store: Store) -> None:
     assert "Lima" not in places("month")
 
 
-def test_scores_are_the_weighted_sum_of_the_breakdown(store: Store) -> None:
+def test_scores_are_relevance_scaled_by_the_weighted_factors(store: Store) -> None:
     put(store, "a", ["the garage door code is 1234"], NOW - timedelta(days=30), importance=0.9)
+    put(store, "a", ["the new garage door code is 9876"], NOW - timedelta(days=3))
     r = retriever(store)
 
-    [hit] = r.search("a", "garage door code", as_of=NOW, record_access=False)
+    plain = r.search("a", "garage door code", as_of=NOW, record_access=False)
+    dated = r.search("a", "garage door code from last month", as_of=NOW, record_access=False)
 
-    assert set(hit.factors) >= {
-        "semantic",
-        "lexical",
-        "recency",
-        "importance",
-        "frequency",
-        "vehemence",
-        "salience",
-    }
-    assert hit.factors["recency"] == pytest.approx(0.5)
-    assert hit.factors["importance"] == pytest.approx(0.9)
-    expected = sum(w * hit.factors[n] for n, w in hit.weights.items())
-    assert hit.score == pytest.approx(expected)
-    assert "0.6*semantic" in hit.explain()
+    for hit in (*plain, *dated):
+        w, f = hit.weights, hit.factors
+        relevance_weight = sum(w[n] for n in scoring.RELEVANCE)
+        relevance = sum(w[n] * f[n] for n in scoring.RELEVANCE) / relevance_weight
+        boosts = [n for n in scoring.FACTORS if n not in scoring.RELEVANCE]
+        expected = (
+            relevance
+            * (relevance_weight + sum(w[n] * f[n] for n in boosts))
+            / (relevance_weight + sum(w[n] for n in boosts))
+        )
+        assert hit.score == pytest.approx(expected)
+    old = next(h for h in dated if h.content.endswith("1234"))
+    assert set(old.factors) >= {"semantic", "lexical", "recency", "importance", "window"}
+    assert old.factors["recency"] == pytest.approx(0.5)
+    assert old.factors["importance"] == pytest.approx(0.9)
+    # "last month" is October: the memory of 21 October is inside, that of 17 November
+    # 16.5 days past its end; the window counts only for the question that names it.
+    assert old.factors["window"] == 1.0 and old.weights["window"] == 0.5
+    new = next(h for h in dated if h.content.endswith("9876"))
+    assert new.factors["window"] == pytest.approx(1 - 16.5 / 31)
+    assert all(h.weights["window"] == 0 and h.window is None for h in plain)
+    assert "1*semantic" in old.explain() and "0.5*window(1.000)" in old.explain()
+    assert 'window "last month": 2026-10-01 to 2026-10-31' in old.explain()
 
 
-def test_recency_reorders_relevant_memories_but_does_not_replace_relevance(store: Store) -> None:
-    put(store, "a", ["passport renewal appointment at the consulate"], NOW - timedelta(days=200))
-    put(store, "a", ["passport renewal appointment booked"], NOW - timedelta(days=1))
+def test_time_counts_only_where_the_question_asks_for_it(store: Store) -> None:
+    old, new = "passport renewal appointment at the consulate on Main Street", "booked it"
+    put(store, "a", [old], NOW - timedelta(days=200), session_id="s1")
+    put(store, "a", [f"{old}, {new}"], NOW - timedelta(days=1), session_id="s2")
     put(store, "a", ["lunch with Sam"], NOW)
     r = retriever(store)
 
-    hits = r.search("a", "passport renewal appointment", as_of=NOW, record_access=False)
+    def order(query: str) -> list[str]:
+        hits = r.search("a", query, as_of=NOW, record_access=False)
+        return [h.content.split()[-1] for h in hits]
 
-    assert [h.content for h in hits][:2] == [
-        "passport renewal appointment booked",
-        "passport renewal appointment at the consulate",
-    ]
-    assert hits[-1].content == "lunch with Sam"
+    # Relevance alone: the older, shorter statement matches the question best.
+    assert order("passport renewal appointment consulate Main Street")[:2] == ["Street", "it"]
+    # Asked about now, the newer statement of the same thing comes first.
+    assert order("passport renewal appointment consulate Main Street now")[:2] == ["it", "Street"]
+    assert order("lunch with Sam")[0] == "Sam"
 
 
 def test_presets_weigh_different_factors(store: Store) -> None:
@@ -301,3 +340,18 @@ def test_database_failures_are_storage_errors_not_bad_requests(store: Store) -> 
     with pytest.raises(StorageError, match="search in namespace 'a' failed") as failed:
         r.search("a", "something", as_of=NOW)
     assert not isinstance(failed.value, RetrievalError)  # a server's failure, not bad input
+
+
+def test_restatements_come_from_the_searched_namespace_only(store: Store) -> None:
+    old = "I moved to Berlin, the flat is near the river"
+    [berlin] = put(store, "alice", [old], NOW - timedelta(days=70), session_id="s1")
+    [paris] = put(store, "alice.b", [f"{old} and the park"], NOW, session_id="s2")
+    r = retriever(store)
+
+    # The store's role bypasses the policies: only the query's own filter keeps alice.b out.
+    with store.engine.connect() as conn:
+        found = candidate_vectors(conn, "alice", [berlin, paris], prepare=False)
+    [hit] = r.search("alice", "which flat do I live in now?", as_of=NOW, record_access=False)
+
+    assert set(found) == {berlin} and found[berlin].shape == (384,)
+    assert hit.memory_id == berlin and hit.restated_by is None and hit.weights["supersede"]

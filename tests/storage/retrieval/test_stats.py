@@ -7,9 +7,7 @@ from datetime import UTC, datetime
 
 from storage.embedding import HashingEmbedder
 from storage.kernel.settings import RetrievalSettings
-from storage.retrieval._inputs import DF_CAP, lexical_params
-from storage.retrieval._search import Retriever
-from storage.retrieval._stats import StatsCache
+from storage.retrieval import DF_CAP, Retriever, StatsCache, lexical_params
 from storage.server.engine import Store
 from tests.storage.memory_factory import put
 

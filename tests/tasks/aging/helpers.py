@@ -10,7 +10,7 @@ from fsspec.implementations.local import LocalFileSystem
 from sqlalchemy import text
 
 from storage.server.engine import Store
-from tasks.aging._cold_store import ColdStore
+from tasks.aging import ColdStore
 from tests.helpers import add_session, chat, run_sync
 
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)

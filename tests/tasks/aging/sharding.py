@@ -15,10 +15,7 @@ from storage.embedding import HashingEmbedder
 from storage.kernel.shards import Scope, Shard
 from storage.operations.aging import DecayParams
 from storage.server.engine import Store
-from tasks.aging._archival import archive_old
-from tasks.aging._cold_store import ColdStore
-from tasks.aging._compression import compress_old
-from tasks.aging._run import cutoffs, decay, delete_old
+from tasks.aging import ColdStore, archive_old, compress_old, cutoffs, decay, delete_old
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import AS_OF, DENTIST, LONG_AGO, MONTHS_AGO, synced_session
 

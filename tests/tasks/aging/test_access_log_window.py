@@ -14,7 +14,7 @@ from storage.kernel.settings import AgingSettings, RetrievalSettings
 from storage.operations.access import LogWindow, fold_accesses
 from storage.retrieval import Retriever
 from storage.server.engine import Store
-from tasks.aging._run import cutoffs, prune_access_log
+from tasks.aging import cutoffs, prune_access_log
 from tests.storage.memory_factory import put
 
 START = datetime(2026, 3, 1, 20, 0, tzinfo=UTC)

@@ -12,26 +12,31 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.archive._rows import (
+from storage.archive import (
     MEMORY_SCHEMA,
     STORED_BYTES_CAST,
     MemoryReader,
     Page,
     VectorBuffer,
-    _vectors,
     fetch_memories,
+    vector_column,
 )
 from storage.embedding import HashingEmbedder
 from storage.kernel.errors import InputError
 from storage.kernel.settings import RetrievalSettings
 from storage.kernel.shards import Scope
-from storage.retrieval import SearchOptions
-from storage.retrieval._archived import ArchiveReader
-from storage.retrieval._search import Retriever
+from storage.retrieval import ArchiveReader, Retriever, SearchOptions
 from storage.server.engine import Store
-from tasks.aging._archival import archive_old, by_year, commit_part, verify_part, write_part
-from tasks.aging._cold_store import ColdStore, Scratch
-from tasks.privacy._erase import restore
+from tasks.aging import (
+    ColdStore,
+    Scratch,
+    archive_old,
+    by_year,
+    commit_part,
+    verify_part,
+    write_part,
+)
+from tasks.privacy import restore
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import AS_OF, column, local_cold, s3_cold, scalar
 from tests.tasks.files.test_durable import unwritten_pages
@@ -201,7 +206,7 @@ def test_a_file_without_manifest_is_overwritten(store: Store, tmp_path: Path) ->
     cold = local_cold(tmp_path)
     seed(store)
     part = _first_part(store)
-    from tasks.aging._cold_store import memories_part
+    from tasks.aging import memories_part
 
     ids = part.column("id").to_pylist()
     cold.write(memories_part("alice", 2025, min(ids), max(ids), rewrite=False), part.slice(0, 1))
@@ -217,7 +222,7 @@ def test_hot_leftovers_of_committed_files_are_deleted_not_archived_again(
     run(store, cold)
     uri = column(store, "SELECT uri FROM archive_manifest ORDER BY id")[0]
     one = cold.read(uri).slice(0, 1)
-    from storage.archive._rows import insert_rows
+    from storage.archive import insert_rows
 
     with Session(store.engine) as session, session.begin():
         insert_rows(session, one)  # a copy of an archived row reappears in the hot table
@@ -423,14 +428,14 @@ def test_vectors_convert_from_any_chunking_into_the_asked_order(*, stored_bytes:
     column = pa.chunked_array([sliced, pa.array([], pa.binary()), pa.array(values[3:])])
     order = np.array([6, 0, 5, 1, 4, 2, 3])
 
-    got = _vectors(column, VectorBuffer(), stored_bytes=stored_bytes, order=order)
-    in_place = _vectors(column, VectorBuffer(), stored_bytes=stored_bytes, order=None)
+    got = vector_column(column, VectorBuffer(), stored_bytes=stored_bytes, order=order)
+    in_place = vector_column(column, VectorBuffer(), stored_bytes=stored_bytes, order=None)
 
     assert np.array_equal(np.array(got.to_pylist(), dtype=np.float32), want[order])
     assert np.array_equal(np.array(in_place.to_pylist(), dtype=np.float32), want)
     mixed = pa.chunked_array([pa.array(values[:2]), pa.array([head + bytes(8)])])
     with pytest.raises(ValueError, match="different dimensions"):
-        _vectors(mixed, VectorBuffer(), stored_bytes=stored_bytes, order=None)
+        vector_column(mixed, VectorBuffer(), stored_bytes=stored_bytes, order=None)
 
 
 def test_two_workers_archive_every_namespace_of_many_once(store: Store, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import threading
 import pyarrow as pa
 import pytest
 
-from tasks.aging._bulk_memory import _glibc, bulk_memory
+from tasks.aging import bulk_memory, glibc
 
 
 class MallInfo2(ctypes.Structure):
@@ -24,7 +24,7 @@ class MallInfo2(ctypes.Structure):
 
 def held() -> tuple[int, int]:
     """(bytes in mmapped blocks, bytes of heap) that glibc holds for the main arena."""
-    libc = _glibc()
+    libc = glibc()
     assert libc is not None  # these machines run glibc
     libc.mallinfo2.restype = MallInfo2
     info = libc.mallinfo2()

@@ -19,10 +19,8 @@ from storage.memories import NewMemory, insert_memories
 from storage.operations.aging import DecayParams
 from storage.retrieval import Retriever, SearchOptions
 from storage.server.engine import Store
-from tasks.aging._archival import archive_old
-from tasks.aging._compression import compress_old, write_transcripts
-from tasks.aging._run import decay, delete_old
-from tasks.sync._steps import build_context
+from tasks.aging import archive_old, compress_old, decay, delete_old, write_transcripts
+from tasks.sync import build_context
 from tests.helpers import add_session, chat, run_sync
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import (

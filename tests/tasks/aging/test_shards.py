@@ -13,10 +13,7 @@ from storage.archive import EARLIEST, MemoryReader, Page, fetch_memories
 from storage.embedding import HashingEmbedder
 from storage.kernel.shards import Scope, Shard
 from storage.server.engine import Store
-from tasks.aging._archival import archive_old, write_part
-from tasks.aging._cold_store import ColdStore
-from tasks.aging._compression import compress_old
-from tasks.aging._run import cutoffs, delete_old
+from tasks.aging import ColdStore, archive_old, compress_old, cutoffs, delete_old, write_part
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import AS_OF, column, local_cold, scalar
 from tests.tasks.aging.sharding import NAMESPACES, age, seed, state

@@ -16,8 +16,7 @@ from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
 from storage.kernel.errors import ConfigurationError
 from storage.kernel.settings import RedactionSettings, Settings, WatchdogSettings
-from tasks.common import Notice
-from tasks.common._notify import ARTIFACT_KEY, Notifier, notify_flow_failure
+from tasks.common import ARTIFACT_KEY, Notice, Notifier, notify_flow_failure
 from tests.webhook_server import Webhook, webhook_server
 
 AT = datetime(2026, 11, 20, 10, 15, tzinfo=UTC)

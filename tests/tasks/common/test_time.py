@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 from tasks.common import readable
-from tasks.quality._types import QualityReport
+from tasks.quality import QualityReport
 
 
 def test_moments_read_to_the_second_with_their_zone() -> None:

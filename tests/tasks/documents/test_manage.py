@@ -14,7 +14,7 @@ from storage.embedding import HashingEmbedder
 from storage.kernel.errors import InputError
 from storage.server.engine import Store
 from tasks.documents import Chunking, feedback, list_documents, purge_documents, rebuild
-from tasks.files._memory_files import open_memory_root
+from tasks.files import open_memory_root
 from tasks.privacy import Export, forget
 from tests.tasks.aging.helpers import local_cold
 from tests.tasks.documents.test_ingest import AT, chunks_of, ingest, write_samples

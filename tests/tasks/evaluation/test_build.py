@@ -16,20 +16,21 @@ from storage.kernel.errors import InputError
 from storage.kernel.scoring import PRESETS
 from storage.retrieval import Hit, Retriever
 from storage.server.engine import Store
-from tasks.evaluation._build import build_memory, check_namespaces, day_run, run_queries
-from tasks.evaluation._inputs import (
+from tasks.evaluation import (
+    OVERALL,
     EvalInputs,
     EvalQuery,
+    GroupSummary,
+    build_memory,
     check_evidence,
+    check_namespaces,
+    day_run,
     load_inputs,
+    percentile,
     read_queries,
     read_sessions,
-)
-from tasks.evaluation._metrics import (
-    OVERALL,
-    GroupSummary,
-    percentile,
     render_table,
+    run_queries,
     score_question,
     summarise,
 )

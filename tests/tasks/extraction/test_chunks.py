@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tasks.extraction._chunks import CHUNK_CHARS, OVERLAP_CHARS, chunk_text
+from tasks.extraction import CHUNK_CHARS, OVERLAP_CHARS, chunk_text
 
 
 def _paragraphs(n: int) -> str:

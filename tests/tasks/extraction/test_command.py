@@ -11,9 +11,7 @@ from pathlib import Path
 import pytest
 
 from storage.kernel.errors import ConfigurationError
-from tasks.extraction._command import CommandExtractor
-from tasks.extraction._heuristic import HeuristicExtractor
-from tasks.extraction._none import NoneExtractor
+from tasks.extraction import CommandExtractor, HeuristicExtractor, NoneExtractor
 from tests.tasks.extraction.test_llm import T0, TURNS, good_reply, state_of
 
 # Reads the session JSON, answers with a reply built from it.
@@ -52,7 +50,7 @@ def test_a_valid_reply_is_used(tmp_path: Path) -> None:
         m for m in heuristic.memories if m.kind == "turn"
     ]
     assert result.tokens == {"fallback": 0}
-    assert CommandExtractor(argv).name == f"command:{Path(sys.executable).name} {argv[1]}"
+    assert CommandExtractor(argv).name == f"command:{Path(sys.executable).name} {argv[1]}"[:100]
 
 
 def test_long_sessions_reach_the_program_cut_from_the_start(tmp_path: Path) -> None:

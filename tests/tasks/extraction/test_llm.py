@@ -25,15 +25,15 @@ from storage.kernel.settings import ExtractorSettings, Settings
 from storage.kernel.shards import Scope
 from storage.pseudonyms import Pseudonyms
 from storage.server.engine import Store
-from tasks.extraction._command import CommandExtractor
-from tasks.extraction._factory import make_extractor
-from tasks.extraction._heuristic import HeuristicExtractor
-from tasks.extraction._llm import LLMExtractor
-from tasks.extraction._none import NoneExtractor
+from tasks.extraction import (
+    CommandExtractor,
+    HeuristicExtractor,
+    LLMExtractor,
+    NoneExtractor,
+    make_extractor,
+)
 from tasks.files import FlushOutcome
-from tasks.sync import SyncWork, build_report
-from tasks.sync._process import plan_sync, process_batch
-from tasks.sync._types import SyncContext
+from tasks.sync import SyncContext, SyncWork, build_report, plan_sync, process_batch
 from tests.helpers import add_session, chat
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)

@@ -26,12 +26,9 @@ from storage.kernel.shards import Scope
 from storage.pseudonyms import Pseudonyms
 from storage.redaction import RedactionPolicy
 from storage.server.engine import Store
-from tasks.extraction._command import CommandExtractor
-from tasks.extraction._llm import LLMExtractor
+from tasks.extraction import CommandExtractor, LLMExtractor
 from tasks.files import FlushOutcome
-from tasks.sync import SyncWork, build_report
-from tasks.sync._process import plan_sync, process_batch
-from tasks.sync._types import SyncContext
+from tasks.sync import SyncContext, SyncWork, build_report, plan_sync, process_batch
 from tests.helpers import add_session, chat
 from tests.tasks.extraction.test_llm import (
     MODEL,

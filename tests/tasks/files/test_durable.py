@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fsspec.implementations.local import LocalFileSystem
 
-from tasks.files import _durable as durable
+from tasks.files import durable as durable
 
 _CACHESTAT = 451  # the same number on x86-64 and arm64
 _libc = ctypes.CDLL(None, use_errno=True)

@@ -13,7 +13,7 @@ import pytest
 from storage.server.engine import Store
 from tasks.files import md_inline, md_line, open_memory_root
 from tasks.privacy import purge_session
-from tasks.sync._transcripts import JsonlTranscripts, ingest
+from tasks.sync import JsonlTranscripts, ingest
 from tests.fuzz_values import FORGED_TITLE
 from tests.helpers import run_sync
 from tests.tasks.aging.helpers import local_cold

@@ -1,8 +1,7 @@
-"""Two writers delivering to one memory file at once: neither overwrites the other's lines."""
+"""Two writers delivering to one memory file at once: neither overwrites the other's blocks."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from pathlib import Path
@@ -14,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from storage import blocks
 from storage.server.engine import Store
-from tasks.files import FlushOutcome, MemoryRoot, flush_blocks, timeline_block
+from tasks.files import FlushOutcome, MemoryRoot, block_marker, flush_blocks
 
 
 class PausesAfterReading(LocalFileSystem):  # type: ignore[misc]
@@ -33,10 +32,20 @@ class PausesAfterReading(LocalFileSystem):  # type: ignore[misc]
         return data
 
 
-def queue_line(store: Store, number: int) -> None:
-    event = {"event": "tidy", "namespace": "acme", "as_of": f"2026-11-2{number}T00:00:00+00:00"}
+LOG = "acme/memory/2026-11-21.md"
+
+
+def queue_block(store: Store, number: int) -> None:
+    row: dict[str, object] = {
+        "namespace": "acme",
+        "path": LOG,
+        "block_key": f"daily:s{number}@0123456789abcdef",
+        "content": f"{block_marker(f'daily:s{number}@0123456789abcdef')}\n## Session {number}",
+        "memory_ids": [],
+        "run_id": None,
+    }
     with Session(store.engine) as session, session.begin():
-        blocks.add_blocks(session, [timeline_block("acme", f"tidy:acme@{number}", event)])
+        blocks.add_blocks(session, [row])
 
 
 def waiting_for_a_file_lock(store: Store) -> bool:
@@ -48,17 +57,17 @@ def waiting_for_a_file_lock(store: Store) -> bool:
 def test_a_second_writer_waits_for_the_first_and_keeps_its_lines(
     store: Store, tmp_path: Path
 ) -> None:
-    (tmp_path / "acme").mkdir()
-    (tmp_path / "acme/timeline.jsonl").write_text("")
+    (tmp_path / "acme/memory").mkdir(parents=True)
+    (tmp_path / LOG).write_text("# Memory log · acme · 2026-11-21\n")
     slow = PausesAfterReading()
-    queue_line(store, 1)
+    queue_block(store, 1)
     results: dict[str, FlushOutcome] = {}
     first = threading.Thread(
         target=lambda: results.update(a=flush_blocks(store.engine, MemoryRoot(slow, str(tmp_path))))
     )
     first.start()
     assert slow.read_done.wait(timeout=60)  # it holds line 1 and the file as it was
-    queue_line(store, 2)
+    queue_block(store, 2)
     second = threading.Thread(
         target=lambda: results.update(
             b=flush_blocks(store.engine, MemoryRoot(LocalFileSystem(), str(tmp_path)))
@@ -74,6 +83,7 @@ def test_a_second_writer_waits_for_the_first_and_keeps_its_lines(
     first.join(timeout=60)
     second.join(timeout=60)
 
-    lines = (tmp_path / "acme/timeline.jsonl").read_text().splitlines()
-    assert [json.loads(line)["block"] for line in lines] == ["tidy:acme@1", "tidy:acme@2"]
+    text = (tmp_path / LOG).read_text()
+    assert text.index("## Session 1") < text.index("## Session 2")
+    assert text.count("## Session") == 2
     assert results["a"].blocks_appended == results["b"].blocks_appended == 1

@@ -107,3 +107,49 @@ def test_dropping_sweeps_the_copy_a_killed_write_left(tmp_path: Path) -> None:
 
     assert temporaries(path.parent) == []
     assert all("Secret trip" not in p.read_text() for p in path.parent.iterdir())
+
+
+def test_a_flush_writes_only_at_the_end_and_reads_only_the_tail(tmp_path: Path) -> None:
+    # A year of history before: the file is not replaced (same inode), its earlier bytes
+    # stay as they were, and the new line follows them.
+    root = root_at(tmp_path)
+    path = tmp_path / "acme/timeline.jsonl"
+    history = [session_line(f"old{n}", f"Day {n}") for n in range(5000)]
+    append_to_file(root, "acme/timeline.jsonl", history)
+    before, inode = path.read_bytes(), path.stat().st_ino
+
+    assert append_to_file(root, "acme/timeline.jsonl", [session_line("new", "Today")]) == 1
+
+    after = path.read_bytes()
+    assert path.stat().st_ino == inode
+    assert after.startswith(before)
+    assert [line["session"] for line in read_lines(path)][-2:] == ["old4999", "new"]
+
+
+def test_lines_a_killed_flush_wrote_are_not_written_twice(tmp_path: Path) -> None:
+    # The flush appended two lines and died before marking them written: the next flush
+    # gets all three pending again and adds only the third.
+    root = root_at(tmp_path)
+    path = tmp_path / "acme/timeline.jsonl"
+    append_to_file(root, "acme/timeline.jsonl", [session_line(f"old{n}", "x") for n in range(50)])
+    pending = [session_line("a", "A"), session_line("b", "B"), session_line("c", "C")]
+    append_to_file(root, "acme/timeline.jsonl", pending[:2])
+
+    assert append_to_file(root, "acme/timeline.jsonl", pending) == 1
+
+    sessions = [line["session"] for line in read_lines(path)]
+    assert sessions[-3:] == ["a", "b", "c"] and len(sessions) == 53
+
+
+def test_a_line_torn_by_a_crash_is_written_again_whole(tmp_path: Path) -> None:
+    root = root_at(tmp_path)
+    path = tmp_path / "acme/timeline.jsonl"
+    append_to_file(root, "acme/timeline.jsonl", [session_line("s1", "Trip")])
+    torn = session_line("s2", "Dentist ünïcode")
+    whole = torn[1].encode("utf-8")
+    with path.open("ab") as handle:  # the machine stopped inside a multi-byte character
+        handle.write(whole[: whole.index("ü".encode()) + 1])
+
+    assert append_to_file(root, "acme/timeline.jsonl", [torn]) == 1
+
+    assert [line["session"] for line in read_lines(path)] == ["s1", "s2"]

@@ -17,12 +17,10 @@ from storage.kernel.shards import Scope
 from storage.keys import create_key
 from storage.operations.ann import refresh_terms
 from storage.queue import enqueue
-from storage.retrieval._search import Retriever
+from storage.retrieval import Retriever
 from storage.server.engine import Store
-from tasks.aging._archival import archive_old
-from tasks.aging._cold_store import ColdStore
-from tasks.aging._compression import compress_old
-from tasks.files._memory_files import open_memory_root
+from tasks.aging import ColdStore, archive_old, compress_old
+from tasks.files import open_memory_root
 from tasks.privacy import Export, forget, purge_session, set_pin
 from tests.helpers import add_session, chat, run_sync
 from tests.storage.memory_factory import put

@@ -14,11 +14,11 @@ from pathlib import Path
 from sqlalchemy import text
 
 from storage.embedding import HashingEmbedder
-from storage.retrieval._search import Retriever
+from storage.retrieval import Retriever
 from storage.server.engine import Store
-from tasks.files._memory_files import open_memory_root
+from tasks.files import open_memory_root
 from tasks.privacy import purge_session
-from tasks.tidy._namespace import make_context, tidy_namespace
+from tasks.tidy import make_context, tidy_namespace
 from tests.helpers import add_session, chat, run_sync
 from tests.tasks.aging.helpers import local_cold
 

@@ -6,8 +6,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from tasks.quality._html import write_html_report
-from tasks.quality._types import CheckOutcome, QualityReport
+from tasks.quality import CheckOutcome, QualityReport, write_html_report
 
 AT = datetime(2026, 11, 20, 23, 30, tzinfo=UTC)
 

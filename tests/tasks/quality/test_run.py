@@ -15,9 +15,8 @@ from storage import runs
 from storage.kernel.settings import QualitySettings
 from storage.pseudonyms import Pseudonyms
 from storage.server.engine import Store
-from tasks.files._memory_files import open_memory_root
-from tasks.quality._run import check_memory_files, run_quality
-from tasks.quality._types import CheckOutcome, QualityReport
+from tasks.files import open_memory_root
+from tasks.quality import CheckOutcome, QualityReport, check_memory_files, run_quality
 from tests.helpers import add_session, chat, pseudonym, run_sync
 
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)

@@ -18,10 +18,10 @@ from sqlalchemy.orm import Session
 from deployments.commands.queue import show_stats
 from storage.embedding import HashingEmbedder
 from storage.kernel.settings import Settings
-from storage.queue import _table as queue
+from storage.queue import table as queue
 from storage.server.engine import Store
-from tasks.queue._ops import drain_once
-from tasks.watchdog._run import store_checks
+from tasks.queue import drain_once
+from tasks.watchdog import store_checks
 
 FACTS = [f"fact {n}" for n in range(20)]  # one claim batch
 

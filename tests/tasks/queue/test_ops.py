@@ -15,11 +15,10 @@ from sqlalchemy.orm import Session
 from storage.embedding import HashingEmbedder
 from storage.kernel.errors import InputError, PermanentError
 from storage.kernel.settings import Settings
-from storage.queue import _table as queue
-from storage.retrieval._search import Retriever
+from storage.queue import table as queue
+from storage.retrieval import Retriever
 from storage.server.engine import Store
-from tasks.queue._execute import is_permanent
-from tasks.queue._ops import DrainReport, describe_failure, drain_once, run_worker
+from tasks.queue import DrainReport, describe_failure, drain_once, is_permanent, run_worker
 from tests.helpers import add_session, chat
 from tests.storage.memory_factory import put
 

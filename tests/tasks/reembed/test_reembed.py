@@ -16,12 +16,11 @@ from storage.kernel.errors import ConfigurationError
 from storage.kernel.shards import Scope
 from storage.meta import check_compatible, read_facts
 from storage.operations.ann import namespace_index
-from storage.retrieval import SearchOptions
-from storage.retrieval._search import Retriever
+from storage.retrieval import Retriever, SearchOptions
 from storage.server.engine import Store
-from tasks.aging._archival import archive_old
+from tasks.aging import archive_old
 from tasks.ann_index import refresh_ann_index
-from tasks.privacy._erase import restore
+from tasks.privacy import restore
 from tasks.reembed import reembed
 from tests.child import PausedChild
 from tests.storage.memory_factory import put

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tasks.samples._bulk import generate_bulk
+from tasks.samples import generate_bulk
 
 
 def test_generate_bulk_counts_ranges_and_determinism() -> None:

@@ -13,7 +13,7 @@ import pytest
 from fsspec.implementations.local import LocalFileSystem
 
 from storage.kernel.records import MessageRecord, SessionRecord
-from tasks.samples._demo import DEMO_BAD_LINES, TranscriptFile, generate_demo, write_transcripts
+from tasks.samples import DEMO_BAD_LINES, TranscriptFile, generate_demo, write_transcripts
 
 TODAY = date(2026, 11, 20)
 TZ = ZoneInfo("Europe/Berlin")

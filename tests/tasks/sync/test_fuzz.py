@@ -29,7 +29,7 @@ from storage.embedding import HashingEmbedder
 from storage.kernel.settings import Settings
 from storage.retrieval import Retriever
 from storage.server.engine import Store
-from tasks.sync._transcripts import JsonlTranscripts, ingest
+from tasks.sync import JsonlTranscripts, ingest
 from tests.fuzz_values import (
     BAD_IDS,
     BAD_KEYS,

@@ -13,12 +13,10 @@ from storage.kernel.records import MessageRecord
 from storage.kernel.settings import RetrievalSettings
 from storage.kernel.shards import Scope
 from storage.queue import forget_memory
-from storage.retrieval import Hit, Retriever
-from storage.retrieval._archived import ArchiveReader
+from storage.retrieval import ArchiveReader, Hit, Retriever, SearchOptions
 from storage.server.engine import Store
 from storage.sessions import record_messages
-from tasks.aging._archival import archive_old
-from tasks.aging._compression import compress_old
+from tasks.aging import archive_old, compress_old
 from tests.helpers import add_session, chat, counts, run_sync, snapshot
 from tests.tasks.aging.helpers import column, local_cold
 
@@ -54,8 +52,11 @@ def searcher(store: Store) -> Retriever:
     return Retriever(store.engine, HashingEmbedder(384), RetrievalSettings(), store.settings.tz)
 
 
-def search(r: Retriever, query: str, **kwargs: object) -> list[Hit]:
-    return r.search("alice", query, as_of=AS_OF, record_access=False, **kwargs)  # type: ignore[arg-type]
+def search(
+    r: Retriever, query: str, *, limit: int = 10, options: SearchOptions | None = None
+) -> list[Hit]:
+    chosen = options or SearchOptions()
+    return r.search("alice", query, limit=limit, as_of=AS_OF, record_access=False, options=chosen)
 
 
 def chunks_of_m0(store: Store) -> list[tuple[int, str]]:
@@ -72,7 +73,7 @@ def test_a_word_near_the_end_of_a_9000_character_message_is_found(store: Store) 
     r = searcher(store)
 
     for weights in ({"lexical": 1.0}, {"dense": 1.0}, None):  # keyword, vector, default
-        top = search(r, KEYWORD, weights=weights)[0]
+        top = search(r, KEYWORD, options=SearchOptions(weights=weights))[0]
         assert (top.kind, top.session_id, top.message_ids) == ("turn", "ops", ("m0",))
         assert KEYWORD in top.content, weights
     chunks = chunks_of_m0(store)
@@ -135,7 +136,7 @@ def test_chunks_archive_and_compress_like_other_turns(store: Store, tmp_path: Pa
     assert {i for i, _ in chunks} <= set(archived)
     r = searcher(store)
     r.archive = ArchiveReader(fs=cold.fs)
-    hits = search(r, f"backup billing {KEYWORD}", include_archived=True)
+    hits = search(r, f"backup billing {KEYWORD}", options=SearchOptions(include_archived=True))
     mine = [h for h in hits if h.kind == "turn" and h.message_ids == ("m0",)]
     assert len(mine) == 1 and KEYWORD in mine[0].content and mine[0].tier == "archived"
 
@@ -169,7 +170,9 @@ def test_a_very_long_message_does_not_crowd_others_out_of_the_results(store: Sto
     run_sync(store, AS_OF)
     assert len(column(store, "SELECT id FROM memories WHERE session_id = 'paste'")) > 60
 
-    hits = search(searcher(store), "backup billing volume", limit=8, kinds=["turn"])
+    hits = search(
+        searcher(store), "backup billing volume", limit=8, options=SearchOptions(kinds=["turn"])
+    )
 
     assert len(hits) == 8
     assert sum(h.session_id == "paste" for h in hits) <= 2  # the paste once (its reply maybe)

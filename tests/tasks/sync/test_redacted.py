@@ -10,8 +10,7 @@ from sqlalchemy import text
 
 from storage.kernel.settings import RedactionSettings
 from storage.server.engine import Store
-from tasks.sync._redacted import RedactedSource, stored_source
-from tasks.sync._transcripts import JsonlTranscripts, ingest
+from tasks.sync import JsonlTranscripts, RedactedSource, ingest, stored_source
 from tests.tasks.sync.test_transcripts import HEADER, jsonl, msg
 
 PLANTED = ("alice@example.com", "+49 30 12345678", "DE89 3704 0044 0532 0130 00")

@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from storage.kernel.errors import InputError
 from storage.server.engine import Store
-from tasks.sync._transcripts import JsonlTranscripts, ingest, parse_transcript
+from tasks.sync import JsonlTranscripts, ingest, parse_transcript
 
 MESSAGES = "SELECT session_id, id, content FROM chat_messages ORDER BY 1, 2"
 HEADER = {"type": "session", "id": "s1", "namespace": "alice", "agent": "aria", "kind": "direct"}

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.tidy import archived_path, without_entries
-from tasks.tidy._render import Line, render
+from tasks.tidy import Line, archived_path, render, without_entries
 
 HEAD = "# Long-term memory · alice · week of 2026-11-16"
 

@@ -8,9 +8,18 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from tasks.tidy._merge import normalise
-from tasks.tidy._render import Caps, cut_utf8, header, measure, trace
-from tasks.tidy._select import Candidate, document, score, select
+from tasks.tidy import (
+    Candidate,
+    Caps,
+    cut_utf8,
+    document,
+    header,
+    measure,
+    normalise,
+    score,
+    select,
+    trace,
+)
 
 HEAD = header("alice", date(2026, 11, 16))
 WORDS = ["trip", "Lisbon", "window", "seat", "dentist", "budget", "deploy", "ok", "TAP"]
@@ -118,6 +127,26 @@ def test_near_duplicates_merge_citing_all_ids() -> None:
     assert merged[0].memory_ids == (3, 7, 9)
     assert merged[0].text == "Alice prefers window seats on long flights"  # the preference
     assert merged[0].score == 0.7 and merged[0].line.endswith("<!-- m:3,7,9 -->")
+
+
+def test_a_fact_told_in_two_sessions_is_one_line_without_either_context() -> None:
+    porto = 'Alice prefers window seats. (in "Trip to Porto", 2026-11-27)'
+    cands = [
+        Candidate(5, "preference", porto, 0.5),
+        Candidate(
+            2, "preference", 'Alice prefers window seats. (in "Trip to Kyoto", 2026-11-24)', 0.4
+        ),
+        Candidate(
+            8, "preference", 'Alice prefers aisle seats. (in "Trip to Kyoto", 2026-11-24)', 0.3
+        ),
+    ]
+    entries = select(HEAD, cands, Caps(80, 5120))
+    assert [(e.memory_ids, e.text) for e in entries] == [
+        ((2, 5), "Alice prefers window seats."),  # says what both say, no one's context
+        ((8,), 'Alice prefers aisle seats. (in "Trip to Kyoto", 2026-11-24)'),
+    ]
+    alone = select(HEAD, cands[:1], Caps(80, 5120))
+    assert alone[0].text == porto and alone[0].key == entries[0].key  # a stable identity
 
 
 def test_normalise_keeps_emoji_and_scripts() -> None:

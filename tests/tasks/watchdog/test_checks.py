@@ -8,11 +8,10 @@ import pytest
 
 from storage.kernel.settings import WatchdogSettings
 from storage.quality_runs import QualityRunRecord
-from storage.queue._payloads import QueueStats
+from storage.queue import QueueStats
 from storage.watchdog import CheckState
 from tasks.common import Notice
-from tasks.watchdog._alerts import decide
-from tasks.watchdog._checks import (
+from tasks.watchdog import (
     CheckResult,
     DeploymentInfo,
     RunInfo,
@@ -20,6 +19,7 @@ from tasks.watchdog._checks import (
     check_deployment,
     check_quality,
     check_queue,
+    decide,
     expected_interval,
 )
 
@@ -213,7 +213,7 @@ def test_clearing_before_the_alert_sends_nothing() -> None:
 
 
 def test_the_report_ends_at_its_last_row_or_note() -> None:
-    from tasks.watchdog._run import Decision, WatchdogReport
+    from tasks.watchdog import Decision, WatchdogReport
 
     ok = CheckResult("queue:dead", ok=True, summary="0 dead items")
     decision = Decision(ok, CheckState("queue:dead"), None)

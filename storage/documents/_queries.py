@@ -1,11 +1,4 @@
-"""``documents`` and ``document_chunks``: ingested files of a namespace and their spans.
-
-A document keeps the text extracted from its file; each chunk is a span of that text
-(``char_start``..``char_end``, ``text`` equal to the span), the heading path above it, its
-vector and an importance that feedback moves. Replacing a document's chunks keeps the
-importance and feedback of chunks whose text did not change. Functions take a session and
-never commit; the caller's transaction makes a replacement all or nothing.
-"""
+"""The documents' queries: each takes a session and never commits (see ``storage.documents``)."""
 
 from __future__ import annotations
 
@@ -14,131 +7,55 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-from pgvector.sqlalchemy import Vector
-from sqlalchemy import (
-    BigInteger,
-    Computed,
-    DateTime,
-    Float,
-    ForeignKey,
-    Integer,
-    String,
-    Text,
-    delete,
-    func,
-    insert,
-    select,
-    text,
-    update,
-)
-from sqlalchemy.dialects.postgresql import TSVECTOR
+from sqlalchemy import delete, func, insert, or_, select, text, true, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy.orm import Session
 
-from storage.kernel.base import Base
+from storage.documents._model import (
+    Document,
+    DocumentChunk,
+    NewChunk,
+    NewDocument,
+    StoredDocument,
+    upload_name,
+)
 
-
-class Document(Base):
-    __tablename__ = "documents"
-
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    namespace: Mapped[str] = mapped_column(String(100))
-    uri: Mapped[str] = mapped_column(Text)
-    title: Mapped[str] = mapped_column(Text)
-    tag: Mapped[str | None] = mapped_column(String(100))
-    format: Mapped[str] = mapped_column(String(20))
-    content_hash: Mapped[str] = mapped_column(String(64))
-    size: Mapped[int] = mapped_column(BigInteger)
-    text: Mapped[str] = mapped_column(Text)
-    chunk_size: Mapped[int] = mapped_column(Integer)
-    overlap: Mapped[int] = mapped_column(Integer)
-    ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-
-
-class DocumentChunk(Base):
-    __tablename__ = "document_chunks"
-
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    document_id: Mapped[int] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
-    namespace: Mapped[str] = mapped_column(String(100))
-    ordinal: Mapped[int] = mapped_column(Integer)
-    heading: Mapped[str] = mapped_column(Text, server_default="")
-    text: Mapped[str] = mapped_column(Text)
-    char_start: Mapped[int] = mapped_column(Integer)
-    char_end: Mapped[int] = mapped_column(Integer)
-    content_hash: Mapped[str] = mapped_column(String(64))
-    embedding: Mapped[Any] = mapped_column(Vector())
-    embedding_model: Mapped[str] = mapped_column(String(200))
-    importance: Mapped[float] = mapped_column(Float, server_default="0.5")
-    feedback_up: Mapped[int] = mapped_column(Integer, server_default="0")
-    feedback_down: Mapped[int] = mapped_column(Integer, server_default="0")
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    tsv: Mapped[Any] = mapped_column(
-        TSVECTOR, Computed("to_tsvector('english', heading || ' ' || text)")
-    )
-
-
-@dataclass(frozen=True)
-class StoredDocument:
-    """What ingest compares a file with: its id, bytes' hash, chunking and tag."""
-
-    id: int
-    content_hash: str
-    chunk_size: int
-    overlap: int
-    tag: str | None
-
-
-@dataclass(frozen=True)
-class NewDocument:
-    """A document to insert or update (by namespace and URI)."""
-
-    namespace: str
-    uri: str
-    title: str
-    tag: str | None
-    format: str
-    content_hash: str
-    size: int
-    text: str
-    chunk_size: int
-    overlap: int
-    at: datetime
-
-
-@dataclass(frozen=True)
-class NewChunk:
-    """One span of a document's text, embedded."""
-
-    ordinal: int
-    heading: str
-    text: str
-    char_start: int
-    char_end: int
-    content_hash: str
-    embedding: np.ndarray
+_STORED = (
+    Document.uri,
+    Document.id,
+    Document.content_hash,
+    Document.chunk_size,
+    Document.overlap,
+    Document.tag,
+    Document.queue_item,
+)
 
 
 def stored_documents(session: Session, namespace: str) -> dict[str, StoredDocument]:
     """The namespace's documents by URI."""
-    stmt = select(
-        Document.uri,
-        Document.id,
-        Document.content_hash,
-        Document.chunk_size,
-        Document.overlap,
-        Document.tag,
-    ).where(Document.namespace == namespace)
-    return {
-        r.uri: StoredDocument(r.id, r.content_hash, r.chunk_size, r.overlap, r.tag)
-        for r in session.execute(stmt)
-    }
+    stmt = select(*_STORED).where(Document.namespace == namespace)
+    return {r.uri: StoredDocument(*r[1:]) for r in session.execute(stmt)}
 
 
-def save_document(session: Session, doc: NewDocument, existing: int | None) -> int:
-    """Insert the document, or update the row ``existing``; its id."""
+def stored_document(session: Session, namespace: str, uri: str) -> StoredDocument | None:
+    """The namespace's document of ``uri``, or None."""
+    stmt = select(*_STORED).where(Document.namespace == namespace, Document.uri == uri)
+    row = session.execute(stmt).first()
+    return None if row is None else StoredDocument(*row[1:])
+
+
+def _not_later(queue_item: int | None) -> Any:
+    """Rows a write of ``queue_item`` may change: any for a file's ingest (None), else those
+    no later queue item wrote."""
+    if queue_item is None:
+        return true()
+    return or_(Document.queue_item.is_(None), Document.queue_item < queue_item)
+
+
+def save_document(session: Session, doc: NewDocument, existing: int | None) -> int | None:
+    """Insert the document, or update the row ``existing``; its id. None: nothing written,
+    since the row is gone or a later queue item wrote it (``NewDocument.queue_item``)."""
+    newer = _not_later(doc.queue_item)
     values = {
         "title": doc.title,
         "tag": doc.tag,
@@ -149,16 +66,41 @@ def save_document(session: Session, doc: NewDocument, existing: int | None) -> i
         "chunk_size": doc.chunk_size,
         "overlap": doc.overlap,
         "updated_at": doc.at,
+        "queue_item": doc.queue_item,
     }
     if existing is not None:
-        session.execute(update(Document).where(Document.id == existing).values(**values))
-        return existing
+        changed = update(Document).where(Document.id == existing, newer).values(**values)
+        return session.execute(changed.returning(Document.id)).scalar()
     row = {"namespace": doc.namespace, "uri": doc.uri, "ingested_at": doc.at, **values}
     # Another ingest of the same new file may have inserted it since this one looked: its row
     # is taken over (the chunks are replaced next), where the insert would stop this run.
-    stmt = pg_insert(Document).values(**row)
-    stmt = stmt.on_conflict_do_update(constraint="uq_documents_namespace_uri", set_=values)
-    return int(session.execute(stmt.returning(Document.id)).scalar_one())
+    added = pg_insert(Document).values(**row)
+    added = added.on_conflict_do_update(
+        constraint="uq_documents_namespace_uri", set_=values, where=newer
+    )
+    return session.execute(added.returning(Document.id)).scalar()
+
+
+def touch(
+    session: Session,
+    document_id: int,
+    queue_item: int,
+    at: datetime,
+    *,
+    tag: str | None = None,
+    title: str | None = None,
+) -> bool:
+    """A queue item that found the document's bytes unchanged: it becomes the item that last
+    wrote it, with the tag and title it gives (None: kept); False when a later item wrote
+    it."""
+    labels = {"tag": tag, "title": title}
+    given = {name: value for name, value in labels.items() if value is not None}
+    stmt = (
+        update(Document)
+        .where(Document.id == document_id, _not_later(queue_item))
+        .values(queue_item=queue_item, updated_at=at, **given)
+    )
+    return session.execute(stmt.returning(Document.id)).first() is not None
 
 
 def set_tag(session: Session, document_id: int, tag: str | None, at: datetime) -> None:
@@ -238,19 +180,31 @@ def list_documents(session: Session, namespace: str) -> list[dict[str, Any]]:
     return [dict(r._mapping) for r in session.execute(LIST, {"namespace": namespace})]
 
 
+@dataclass(frozen=True)
+class Purged:
+    """Documents deleted: their ids, the chunks deleted with them, and the names of those
+    that were added over the HTTP API or MCP (``upload_name``)."""
+
+    ids: list[int]
+    chunks: int
+    names: list[str]
+
+
 def purge_documents(
     session: Session, namespace: str, *, document_id: int | None = None, tag: str | None = None
-) -> tuple[list[int], int]:
-    """Delete one document (by id) or every document with ``tag``, and their chunks:
-    (the deleted documents' ids, chunks deleted)."""
+) -> Purged:
+    """Delete one document (by id) or every document with ``tag``, and their chunks."""
     where = [Document.namespace == namespace]
     where.append(Document.id == document_id if document_id is not None else Document.tag == tag)
-    ids = list(session.scalars(select(Document.id).where(*where).order_by(Document.id)))
-    if not ids:
-        return [], 0
+    found = session.execute(select(Document.id, Document.uri).where(*where).order_by(Document.id))
+    rows = found.all()
+    if not rows:
+        return Purged([], 0, [])
+    ids = [r.id for r in rows]
     chunks = session.execute(delete(DocumentChunk).where(DocumentChunk.document_id.in_(ids)))
     session.execute(delete(Document).where(Document.id.in_(ids)))
-    return ids, int(getattr(chunks, "rowcount", 0))
+    names = [n for n in (upload_name(r.uri) for r in rows) if n is not None]
+    return Purged(ids, int(getattr(chunks, "rowcount", 0)), names)
 
 
 def documents_of(session: Session, namespace: str) -> list[Document]:

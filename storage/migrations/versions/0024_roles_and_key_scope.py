@@ -1,7 +1,7 @@
 """Three roles, and a namespace scope the serving role cannot set for itself.
 
-Revision ID: 0025
-Revises: 0022
+Revision ID: 0024
+Revises: 0023
 
 **The pipeline role.** ``archivist_pipeline`` is the role of the flows and the workers
 (``ARCHIVIST_PIPELINE__DATABASE_URL``): it reads and writes every table's rows, in every
@@ -54,8 +54,8 @@ import secrets
 from alembic import op
 from sqlalchemy import text
 
-revision = "0025"
-down_revision = "0022"
+revision = "0024"
+down_revision = "0023"
 branch_labels = None
 depends_on = None
 
@@ -65,7 +65,14 @@ OLD_SCOPE = "current_setting('archivist.namespace', true)"
 READ = "(SELECT archivist_namespace())"
 WRITE = "(SELECT archivist_namespace(true))"
 # Tables the serving role may change only under a write scope.
-WRITE_GATED = ("episodes", "long_term_entries", "memories", "memory_write_queue")
+WRITE_GATED = (
+    "document_chunks",
+    "documents",
+    "episodes",
+    "long_term_entries",
+    "memories",
+    "memory_write_queue",
+)
 # The policies that compare as ``IS TRUE`` (not an index condition, migration 0018).
 NOT_INDEXED = ("document_chunks", "memories")
 POLICY_TABLES = text(

@@ -1,7 +1,7 @@
 """The access log keeps a window, counted by day beyond it; a key for the ids tenants see.
 
-Revision ID: 0026
-Revises: 0025
+Revision ID: 0025
+Revises: 0024
 
 ``memory_access_log`` grew by one row per search and priming for good, each with its
 context (the query's first 500 characters) and the ids it returned. ``memory-aging`` now
@@ -11,7 +11,7 @@ searches and primings there were and how many memories they returned. No query t
 no memory id outlives the window. The counts that scoring reads (``memories``'
 ``access_count`` and ``last_accessed_at``, ``memory_access_pending``) never came from the
 log and stay as they are. The serving role gets no right on the new table; the pipeline
-gets its rights by the default privileges of migration 0025, and ``forget`` deletes a
+gets its rights by the default privileges of migration 0024, and ``forget`` deletes a
 namespace's rows as it does every table's with a ``namespace`` column.
 
 ``archivist_public_ids`` holds one random key, with which the API and the MCP server turn
@@ -28,8 +28,8 @@ import secrets
 from alembic import op
 from sqlalchemy import text
 
-revision = "0026"
-down_revision = "0025"
+revision = "0025"
+down_revision = "0024"
 branch_labels = None
 depends_on = None
 

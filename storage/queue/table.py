@@ -48,7 +48,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 from storage.kernel.base import Base
 from storage.kernel.errors import InputError
 from storage.kernel.records import storable
-from storage.kernel.settings import QueueSettings, Settings
+from storage.kernel.settings import DocumentSettings, QueueSettings, Settings
 from storage.memories import Memory
 from storage.queue._payloads import (
     DeadItem,
@@ -129,11 +129,12 @@ def enqueue(
 ) -> Enqueued:
     """Validate and queue one write; the same idempotency key again gives back the first item.
 
-    ``settings`` (default: the defaults): its queue's attempts per item, and with
-    ``redaction.before_storage`` the payload's texts are stored redacted, one placeholder
-    scope per item.
+    ``settings`` (default: the defaults): its queue's attempts per item, its documents' size
+    cap, and with ``redaction.before_storage`` the payload's texts are stored redacted, one
+    placeholder scope per item.
     """
-    parsed = validate_payload(namespace, op, payload)
+    documents = settings.documents if settings is not None else DocumentSettings()
+    parsed = validate_payload(namespace, op, payload, max_document_bytes=documents.max_upload_bytes)
     redaction = settings.redaction if settings is not None else None
     policy = RedactionPolicy.from_settings(redaction) if redaction is not None else None
     if policy is not None and policy.before_storage:

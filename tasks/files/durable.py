@@ -132,6 +132,42 @@ def replace(fs: AbstractFileSystem, path: str, data: bytes) -> None:
     sweep(parent)  # what a writer killed before its rename left here
 
 
+def append(path: str, data: bytes, *, drop_from: int | None = None) -> None:
+    """Add ``data`` at the end of a local file, durably: one write, then its bytes flushed
+    (and its name, if the file is new). With ``drop_from``, the file is first cut back to
+    that length (a torn last line). What was there is never rewritten, so the cost of an
+    append is the size of what is added, not of the file."""
+    parent = os.path.dirname(path)
+    make_dirs(parent)
+    new = not os.path.exists(path)
+    handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+    try:
+        if drop_from is not None:
+            os.ftruncate(handle, drop_from)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(handle, view) :]
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+    if new:
+        sync_dir(parent)
+
+
+def read_tail(path: str, size: int) -> tuple[int, bytes]:
+    """The file's length and at most its last ``size`` bytes ((0, b"") if it is missing)."""
+    try:
+        handle = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return 0, b""
+    try:
+        length = os.fstat(handle).st_size
+        start = max(0, length - size)
+        return length, os.pread(handle, length - start, start)
+    finally:
+        os.close(handle)
+
+
 def make_dirs(path: str) -> None:
     """``os.makedirs``, each new directory's name flushed in its parent."""
     missing: list[Path] = []
