@@ -12,10 +12,13 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,7 @@ from sqlalchemy.engine import make_url
 from storage.kernel.settings import Settings
 from storage.server.engine import Store, get_engine, open_store
 from storage.server.migrate import upgrade
+from tests.pg_tcp import TcpServer, start_tcp_server
 
 os.environ.setdefault("ARCHIVIST_EMBEDDING__PROVIDER", "hashing")
 # An embedded server stops with its last process, as the engine tests expect; the keeper's
@@ -197,3 +201,59 @@ def s3_bucket(s3_options: dict[str, object]) -> str:
     name = f"b-{uuid.uuid4().hex[:10]}"
     s3fs.S3FileSystem(**s3_options).mkdir(name)
     return name
+
+
+@dataclass(frozen=True)
+class TcpTemplate:
+    """The TCP server with a migrated template database, and the URL each role logs in
+    with (its password set by ``archivist db roles``)."""
+
+    server: TcpServer
+    name: str
+    urls: dict[str, str]  # ARCHIVIST_PIPELINE__DATABASE_URL, ARCHIVIST_SERVING__DATABASE_URL
+
+
+@pytest.fixture(scope="session")
+def tcp_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TcpTemplate]:
+    """A PostgreSQL server over TCP with passwords (``tests.pg_tcp``), a template database
+    migrated by its superuser (the owner), and the pipeline's and serving's logins."""
+    server = start_tcp_server(tmp_path_factory.mktemp("tcp") / "pg")
+    try:
+        _admin(server.url(), f"CREATE DATABASE {TEMPLATE}")
+        owner = server.url(TEMPLATE)
+        settings = Settings(database_url=owner, data_dir=tmp_path_factory.mktemp("tcp-template"))
+        engine = create_engine(owner)
+        upgrade(engine, settings)
+        engine.dispose()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ARCHIVIST_")}
+        done = subprocess.run(
+            [str(Path(sys.executable).with_name("archivist")), "db", "roles"],
+            env=env
+            | {"ARCHIVIST_DATABASE_URL": owner, "ARCHIVIST_DATA_DIR": str(settings.data_dir)},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        urls = dict(line.split("=", 1) for line in done.stdout.split())
+        yield TcpTemplate(server, TEMPLATE, {k: v.strip("'") for k, v in urls.items()})
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def tcp_settings(tcp_template: TcpTemplate, tmp_path: Path) -> Iterator[Settings]:
+    """Settings for one test on the TCP server: a database of its own, the owner's URL (the
+    superuser's), and the pipeline's and serving's URLs with their passwords."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    admin = tcp_template.server.url()
+    _admin(admin, f"CREATE DATABASE {name} TEMPLATE {tcp_template.name}")
+    urls = {k: database_url(v, name) for k, v in tcp_template.urls.items()}
+    yield Settings(
+        database_url=tcp_template.server.url(name),
+        pipeline={"database_url": urls["ARCHIVIST_PIPELINE__DATABASE_URL"]},
+        serving={"database_url": urls["ARCHIVIST_SERVING__DATABASE_URL"]},
+        data_dir=tmp_path / "data",
+        memory_root=str(tmp_path / "memory"),
+        timezone="UTC",
+    )
+    _admin(admin, f"DROP DATABASE {name} WITH (FORCE)")  # the pools' connections with it

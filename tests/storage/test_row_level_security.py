@@ -80,6 +80,14 @@ def _seen(conn: Connection, tables: list[str]) -> dict[str, set[str]]:
     return seen
 
 
+@pytest.fixture(params=["socket", "tcp"])
+def settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
+    """Each test twice: on the embedded server over its unix socket, and on a server over TCP
+    where every role proves its password (``tcp_settings``: the pipeline's and serving's
+    URLs as ``archivist db roles`` printed them; ``store`` is the pipeline's there)."""
+    return settings if request.param == "socket" else request.getfixturevalue("tcp_settings")
+
+
 @pytest.fixture
 def serving(settings: Settings, store: Store) -> Engine:
     return open_serving_engine(settings)
