@@ -15,9 +15,12 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
+import httpx
+import psutil
 import pytest
 from prefect import Flow
 from prefect.client.orchestration import get_client
@@ -27,10 +30,12 @@ from sqlalchemy import text
 
 from flows.daily_sync import memory_sync_daily
 from flows.sharded_run import memory_sharded_run
+from storage.kernel.settings import Settings
 from storage.kernel.shards import Shard
-from storage.server.engine import Store
+from storage.server.engine import Store, open_store
 from tasks.shards import ShardedReport
-from tests.helpers import counts, files, snapshot
+from tests.helpers import counts, files, new_key, snapshot
+from tests.serving.conftest import ARCHIVIST, LISTENING, wait_for_line
 from tests.tasks.sync.test_sync_shards import AS_OF, fill
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,16 +48,27 @@ RUNNING_SHARDS = (
     "SELECT parameters->>'shard' AS shard, pid FROM runs "
     "WHERE flow = 'memory-sync-daily' AND status = 'running'"
 )
+# The URLs a worker of a store with roles is not given (the owner's, serving's, its key).
+OTHER_ROLES = (
+    "ARCHIVIST_DATABASE_URL",
+    "ARCHIVIST_SERVING__DATABASE_URL",
+    "ARCHIVIST_SERVING__KEY",
+)
 PROCESSED = (
     "SELECT s.namespace FROM processed_sessions p JOIN chat_sessions s ON s.id = p.session_id"
 )
 
 
 def store_env(store: Store) -> dict[str, str]:
+    """What a worker of this store is given: the pipeline's URL alone where the store has
+    one (a server with roles), else the owner's."""
     settings = store.settings
-    assert settings.database_url is not None
+    pipeline = settings.pipeline.database_url
+    url = pipeline if pipeline is not None else settings.database_url
+    assert url is not None
+    variable = "ARCHIVIST_DATABASE_URL" if pipeline is None else "ARCHIVIST_PIPELINE__DATABASE_URL"
     return {
-        "ARCHIVIST_DATABASE_URL": settings.database_url.get_secret_value(),
+        variable: url.get_secret_value(),
         "ARCHIVIST_DATA_DIR": str(settings.data_dir),
         "ARCHIVIST_MEMORY_ROOT": settings.memory_root_url,
         "ARCHIVIST_TIMEZONE": "UTC",
@@ -82,8 +98,9 @@ def deployed(prefect_harness: None) -> None:
 class Workers:
     """``prefect worker start`` subprocesses, each leading its own process group."""
 
-    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+    def __init__(self, env: dict[str, str], log_dir: Path, store: Store) -> None:
         self.env, self.log_dir, self.procs = env, log_dir, list[subprocess.Popen[bytes]]()
+        self.store = store
 
     def start(self, name: str, limit: int = 2) -> subprocess.Popen[bytes]:
         log = (self.log_dir / f"{name}.log").open("wb")
@@ -135,20 +152,21 @@ def workers(
     new_store: Callable[[str], Store], deployed: None, tmp_path: Path
 ) -> Iterator[tuple[Store, Workers]]:
     """A store for the shards, and workers (not yet started) that run flows against it."""
-    store = new_store("sharded")
-    # This process's settings (the tests' embedder among them), pointed at the shards' store
-    env = (
-        dict(os.environ)
-        | store_env(store)
-        | {
-            "PREFECT_API_URL": str(PREFECT_API_URL.value()),
-            "PREFECT_WORKER_QUERY_SECONDS": "1",
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        }
-    )
-    pool = Workers(env, tmp_path)
-    yield store, pool
+    pool = worker_pool(new_store("sharded"), tmp_path)
+    yield pool.store, pool
     pool.stop_all()
+
+
+def worker_pool(store: Store, log_dir: Path) -> Workers:
+    """Workers (not yet started) with this process's settings (the tests' embedder among
+    them), pointed at ``store``."""
+    env = {k: v for k, v in os.environ.items() if k not in OTHER_ROLES}
+    env |= store_env(store) | {
+        "PREFECT_API_URL": str(PREFECT_API_URL.value()),
+        "PREFECT_WORKER_QUERY_SECONDS": "1",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    }
+    return Workers(env, log_dir, store)
 
 
 def unsharded(
@@ -168,6 +186,8 @@ def run_parent(
     store: Store, monkeypatch: pytest.MonkeyPatch, timeout_minutes: float
 ) -> ShardedReport:
     with monkeypatch.context() as patch:
+        for key in OTHER_ROLES:
+            patch.delenv(key, raising=False)
         for key, value in store_env(store).items():
             patch.setenv(key, value)
         return memory_sharded_run(
@@ -251,3 +271,127 @@ def test_a_worker_killed_midway_loses_nothing_and_the_next_run_finishes(
     assert snapshot(sharded) == snapshot(whole)  # nothing lost, nothing twice
     assert counts(sharded) == counts(whole)
     assert files(memory_root(sharded), drop_ids=True) == files(memory_root(whole), drop_ids=True)
+
+
+@contextmanager
+def api_process(store: Store, log: Path) -> Iterator[str]:
+    """``archivist api`` as a process of its own, given the serving role's URL alone."""
+    settings = store.settings
+    assert settings.serving.database_url is not None
+    env = {k: v for k, v in os.environ.items() if k not in OTHER_ROLES}
+    env |= {
+        "ARCHIVIST_SERVING__DATABASE_URL": settings.serving.database_url.get_secret_value(),
+        "ARCHIVIST_DATA_DIR": str(settings.data_dir),
+        "ARCHIVIST_MEMORY_ROOT": settings.memory_root_url,
+        "ARCHIVIST_TIMEZONE": "UTC",
+    }
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [ARCHIVIST, "api", "--port", "0"], env=env, stdout=sink, stderr=subprocess.STDOUT
+        )
+    try:
+        yield wait_for_line(process, log, LISTENING)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+def started_by(workers: list[subprocess.Popen[bytes]], pid: int) -> subprocess.Popen[bytes]:
+    """The worker whose process started flow run ``pid``."""
+    ancestors = {parent.pid for parent in psutil.Process(pid).parents()}
+    [worker] = [w for w in workers if w.pid in ancestors]
+    return worker
+
+
+def logins(store: Store) -> set[str]:
+    """The roles connected to the store's database now."""
+    with store.engine.connect() as conn:
+        found = conn.execute(
+            text(
+                "SELECT DISTINCT usename FROM pg_stat_activity "
+                "WHERE datname = current_database() AND usename IS NOT NULL"
+            )
+        )
+        return set(found.scalars())
+
+
+def search(client: httpx.Client, namespace: str) -> list[dict[str, Any]]:
+    answer = client.post(
+        f"/v1/namespaces/{namespace}/search",
+        json={"query": "when is the budget review?", "limit": 50},
+    )
+    assert answer.status_code == 200, answer.text
+    return list(answer.json()["hits"])
+
+
+@pytest.fixture
+def tcp_workers(
+    tcp_settings: Settings, deployed: None, tmp_path: Path
+) -> Iterator[tuple[Store, Workers]]:
+    """The production topology on one machine: a store on the server over TCP with
+    passwords, workers that get the pipeline's URL alone (and run the flows in processes
+    of their own), this process as the parent run with the same URL."""
+    pool = worker_pool(open_store(tcp_settings), tmp_path)
+    yield pool.store, pool
+    pool.stop_all()
+
+
+def test_over_tcp_a_worker_killed_midway_loses_nothing_and_the_api_keeps_answering(
+    tcp_workers: tuple[Store, Workers],
+    new_store: Callable[[str], Store],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """Two process workers of one pool, the API beside them, each with its own role's URL:
+    a kill -9 of one worker (and the flow run it started) midway through the two-worker
+    sync, then a re-run, writes what one run writes, and the API answers throughout with
+    one key's namespace only."""
+    whole = unsharded(new_store, monkeypatch, rounds=10)  # 140 sessions, 35 a shard
+    store, pool = tcp_workers
+    pool.env["ARCHIVIST_SYNC__BATCH_SIZE"] = "2"  # a commit every 2 sessions: room for a kill
+    fill(store, rounds=10)
+    total = counts(whole)["processed_sessions"]
+    key = new_key(store, "user-1")
+    seen_roles: set[str] = set()
+    with (
+        api_process(store, tmp_path / "api.log") as url,
+        httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=30
+        ) as client,
+    ):
+        health = client.get("/v1/health").json()
+        started = [pool.start(name, limit=1) for name in ("worker-a", "worker-b")]
+        pool.wait_started("worker-a", "worker-b")
+        with ThreadPoolExecutor(1) as parent:
+            failed = parent.submit(run_parent, store, monkeypatch, 10)
+            deadline = time.monotonic() + 300
+            while (victim := a_shard_midway(store)) is None:
+                assert time.monotonic() < deadline and not failed.done(), "no shard started"
+                seen_roles |= logins(store)
+                time.sleep(0.02)
+            # the worker that started that flow run, and the flow run, mid-write
+            pool.kill(started_by(started, victim), victim)
+            landed = len(processed(store))
+            during = search(client, "user-1")
+            with pytest.raises(RuntimeError, match=r"shards not completed: \d/4 \(Crashed"):
+                failed.result(timeout=600)
+        assert 0 < landed < total, "the kill did not land midway"
+
+        report = run_parent(store, monkeypatch, timeout_minutes=10)  # the other worker alone
+        seen_roles |= logins(store)
+        after = search(client, "user-1")
+        other = client.post("/v1/namespaces/user-10/search", json={"query": "budget review"})
+
+    assert health["role"] == "archivist_serving" and health["row_level_security"] is True
+    assert all(s.completed for s in report.shards)
+    assert snapshot(store) == snapshot(whole)  # nothing lost, nothing twice
+    assert counts(store) == counts(whole)
+    assert files(memory_root(store), drop_ids=True) == files(memory_root(whole), drop_ids=True)
+    with store.engine.connect() as conn:
+        sessions = conn.execute(text("SELECT id, namespace FROM chat_sessions")).all()
+    namespace_of: dict[str, str] = {row[0]: row[1] for row in sessions}
+    assert after and {namespace_of[h["session_id"]] for h in after} == {"user-1"}
+    assert {namespace_of[h["session_id"]] for h in during} <= {"user-1"}
+    assert other.status_code == 403  # a look-alike namespace with this key
+    # Nobody connected as the owner (the superuser): each process held its own role's URL.
+    assert seen_roles == {"archivist_pipeline", "archivist_serving"}
