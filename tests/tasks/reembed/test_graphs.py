@@ -15,8 +15,9 @@ from storage.kernel.errors import ConfigurationError
 from storage.kernel.settings import EmbeddingSettings, Settings
 from storage.meta import check_compatible, read_facts
 from storage.retrieval import Retriever
-from storage.server.connect import connect
+from storage.server.connect import checked_embedder, connect
 from storage.server.engine import Store
+from storage.server.scoped import open_serving_engine
 from tasks.reembed import reembed
 from tests.helpers import add_session, chat, run_sync
 
@@ -65,6 +66,9 @@ def test_reembed_moves_the_store_between_the_graphs_and_auto_follows(
 
     # auto keeps the graph the store holds; naming the other is refused until reembed.
     assert connect(local(store))[1].name == FLOAT32
+    # So does the serving role, which sees no row without a key's scope: the recorded graph.
+    serving = open_serving_engine(local(store))
+    assert checked_embedder(serving, local(store)).name == FLOAT32
     with pytest.raises(ConfigurationError, match=f"{FLOAT32} .*{INT8}.*archivist reembed"):
         connect(local(store, "int8"))
 
