@@ -40,13 +40,15 @@ def _put_talk(store: Store, session: str, start: datetime) -> list[int]:
     return ids
 
 
-def _search(store: Store, weights: dict[str, float], **options: object) -> list[str]:
+def _search(
+    store: Store, weights: dict[str, float], limit: int = 5, **options: object
+) -> list[str]:
     r = Retriever(store.engine, HashingEmbedder(384), RetrievalSettings(), store.settings.tz)
     hits = r.search(
         "alice",
         QUESTION,
         as_of=NOW,
-        limit=5,
+        limit=limit,
         record_access=False,
         options=SearchOptions(weights=weights, **options),  # type: ignore[arg-type]
     )
@@ -72,8 +74,9 @@ def test_the_turn_before_a_strong_hit_comes_up_with_it(store: Store) -> None:
     assert with_context[0] == TALK[2]
     assert TALK[1] in with_context
     # The first hits of a longer search are the same.
-    longer = _search(store, resolve_weights("archivist") | {"context": 0.5})
+    longer = _search(store, resolve_weights("archivist"), limit=15)
     assert longer[:5] == with_context
+    assert len(longer) == 15
 
 
 def test_neighbours_respect_the_session_and_the_time_range(store: Store) -> None:
