@@ -4,8 +4,8 @@ The evidence of a question is often the turn beside the one that matches it best
 user's statement before the assistant's reply that repeats its words ("the dolls' house
 sounds like a gift she could keep" answers "Ruby turns four; I found a wooden dolls'
 house"), the quote before "we're going with them". With ``context`` = c weighted, the
-previous and the next turn of each of the best ``ANCHORS`` turn hits (same session, by
-time, within the search's tiers, kinds and time range) count at least c times that hit's
+previous and the next turn of each of the best ``ANCHORS`` turn hits (not low-confidence
+ones; same session, by time, within the search's tiers, kinds and time range) count at least c times that hit's
 score: taken into the results if the candidates missed them, lifted if they ranked lower.
 A clearly more relevant hit still ranks first; a neighbour of a weak hit stays low.
 
@@ -71,8 +71,13 @@ NEIGHBOUR_TURNS = text(
 
 
 def anchors(hits: Sequence[Hit]) -> list[int]:
-    """The memory ids of the best ``ANCHORS`` turn hits of a session."""
-    found = [h.memory_id for h in hits if h.kind == _TURN and h.session_id is not None]
+    """The memory ids of the best ``ANCHORS`` turn hits of a session, but low-confidence
+    ones (a question about nothing in memory gets no neighbours either)."""
+    found = [
+        h.memory_id
+        for h in hits
+        if h.kind == _TURN and h.session_id is not None and not h.low_confidence
+    ]
     return [i for i in found if i is not None][:ANCHORS]
 
 
