@@ -5,8 +5,9 @@ user's statement before the assistant's reply that repeats its words ("the dolls
 sounds like a gift she could keep" answers "Ruby turns four; I found a wooden dolls'
 house"), the quote before "we're going with them". With ``context`` = c weighted, the
 previous and the next turn of each of the best ``ANCHORS`` turn hits (not low-confidence
-ones; same session, by time, within the search's tiers, kinds and time range) count at least c times that hit's
-score: taken into the results if the candidates missed them, lifted if they ranked lower.
+ones; same session, by time, within the search's tiers, kinds and time range) count at
+least c times that hit's score: taken into the results if the candidates missed them,
+lifted if they ranked lower.
 A clearly more relevant hit still ranks first; a neighbour of a weak hit stays low.
 
 It costs one statement (the neighbours, by the session index) and no model work.

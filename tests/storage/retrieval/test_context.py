@@ -97,4 +97,3 @@ def test_neighbours_respect_the_session_and_the_time_range(store: Store) -> None
     ranged = _search(store, weights, time_range=(cut, NOW))
     assert TALK[1] not in ranged
     assert TALK[3] in ranged  # the next turn, inside it, still comes up
-
