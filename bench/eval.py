@@ -11,7 +11,9 @@ For each embedder, memory is built the daily sync's way in a fresh
 embedded store (``tasks.evaluation.build_memory``, as ``archivist eval`` does), then every
 question is asked as of its time with each ranking. Per category it prints message
 recall@10, distinct-session recall@5 and message MRR, and how many unanswerable questions
-got no hit. ``--workdir`` keeps the stores, so a rerun skips the build (it is idempotent).
+got no hit; then the same by the age of the evidence when asked and by the question's
+script (written without spaces between words, as Japanese, or with them). ``--workdir``
+keeps the stores, so a rerun skips the build (it is idempotent).
 
 ``--haystack N`` adds N synthetic sessions of 12 messages to each labelled namespace,
 spread over the two months before its last message (``tasks.samples.generate_bulk``:
@@ -48,6 +50,7 @@ import argparse
 import atexit
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -216,7 +219,15 @@ def evaluate(
         ms = sorted(r.ms for r in runs)
         summary = summarise(scores, (5, 10))
         ages = {k: v for k, v in summarise(by_age, (5, 10)).items() if k != "overall"}
-        out[name] = {"summary": {**summary, **ages}, "p95_ms": ms[int(0.95 * len(ms))]}
+        by_script = [
+            replace(s, category=script_group(r.query.question))
+            for s, r in zip(scores, runs, strict=True)
+        ]
+        scripts = {k: v for k, v in summarise(by_script, (5, 10)).items() if k != "overall"}
+        out[name] = {
+            "summary": {**summary, **ages, **scripts},
+            "p95_ms": ms[int(0.95 * len(ms))],
+        }
     if gold:
         produced = read_produced(store.engine, [g.session_id for g in gold])
         out[SUMMARIES] = score_gold(gold, inputs.transcripts, produced)
@@ -230,6 +241,19 @@ def age_bucket(query: Any, sent: dict[str, datetime]) -> str:
         return "age: no evidence"
     days = (query.asked_at - max(times)).days
     return "age: < 30 days" if days < 30 else "age: 30-179 days" if days < 180 else "age: 180+ days"
+
+
+# Scripts written without spaces between words (Thai, Lao, Burmese, Khmer, Japanese kana,
+# CJK ideographs): what migration 0026 segments into character bigrams.
+UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]"
+)
+
+
+def script_group(question: str) -> str:
+    """Whether the question is written in a script without spaces (Japanese here)."""
+    return "script: no spaces" if UNSPACED.search(question) else "script: spaced"
 
 
 def _cell(group: Any) -> str:

@@ -72,13 +72,15 @@ class Memory(Base):
     occurred_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     tsv: Mapped[Any] = mapped_column(
-        TSVECTOR, Computed("to_tsvector('english', content)", persisted=True)
+        TSVECTOR, Computed("to_tsvector('english', archivist_segmented(content))", persisted=True)
     )
     # The lexemes without positions, each as "namespace:lexeme" (migration 0018).
     scoped_tsv: Mapped[Any] = mapped_column(
         TSVECTOR,
         Computed(
-            "archivist_scoped_lexemes(namespace, to_tsvector('english', content))", persisted=True
+            "archivist_scoped_lexemes(namespace, "
+            "to_tsvector('english', archivist_segmented(content)))",
+            persisted=True,
         ),
     )
 

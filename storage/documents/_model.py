@@ -54,7 +54,7 @@ class DocumentChunk(Base):
     feedback_down: Mapped[int] = mapped_column(Integer, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     tsv: Mapped[Any] = mapped_column(
-        TSVECTOR, Computed("to_tsvector('english', heading || ' ' || text)")
+        TSVECTOR, Computed("to_tsvector('english', archivist_segmented(heading || ' ' || text))")
     )
 
 

@@ -50,7 +50,10 @@ ARCHIVE_FILES = text(
     "SELECT uri FROM archive_manifest "
     "WHERE namespace = :namespace AND kind = 'memories' AND status = 'committed' ORDER BY id"
 )
-QUERY_LEXEMES = text("SELECT tsvector_to_array(to_tsvector(CAST(:cfg AS regconfig), :query))")
+# Lexemes as the hot tier's (migration 0026: runs of scripts without spaces as bigrams).
+QUERY_LEXEMES = text(
+    "SELECT tsvector_to_array(to_tsvector(CAST(:cfg AS regconfig), archivist_segmented(:query)))"
+)
 ARCHIVED_BM25 = text(
     """
     SELECT t.i, length(v.tsv) AS len,
@@ -62,7 +65,8 @@ ARCHIVED_BM25 = text(
                JOIN unnest(CAST(:lexemes AS text[]), CAST(:idfs AS float8[])) AS l(lexeme, idf)
                  ON l.lexeme = u.lexeme), 0) AS bm25
     FROM unnest(CAST(:contents AS text[])) WITH ORDINALITY AS t(content, i)
-    CROSS JOIN LATERAL (SELECT to_tsvector(CAST(:cfg AS regconfig), t.content) AS tsv) v
+    CROSS JOIN LATERAL (
+        SELECT to_tsvector(CAST(:cfg AS regconfig), archivist_segmented(t.content)) AS tsv) v
     ORDER BY t.i
     """
 )

@@ -32,7 +32,8 @@ _BM25_K1, _BM25_B = 1.2, 0.75
 # settings (a search of chunks alone starts here).
 QUERY_LEXEMES = text(
     """
-    SELECT tsvector_to_array(to_tsvector(CAST(:cfg AS regconfig), :query)) AS lexemes,
+    SELECT tsvector_to_array(
+               to_tsvector(CAST(:cfg AS regconfig), archivist_segmented(:query))) AS lexemes,
            EXISTS (SELECT 1 FROM document_chunks WHERE namespace = :namespace AND ann_indexed)
                AS has_ann,
     """

@@ -15,7 +15,7 @@ Bad input raises ``RetrievalError``; an unknown namespace gives ``[]``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
@@ -38,6 +38,7 @@ from storage.retrieval._candidates import (
     pool_target,
     search_params,
 )
+from storage.retrieval._context import anchors, in_context, neighbour_rows
 from storage.retrieval._documents import document_rows, memory_kinds, wants_documents
 from storage.retrieval._inputs import (
     aware,
@@ -47,7 +48,13 @@ from storage.retrieval._inputs import (
 )
 from storage.retrieval._prepared import execute, rows
 from storage.retrieval._priming import build_priming
-from storage.retrieval._ranking import distinct_messages, one_per_source, rank, ranked
+from storage.retrieval._ranking import (
+    distinct_messages,
+    one_per_source,
+    rank,
+    ranked,
+    weights_for,
+)
 from storage.retrieval._restated import Restated, candidate_vectors, memory_ids, restatements
 from storage.retrieval._sql import (
     CANDIDATES,
@@ -219,7 +226,32 @@ class Retriever:
             return self._with_archived(conn, request, rows, params, when, weights)
         restated = self._restated(conn, request.namespace, rows, when, weights)
         hits = ranked(rows, when, weights, self.settings, self.min_cosine, restated)
-        return one_per_source(hits, request.limit)
+        return self._in_context(conn, request, params, hits, when, weights)
+
+    def _in_context(
+        self,
+        conn: Connection,
+        request: Request,
+        params: dict[str, Any] | None,
+        hits: Iterable[Hit],
+        when: QueryTime,
+        weights: Mapping[str, float],
+    ) -> list[Hit]:
+        """The first ``limit`` hits, one place per source, with the turns next to the best
+        ones brought up if ``context`` is weighted (``_context``; one more statement): from
+        one pool for every ``limit`` up to ``POOL_HITS``."""
+        share = weights.get("context", 0.0)
+        if not share or params is None:
+            return one_per_source(hits, request.limit)
+        pool = one_per_source(hits, pool_target(request.limit))
+        ids = anchors(pool)
+        if not ids:
+            return pool[: request.limit]
+        prepare = self.settings.prepared_statements
+        found = neighbour_rows(conn, params, ids, prepare=prepare)
+        used = weights_for(weights, when)
+        half_life = self.settings.half_life_days
+        return one_per_source(in_context(pool, found, share, when, used, half_life), request.limit)
 
     def _restated(
         self,
@@ -283,7 +315,7 @@ class Retriever:
         every = [*rows, *found]
         restated = self._restated(conn, request.namespace, every, when, weights)
         ranked = demote(rank(every, when, weights, self.settings, self.min_cosine, restated))
-        return one_per_source(ranked)[: request.limit]
+        return self._in_context(conn, request, params, ranked, when, weights)
 
     def explain_plan(
         self, namespace: str, query: str, *, limit: int = 10, kinds: Sequence[str] | None = None

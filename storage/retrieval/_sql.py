@@ -50,12 +50,14 @@ SEARCH_SETTINGS = """
                                                   current_setting('plan_cache_mode')), true)
 """
 
-# The query's lexemes, whether the namespace has rows in the HNSW index, and whether it
-# has document chunks (never cached: a stale "no" would hide those rows from search); and
-# the search's settings.
+# The query's lexemes (runs of scripts without spaces as their character bigrams, as the
+# stored ones: migration 0026), whether the namespace has rows in the HNSW index, and
+# whether it has document chunks (never cached: a stale "no" would hide those rows from
+# search); and the search's settings.
 QUERY_TERMS = text(
     """
-    SELECT tsvector_to_array(to_tsvector(CAST(:cfg AS regconfig), :query)) AS lexemes,
+    SELECT tsvector_to_array(
+               to_tsvector(CAST(:cfg AS regconfig), archivist_segmented(:query))) AS lexemes,
            EXISTS (SELECT 1 FROM memories WHERE namespace = :namespace AND ann_indexed)
                AS has_ann,
            EXISTS (SELECT 1 FROM document_chunks WHERE namespace = :namespace) AS has_docs,

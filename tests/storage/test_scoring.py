@@ -48,8 +48,9 @@ def test_presets_and_custom_weights() -> None:
         "importance": 0.05,
         "window": 0.5,
         "supersede": 0.3,
+        "context": 0.7,
     }
-    assert set(archivist) == set(scoring.FACTORS) | {"supersede"}
+    assert set(archivist) == set(scoring.FACTORS) | {"supersede", "context"}
     librarian = scoring.resolve_weights("librarian")
     assert sum(librarian.values()) == pytest.approx(1.0) and librarian["vehemence"] == 0.15
     custom = scoring.resolve_weights("archivist", {"semantic": 0.7, "lexical": 0.3})
