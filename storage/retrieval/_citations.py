@@ -35,8 +35,8 @@ class Citation:
 
     @property
     def line(self) -> str:
-        """The label and the hit's text on one line."""
-        return f"{self.label} {' '.join(self.hit.content.split())}"
+        """The label and the hit's passage (``Hit.shown``) on one line."""
+        return f"{self.label} {' '.join(self.hit.shown.split())}"
 
 
 class CitationBook:

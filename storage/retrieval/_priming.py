@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -17,6 +18,7 @@ from storage.retrieval._citations import cite, sources_line
 from storage.retrieval._ranking import make_hit
 from storage.retrieval._sql import EPISODE_ENTITIES, RECENT_EPISODES, RECORD_ACCESS, TOP_FACTS
 from storage.retrieval._types import Hit, PrimedEpisode, PrimedThread, Priming
+from storage.retrieval.passage import Question, passage
 from storage.server.scoped import scope
 
 FACT_KINDS = ["fact", "preference", "decision"]
@@ -54,8 +56,11 @@ def build_priming(
     now: datetime,
     *,
     record_access: bool,
+    budget: int | None = None,
 ) -> Priming:
-    """Everything priming needs, read in one transaction."""
+    """Everything priming needs, read in one transaction; within ``budget`` tokens (the
+    local model's) when given: facts first, then conversations, open threads and names,
+    each while it fits."""
     timings: dict[str, float] = {}
     clock = time.perf_counter()
     message = (initial_message or "").strip() or None
@@ -79,9 +84,16 @@ def build_priming(
                 context = f"prime: {(message or '')[:500]}"
                 params = {"namespace": namespace, "ids": ids, "context": context, "at": now}
                 conn.execute(RECORD_ACCESS, params)
-    formatted = format_priming(namespace, episodes, threads, facts, entities)
+    if message:  # each conversation by its part that answers the first message
+        question = Question.of(message)
+        episodes = tuple(replace(e, passage=passage(e.summary, question)) for e in episodes)
+    if budget is None:
+        formatted = format_priming(namespace, episodes, threads, facts, entities)
+        timings["total"] = _lap(clock)
+        return Priming(namespace, episodes, threads, facts, entities, formatted, timings)
+    parts, formatted, used = within(namespace, (episodes, threads, facts, entities), budget)
     timings["total"] = _lap(clock)
-    return Priming(namespace, episodes, threads, facts, entities, formatted, timings)
+    return Priming(namespace, *parts, formatted, timings, budget, used)
 
 
 def _lap(start: float) -> float:
@@ -196,7 +208,7 @@ def format_priming(
     lines = [f"What I remember about {namespace}:"]
     if episodes:
         lines += ["", "Recent conversations:"]
-        lines += [f"- {e.ended_at:%Y-%m-%d}: {e.summary}" for e in episodes]
+        lines += [f"- {e.ended_at:%Y-%m-%d}: {e.shown}" for e in episodes]
     if threads:
         lines += ["", "Still open:"]
         lines += [f"- {t.context} (since {t.since:%Y-%m-%d})" for t in threads]
@@ -208,3 +220,34 @@ def format_priming(
     if cited:
         lines += ["", sources_line(cited)]
     return "\n".join(lines)
+
+
+Parts = tuple[tuple[PrimedEpisode, ...], tuple[PrimedThread, ...], tuple[Hit, ...], tuple[str, ...]]
+Counter = Callable[[Sequence[str]], list[int]]
+
+
+def within(
+    namespace: str, parts: Parts, budget: int, count: Counter | None = None
+) -> tuple[Parts, str, int]:
+    """The parts that fit ``budget`` tokens once formatted, their text and its count: the
+    facts first (most relevant first), then conversations, open threads and names, each
+    taken while the whole text still fits. Nothing fits: no text, 0 tokens."""
+    if count is None:
+        from storage.embedding import count_tokens
+
+        count = count_tokens
+    episodes, threads, facts, entities = parts
+    kept: list[list[Any]] = [[], [], [], []]
+    text, used = "", 0
+    order: list[tuple[int, Any]] = [(2, f) for f in facts] + [(0, e) for e in episodes]
+    order += [(1, t) for t in threads] + [(3, e) for e in entities]
+    for slot, item in order:
+        kept[slot].append(item)
+        trial = format_priming(namespace, *kept)
+        tokens = count([trial])[0]
+        if tokens <= budget:
+            text, used = trial, tokens
+        else:
+            kept[slot].pop()
+    chosen: Parts = (tuple(kept[0]), tuple(kept[1]), tuple(kept[2]), tuple(kept[3]))
+    return chosen, text, used

@@ -31,7 +31,9 @@ from storage.kernel.errors import RetrievalError, StorageError
 from storage.kernel.records import NAMESPACE
 from storage.kernel.settings import RetrievalSettings, Settings
 from storage.retrieval._archived import ArchiveReader, ColdQuery, archived_candidates, demote
+from storage.retrieval._budget import Context, checked_budget, fit
 from storage.retrieval._candidates import (
+    POOL_HITS,
     Request,
     neighbours,
     plan,
@@ -58,6 +60,7 @@ from storage.retrieval._sql import (
 from storage.retrieval._stats import StatsCache
 from storage.retrieval._timeframe import QueryTime, read_time
 from storage.retrieval._types import DOC_KIND, Hit, Priming, SearchOptions
+from storage.retrieval.passage import with_passages
 from storage.server.scoped import scope
 
 NO_OPTIONS = SearchOptions()
@@ -143,11 +146,48 @@ class Retriever:
             with self._transaction(conn) as tx:
                 scope(tx, namespace, relaxed=True)
                 hits = self._search(tx, request, read_time(query, now, self.tz), used)
+                hits = with_passages(hits, query)
                 if record_access and hits:
                     self._record(tx, namespace, hits, query, now)
         except DBAPIError as exc:
             raise StorageError(f"search in namespace {namespace!r} failed: {exc.orig}") from exc
         return hits
+
+    def search_within(
+        self,
+        namespace: str,
+        query: str,
+        budget_tokens: int,
+        *,
+        as_of: datetime | None = None,
+        record_access: bool = True,
+        options: SearchOptions = NO_OPTIONS,
+        conn: Connection | None = None,
+    ) -> Context:
+        """The best passages for ``query`` that fit ``budget_tokens`` tokens, each once, with
+        citations and the tokens they take (``_budget``), chosen from the best hits of a
+        whole candidate pool (``POOL_HITS``, within the configured ``max_limit``); only
+        those kept count as an access."""
+        budget = checked_budget(budget_tokens)
+        pool = min(POOL_HITS, self.settings.max_limit)
+        now = aware(as_of) if as_of is not None else datetime.now(UTC)
+        try:
+            with self._transaction(conn) as tx:
+                hits = self.search(
+                    namespace,
+                    query,
+                    limit=pool,
+                    as_of=now,
+                    record_access=False,
+                    options=options,
+                    conn=tx,
+                )
+                context = fit(hits, budget)
+                if record_access and context.hits:
+                    self._record(tx, namespace, context.hits, query, now)
+        except DBAPIError as exc:
+            raise StorageError(f"search in namespace {namespace!r} failed: {exc.orig}") from exc
+        return context
 
     def prime(
         self,
@@ -156,15 +196,20 @@ class Retriever:
         *,
         as_of: datetime | None = None,
         record_access: bool = True,
+        budget_tokens: int | None = None,
     ) -> Priming:
-        """What to remember when a conversation starts (seed 003), with readable text."""
+        """What to remember when a conversation starts (seed 003), with readable text;
+        within ``budget_tokens`` tokens when given."""
+        budget = None if budget_tokens is None else checked_budget(budget_tokens)
         if not NAMESPACE.fullmatch(namespace):
             raise RetrievalError(
                 f"bad namespace {namespace!r}: lowercase letters, digits, '.', '_', '-'"
             )
         now = aware(as_of) if as_of is not None else datetime.now(UTC)
         try:
-            return build_priming(self, namespace, initial_message, now, record_access=record_access)
+            return build_priming(
+                self, namespace, initial_message, now, record_access=record_access, budget=budget
+            )
         except DBAPIError as exc:
             raise StorageError(f"priming namespace {namespace!r} failed: {exc.orig}") from exc
 
@@ -188,7 +233,8 @@ class Retriever:
         (priming uses it); records no access."""
         check_request(namespace, query, limit, kinds, self.settings.max_limit)
         request = Request(namespace, query, vector, limit, kinds=kinds)
-        return self._search(conn, request, read_time(query, now, self.tz), self.weights)
+        hits = self._search(conn, request, read_time(query, now, self.tz), self.weights)
+        return with_passages(hits, query)
 
     def _search(
         self, conn: Connection, request: Request, when: QueryTime, weights: Mapping[str, float]
