@@ -103,3 +103,5 @@ class SearchFlags:
     explain: bool = False
     no_record: bool = False
     as_json: bool = False
+    full: bool = False  # whole memories rather than their passages
+    budget_tokens: int | None = None  # the best passages that fit, from a whole pool
