@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from serving._api_models import SearchRequest
 from serving._documents import Documents
 from serving._errors import Conflict, Forbidden, NotFound, ServiceUnavailable, Unauthorized
 from serving._files import MemoryFiles
@@ -31,7 +32,7 @@ from storage.kernel.errors import InputError
 from storage.kernel.settings import Settings
 from storage.keys import Grant, resolve_key
 from storage.operations import serving_reads
-from storage.retrieval import Citation, Retriever, SearchOptions, TimeRange, cite
+from storage.retrieval import Citation, Context, Retriever, SearchOptions, TimeRange, cite
 from storage.server.scoped import scope
 
 MAX_EPISODES = 50
@@ -131,10 +132,34 @@ class MemoryService:
             )
         return cite(hits)
 
-    def prime(self, grant: Grant, message: str | None = None) -> dict[str, Any]:
-        """What to remember when a conversation starts, as data and as text."""
+    def search_within(
+        self, grant: Grant | KeyFor, request: SearchRequest, budget_tokens: int
+    ) -> Context:
+        """The best passages for a search body that fit ``budget_tokens`` tokens, labelled,
+        with the tokens they take (``Retriever.search_within``); keys checked as ``search``."""
+        with self._database(), self.engine.begin() as conn:
+            if isinstance(grant, KeyFor):
+                grant = self.check(grant, conn=conn)
+            return self.retriever.search_within(
+                grant.namespace,
+                request.query,
+                budget_tokens,
+                conn=conn,
+                options=SearchOptions(
+                    time_range=request.resolved_time_range(),
+                    kinds=request.kinds,
+                    include_archived=request.include_archived,
+                ),
+            )
+
+    def prime(
+        self, grant: Grant, message: str | None = None, budget_tokens: int | None = None
+    ) -> dict[str, Any]:
+        """What to remember when a conversation starts, as data and as text (within
+        ``budget_tokens`` tokens when given)."""
         with self._database():
-            return priming_view(self.retriever.prime(grant.namespace, message))
+            primed = self.retriever.prime(grant.namespace, message, budget_tokens=budget_tokens)
+            return priming_view(primed)
 
     def get(self, grant: Grant, memory_id: int) -> dict[str, Any]:
         """One memory of the grant's namespace; ``NotFound`` for any other id."""

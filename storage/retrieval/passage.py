@@ -171,10 +171,16 @@ def _sentences(text: str) -> list[str]:
 
 
 def _abbreviated(text: str, dot: int) -> bool:
+    """A period that ends "Dr", "e.g" or an initial, or a day's number before its month or
+    a lower-case word ("der 2. März", "am 3. des Monats"), ends no sentence."""
     before = text[max(0, dot - 8) : dot].split()
     if not before:
         return False
     word = before[-1].lstrip("([\"'")
+    if word.isdigit() and len(word) <= 2:
+        after = text[dot + 1 : dot + 16].split()
+        following = after[0].casefold() if after else ""
+        return following in MONTHS or following[:1].islower()
     return word.casefold() in _ABBREVIATIONS or (len(word) == 1 and word.isupper())
 
 
