@@ -110,12 +110,19 @@ def _stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=1 << 16)
+def _key(word: str) -> str:
+    """A lower-cased word as it is compared: without accents, stemmed (cached: the words of
+    memories and questions repeat)."""
+    return _stem(_fold(word))
+
+
 def _terms(text: str, stopwords: frozenset[str]) -> set[str]:
     """The text's content words, stemmed, and the bigrams of its runs without spaces."""
     lower = text.casefold()
-    found = {_stem(_fold(w)) for w in _WORD.findall(lower) if w not in stopwords}
+    found = {_key(w) for w in _WORD.findall(lower) if w not in stopwords}
     for run in _NO_SPACES.findall(lower):
-        found.discard(_stem(_fold(run)))
+        found.discard(_key(run))
         found.update(run[i : i + 2] for i in range(len(run) - 1))
         if len(run) == 1:
             found.add(run)

@@ -65,7 +65,8 @@ def test_passages_hold_the_gold_answer_of_the_own_eval_set(store: Store) -> None
     retriever = Retriever(store.engine, embedder, store.settings.retrieval)
     asked = [q for q in inputs.queries if q.id in answers]
 
-    held, missed = [], []
+    held: list[tuple[str, str, str]] = []
+    missed: list[tuple[str, str, str]] = []
     for run in run_queries(retriever, asked, 10):
         answer = " ".join(answers[run.query.id].split())
         holding = next((h for h in run.hits if answer in " ".join(h.content.split())), None)
