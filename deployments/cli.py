@@ -13,7 +13,7 @@ import click
 
 from deployments import quick_exit
 from deployments.cli_errors import Group
-from deployments.commands import AS_OF, SearchFlags, check_namespace, gathered
+from deployments.commands import AS_OF, SearchFlags, budget_option, check_namespace, gathered
 from deployments.commands.docs import docs_group
 from deployments.commands.embedding import reembed_command
 from deployments.commands.eval import eval_command
@@ -156,18 +156,6 @@ def invoked_as() -> str:
 _TIME_RANGES = ["today", "week", "month", "recent", "all"]
 
 
-def _budget(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
-    """``--budget-tokens``, checked by the one gate of token budgets (``storage.kernel``)."""
-    from storage.kernel.inputs import token_budget
-
-    if value is None:
-        return None
-    try:
-        return token_budget(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
 @main.command()
 @click.argument("namespace")
 @click.argument("query")
@@ -187,38 +175,15 @@ def _budget(_ctx: click.Context, _param: click.Parameter, value: int | None) -> 
 @click.option("--no-record", is_flag=True, help="Do not count this search as an access.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as one JSON document.")
 @click.option("--full", is_flag=True, help="Show each whole memory, not the passage that answers.")
-@click.option(
-    "--budget-tokens",
-    type=int,
-    default=None,
-    callback=_budget,
-    help="Fit the best passages into this many tokens (the local model's), each once, with "
-    "citations; chosen from a whole pool of hits (--limit does not apply).",
-)
+@budget_option("Fit the best passages into N tokens, each once, with citations (--limit: no).")
 @gathered(SearchFlags, "flags")
 def search(namespace: str, query: str, *, flags: SearchFlags) -> None:
     """Search NAMESPACE's memories for QUERY; each hit shows the passage that answers."""
-    from deployments.commands.retrieval import (
-        namespace_hint,
-        render_context,
-        render_hits,
-        render_hits_json,
-        run_search,
-        run_search_within,
-    )
+    from deployments.commands.retrieval import namespace_hint, search_and_show
 
     settings = load_settings()
     flags = replace(flags, as_of=_localize(flags.as_of, settings))
-    if flags.budget_tokens is not None:
-        context = run_search_within(settings, namespace, query, flags)
-        render_context(namespace, query, context, flags, echo=click.echo)
-        hits = list(context.hits)
-    else:
-        hits = run_search(settings, namespace, query, flags)
-        if flags.as_json:
-            render_hits_json(namespace, query, hits, explain=flags.explain, echo=click.echo)
-        else:
-            render_hits(hits, explain=flags.explain, full=flags.full, echo=click.echo)
+    hits = search_and_show(settings, namespace, query, flags, click.echo)
     hint = None if hits else namespace_hint(settings, namespace)
     if hint is not None:
         click.echo(f"note: {hint}", err=True)
@@ -228,14 +193,7 @@ def search(namespace: str, query: str, *, flags: SearchFlags) -> None:
 @click.argument("namespace")
 @click.argument("message", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the parts and the text as JSON.")
-@click.option(
-    "--budget-tokens",
-    type=int,
-    default=None,
-    callback=_budget,
-    help="Keep the text within this many tokens (the local model's): the facts first, then "
-    "conversations, open threads and names, each while it fits.",
-)
+@budget_option("Keep the text within N tokens: facts first, then conversations, threads, names.")
 def prime(namespace: str, message: str | None, *, as_json: bool, budget_tokens: int | None) -> None:
     """Print what the assistant should remember when NAMESPACE starts a conversation."""
     from deployments.commands.retrieval import run_prime

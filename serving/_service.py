@@ -32,7 +32,15 @@ from storage.kernel.errors import InputError
 from storage.kernel.settings import Settings
 from storage.keys import Grant, resolve_key
 from storage.operations import serving_reads
-from storage.retrieval import Citation, Context, Retriever, SearchOptions, TimeRange, cite
+from storage.retrieval import (
+    Citation,
+    Context,
+    Retriever,
+    SearchOptions,
+    TimeRange,
+    cite,
+    search_within,
+)
 from storage.server.scoped import scope
 
 MAX_EPISODES = 50
@@ -140,7 +148,8 @@ class MemoryService:
         with self._database(), self.engine.begin() as conn:
             if isinstance(grant, KeyFor):
                 grant = self.check(grant, conn=conn)
-            return self.retriever.search_within(
+            return search_within(
+                self.retriever,
                 grant.namespace,
                 request.query,
                 budget_tokens,

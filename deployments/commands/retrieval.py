@@ -19,6 +19,7 @@ from storage.retrieval import (
     SearchOptions,
     TimeRange,
     cite,
+    search_within,
     source_entries,
 )
 
@@ -55,13 +56,31 @@ def run_search(settings: Settings, namespace: str, query: str, flags: SearchFlag
     )
 
 
+def search_and_show(
+    settings: Settings, namespace: str, query: str, flags: SearchFlags, echo: Echo
+) -> list[Hit]:
+    """``archivist search``: the hits as a table or JSON, or with a budget the context that
+    fits; the hits shown."""
+    if flags.budget_tokens is not None:
+        context = run_search_within(settings, namespace, query, flags)
+        render_context(namespace, query, context, flags, echo=echo)
+        return list(context.hits)
+    hits = run_search(settings, namespace, query, flags)
+    if flags.as_json:
+        render_hits_json(namespace, query, hits, explain=flags.explain, echo=echo)
+    else:
+        render_hits(hits, explain=flags.explain, full=flags.full, echo=echo)
+    return hits
+
+
 def run_search_within(
     settings: Settings, namespace: str, query: str, flags: SearchFlags
 ) -> Context:
     """The best passages that fit ``flags.budget_tokens``, as ``run_search`` searches."""
     assert flags.budget_tokens is not None, "a budgeted search has a budget"
     preload_model(settings.embedding)
-    return Retriever.from_settings(settings).search_within(
+    return search_within(
+        Retriever.from_settings(settings),
         namespace,
         query,
         flags.budget_tokens,

@@ -11,7 +11,7 @@ Each hit carries the part of its memory that answers the query (``passage``, pub
 
 from storage.kernel.errors import RetrievalError
 from storage.retrieval._archived import ArchiveReader
-from storage.retrieval._budget import Context, fit
+from storage.retrieval._budget import Context, Within, fit, search_within
 from storage.retrieval._candidates import Request, neighbours, search_params
 from storage.retrieval._citations import (
     Citation,
@@ -60,6 +60,7 @@ __all__ = [
     "TERM_STATS",
     "TimeRange",
     "TimeWindow",
+    "Within",
     "after_newer",
     "asks_about_now",
     "candidate_vectors",
@@ -76,6 +77,7 @@ __all__ = [
     "restatements",
     "scoped_term",
     "search_params",
+    "search_within",
     "source_entries",
     "sources_line",
     "time_window",

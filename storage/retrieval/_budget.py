@@ -15,13 +15,24 @@ compares with (``tasks.evaluation``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Protocol, TypedDict, Unpack
 
-from storage.kernel.errors import RetrievalError
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+
+from storage.kernel.errors import RetrievalError, StorageError
 from storage.kernel.inputs import token_budget
+from storage.kernel.settings import RetrievalSettings
+from storage.retrieval._candidates import POOL_HITS
 from storage.retrieval._citations import Citation, render_citations, short_provenance
-from storage.retrieval._types import DOC_KIND, Hit
+from storage.retrieval._inputs import aware
+from storage.retrieval._prepared import execute
+from storage.retrieval._sql import RECORD_ACCESS
+from storage.retrieval._types import DOC_KIND, Hit, SearchOptions
 
 Counter = Callable[[Sequence[str]], list[int]]
 _WORDS = re.compile(r"\w+")
@@ -45,6 +56,84 @@ class Context:
     def text(self) -> str:
         """What an assistant reads: one labelled line per passage, then ``Sources:``."""
         return render_citations(self.citations)
+
+
+class Within(TypedDict, total=False):
+    """How a budgeted search runs, as ``Retriever.search`` takes it."""
+
+    as_of: datetime | None
+    record_access: bool
+    options: SearchOptions
+    conn: Connection | None
+
+
+class Searcher(Protocol):
+    """What a budgeted search needs of a retriever (``Retriever`` has it)."""
+
+    engine: Engine
+    settings: RetrievalSettings
+
+    def search(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        limit: int = 10,
+        as_of: datetime | None = None,
+        record_access: bool = True,
+        options: SearchOptions = ...,
+        conn: Connection | None = None,
+    ) -> list[Hit]: ...
+
+
+def search_within(
+    retriever: Searcher, namespace: str, query: str, budget_tokens: int, **how: Unpack[Within]
+) -> Context:
+    """The best passages that fit ``budget_tokens``, chosen from the best hits of a whole
+    candidate pool (``POOL_HITS``, within the configured ``max_limit``); only the hits kept
+    count as an access."""
+    budget = checked_budget(budget_tokens)
+    as_of = how.get("as_of")
+    now = aware(as_of) if as_of is not None else datetime.now(UTC)
+    pool = min(POOL_HITS, retriever.settings.max_limit)
+    options = how.get("options") or SearchOptions()
+    with _transaction(retriever, how.get("conn")) as tx:
+        found = retriever.search(
+            namespace, query, limit=pool, as_of=now, record_access=False, options=options, conn=tx
+        )
+        context = fit(found, budget)
+        if how.get("record_access", True) and context.hits:
+            prepare = retriever.settings.prepared_statements
+            try:
+                record_hits(tx, namespace, context.hits, query, now, prepare=prepare)
+            except DBAPIError as exc:
+                raise StorageError(f"search in namespace {namespace!r} failed: {exc.orig}") from exc
+    return context
+
+
+@contextmanager
+def _transaction(retriever: Searcher, conn: Connection | None) -> Iterator[Connection]:
+    if conn is not None:
+        yield conn
+        return
+    with retriever.engine.begin() as own:
+        yield own
+
+
+def record_hits(
+    conn: Connection,
+    namespace: str,
+    hits: Sequence[Hit],
+    query: str,
+    at: datetime,
+    *,
+    prepare: bool,
+) -> None:
+    """Count each memory hit as an access of a search for ``query`` (one statement)."""
+    ids = [h.memory_id for h in hits if h.kind != DOC_KIND]  # chunks are not memories
+    if ids:
+        params = {"namespace": namespace, "ids": ids, "context": f"search: {query[:500]}", "at": at}
+        execute(conn, RECORD_ACCESS, params, prepare=prepare)
 
 
 def checked_budget(value: int) -> int:

@@ -31,9 +31,8 @@ from storage.kernel.errors import RetrievalError, StorageError
 from storage.kernel.records import NAMESPACE
 from storage.kernel.settings import RetrievalSettings, Settings
 from storage.retrieval._archived import ArchiveReader, ColdQuery, archived_candidates, demote
-from storage.retrieval._budget import Context, checked_budget, fit
+from storage.retrieval._budget import checked_budget, record_hits
 from storage.retrieval._candidates import (
-    POOL_HITS,
     Request,
     neighbours,
     plan,
@@ -47,7 +46,7 @@ from storage.retrieval._inputs import (
     custom_weights,
     resolve_time_range,
 )
-from storage.retrieval._prepared import execute, rows
+from storage.retrieval._prepared import rows
 from storage.retrieval._priming import build_priming
 from storage.retrieval._ranking import distinct_messages, one_per_source, rank, ranked
 from storage.retrieval._restated import Restated, candidate_vectors, memory_ids, restatements
@@ -55,11 +54,10 @@ from storage.retrieval._sql import (
     CANDIDATES,
     EXPLAIN_ANN,
     EXPLAIN_CANDIDATES,
-    RECORD_ACCESS,
 )
 from storage.retrieval._stats import StatsCache
 from storage.retrieval._timeframe import QueryTime, read_time
-from storage.retrieval._types import DOC_KIND, Hit, Priming, SearchOptions
+from storage.retrieval._types import Hit, Priming, SearchOptions
 from storage.retrieval.passage import with_passages
 from storage.server.scoped import scope
 
@@ -146,48 +144,11 @@ class Retriever:
             with self._transaction(conn) as tx:
                 scope(tx, namespace, relaxed=True)
                 hits = self._search(tx, request, read_time(query, now, self.tz), used)
-                hits = with_passages(hits, query)
                 if record_access and hits:
                     self._record(tx, namespace, hits, query, now)
         except DBAPIError as exc:
             raise StorageError(f"search in namespace {namespace!r} failed: {exc.orig}") from exc
         return hits
-
-    def search_within(
-        self,
-        namespace: str,
-        query: str,
-        budget_tokens: int,
-        *,
-        as_of: datetime | None = None,
-        record_access: bool = True,
-        options: SearchOptions = NO_OPTIONS,
-        conn: Connection | None = None,
-    ) -> Context:
-        """The best passages for ``query`` that fit ``budget_tokens`` tokens, each once, with
-        citations and the tokens they take (``_budget``), chosen from the best hits of a
-        whole candidate pool (``POOL_HITS``, within the configured ``max_limit``); only
-        those kept count as an access."""
-        budget = checked_budget(budget_tokens)
-        pool = min(POOL_HITS, self.settings.max_limit)
-        now = aware(as_of) if as_of is not None else datetime.now(UTC)
-        try:
-            with self._transaction(conn) as tx:
-                hits = self.search(
-                    namespace,
-                    query,
-                    limit=pool,
-                    as_of=now,
-                    record_access=False,
-                    options=options,
-                    conn=tx,
-                )
-                context = fit(hits, budget)
-                if record_access and context.hits:
-                    self._record(tx, namespace, context.hits, query, now)
-        except DBAPIError as exc:
-            raise StorageError(f"search in namespace {namespace!r} failed: {exc.orig}") from exc
-        return context
 
     def prime(
         self,
@@ -198,8 +159,8 @@ class Retriever:
         record_access: bool = True,
         budget_tokens: int | None = None,
     ) -> Priming:
-        """What to remember when a conversation starts (seed 003), with readable text;
-        within ``budget_tokens`` tokens when given."""
+        """What to remember when a conversation starts (seed 003), with readable text (within
+        ``budget_tokens`` tokens when given)."""
         budget = None if budget_tokens is None else checked_budget(budget_tokens)
         if not NAMESPACE.fullmatch(namespace):
             raise RetrievalError(
@@ -233,8 +194,7 @@ class Retriever:
         (priming uses it); records no access."""
         check_request(namespace, query, limit, kinds, self.settings.max_limit)
         request = Request(namespace, query, vector, limit, kinds=kinds)
-        hits = self._search(conn, request, read_time(query, now, self.tz), self.weights)
-        return with_passages(hits, query)
+        return self._search(conn, request, read_time(query, now, self.tz), self.weights)
 
     def _search(
         self, conn: Connection, request: Request, when: QueryTime, weights: Mapping[str, float]
@@ -252,7 +212,7 @@ class Retriever:
             return self._with_archived(conn, request, rows, params, when, weights)
         restated = self._restated(conn, request.namespace, rows, when, weights)
         hits = ranked(rows, when, weights, self.settings, self.min_cosine, restated)
-        return one_per_source(hits, request.limit)
+        return with_passages(one_per_source(hits, request.limit), request.query)
 
     def _restated(
         self,
@@ -316,7 +276,7 @@ class Retriever:
         every = [*rows, *found]
         restated = self._restated(conn, request.namespace, every, when, weights)
         ranked = demote(rank(every, when, weights, self.settings, self.min_cosine, restated))
-        return one_per_source(ranked)[: request.limit]
+        return with_passages(one_per_source(ranked)[: request.limit], request.query)
 
     def explain_plan(
         self, namespace: str, query: str, *, limit: int = 10, kinds: Sequence[str] | None = None
@@ -357,8 +317,4 @@ class Retriever:
     def _record(
         self, conn: Connection, namespace: str, hits: Sequence[Hit], query: str, at: datetime
     ) -> None:
-        ids = [h.memory_id for h in hits if h.kind != DOC_KIND]  # chunks are not memories
-        if ids:
-            context = f"search: {query[:500]}"
-            params = {"namespace": namespace, "ids": ids, "context": context, "at": at}
-            execute(conn, RECORD_ACCESS, params, prepare=self.settings.prepared_statements)
+        record_hits(conn, namespace, hits, query, at, prepare=self.settings.prepared_statements)

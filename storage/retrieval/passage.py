@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
+from storage.retrieval._sentences import LABEL, NO_SPACES, Piece, pieces, size
 from storage.retrieval._time_words import MONTHS, WEEKDAYS
 from storage.retrieval._types import Hit
 
@@ -42,17 +43,9 @@ __all__ = ["MAX_PIECES", "PASSAGE_CHARS", "Question", "passage", "size", "with_p
 
 PASSAGE_CHARS = 300  # a memory this long or shorter is shown whole (``size``)
 MAX_PIECES = 3  # sentences (or windows) in one passage
-WINDOW_CHARS = 160  # a sentence longer than this is cut into windows of about this size
 GAP = " … "
 
 _WORD = re.compile(r"\w+(?:['’]\w+)*")
-# Scripts written without spaces between words: compared by character bigrams.
-_NO_SPACES = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u0e00-\u0e7f]+")
-_SENTENCE_END = re.compile(r"[.!?…](?=\s)|[。！？\n]")
-_ABBREVIATIONS = frozenset(
-    "dr mr mrs ms st jr sr prof vs no nr ca approx e.g i.e z.b bzw sra srta dra av mme".split()
-)
-_LABEL = re.compile(r"([^\s:]{1,40}(?: [^\s:]{1,40})?): (?=\S)")
 _CLOCK = re.compile(
     r"\b\d{1,2}[:.h]\d{2}\b|\b\d{1,2} ?(?:am|pm|a\.m\.|p\.m\.|uhr|h)\b|\d{4}-\d{2}-\d{2}"
     r"|\b\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,2}[./]\d{1,2}\b|\d+\s?[月日時]|[月火水木金土日]曜",
@@ -86,12 +79,6 @@ def _words() -> _Words:
     )
 
 
-def size(text: str) -> int:
-    """A text's length, a character of a script without spaces counting three: one says
-    about as much as a word of three or four letters."""
-    return len(text) + 2 * sum(len(run) for run in _NO_SPACES.findall(text))
-
-
 def _fold(text: str) -> str:
     """Lower case without accents: "Cuándo" and "cuando" are one word."""
     decomposed = unicodedata.normalize("NFKD", text.casefold())
@@ -121,7 +108,7 @@ def _terms(text: str, stopwords: frozenset[str]) -> set[str]:
     """The text's content words, stemmed, and the bigrams of its runs without spaces."""
     lower = text.casefold()
     found = {_key(w) for w in _WORD.findall(lower) if w not in stopwords}
-    for run in _NO_SPACES.findall(lower):
+    for run in NO_SPACES.findall(lower):
         found.discard(_key(run))
         found.update(run[i : i + 2] for i in range(len(run) - 1))
         if len(run) == 1:
@@ -150,76 +137,9 @@ class Question:
 
 
 def _asks(lower: str, phrase: str) -> bool:
-    if _NO_SPACES.match(phrase):
+    if NO_SPACES.match(phrase):
         return phrase in lower
     return re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", lower) is not None
-
-
-@dataclass(frozen=True)
-class _Piece:
-    text: str
-    speaker: str  # the label it was said under ("Aria"), "" if none
-    labelled: bool  # whether its text starts with that label
-
-
-def _sentences(text: str) -> list[str]:
-    """The text's sentences; a period after "Dr", "e.g" or a single capital ends none."""
-    out: list[str] = []
-    start = 0
-    for m in _SENTENCE_END.finditer(text):
-        if m.group() == "." and _abbreviated(text, m.start()):
-            continue
-        piece = text[start : m.end()].strip()
-        if piece:
-            out.append(piece)
-        start = m.end()
-    rest = text[start:].strip()
-    return [*out, rest] if rest else out
-
-
-def _abbreviated(text: str, dot: int) -> bool:
-    """A period that ends "Dr", "e.g" or an initial, or a day's number before its month or
-    a lower-case word ("der 2. März", "am 3. des Monats"), ends no sentence."""
-    before = text[max(0, dot - 8) : dot].split()
-    if not before:
-        return False
-    word = before[-1].lstrip("([\"'")
-    if word.isdigit() and len(word) <= 2:
-        after = text[dot + 1 : dot + 16].split()
-        following = after[0].casefold() if after else ""
-        return following in MONTHS or following[:1].islower()
-    return word.casefold() in _ABBREVIATIONS or (len(word) == 1 and word.isupper())
-
-
-def _windows(sentence: str) -> list[str]:
-    """A long sentence as windows of about ``WINDOW_CHARS``, cut between words."""
-    if size(sentence) <= WINDOW_CHARS:
-        return [sentence]
-    words = sentence.split(" ")
-    if len(words) == 1:  # no spaces: cut by characters
-        step = max(1, WINDOW_CHARS * len(sentence) // size(sentence))
-        return [sentence[i : i + step] for i in range(0, len(sentence), step)]
-    out, current = [], ""
-    for word in words:
-        if current and len(current) + 1 + len(word) > WINDOW_CHARS:
-            out.append(current)
-            current = word
-        else:
-            current = f"{current} {word}" if current else word
-    return [*out, current] if current else out
-
-
-def _pieces(content: str) -> list[_Piece]:
-    """Sentences (long ones as windows), each with the speaker label it was said under."""
-    pieces: list[_Piece] = []
-    speaker = ""
-    for sentence in _sentences(content):
-        label = _LABEL.match(sentence)
-        if label is not None:
-            speaker = label.group(1)
-        for n, window in enumerate(_windows(sentence)):
-            pieces.append(_Piece(window, speaker, label is not None and n == 0))
-    return pieces
 
 
 def _answers(piece: str, wants: frozenset[str], time_words: frozenset[str]) -> float:
@@ -241,13 +161,13 @@ def _answers(piece: str, wants: frozenset[str], time_words: frozenset[str]) -> f
 def _names(piece: str) -> bool:
     """Whether the sentence names someone or somewhere: a capitalised word after its first
     (and after its speaker's label)."""
-    label = _LABEL.match(piece)
+    label = LABEL.match(piece)
     body = piece[label.end() :] if label is not None else piece
     words = _WORD.findall(body)
     return any(w[0].isupper() for w in words[1:])
 
 
-def _scores(pieces: Sequence[_Piece], question: Question) -> list[float]:
+def _scores(pieces: Sequence[Piece], question: Question) -> list[float]:
     words = _words()
     terms = [_terms(p.text, words.stopwords) & question.terms for p in pieces]
     n = len(pieces)
@@ -275,17 +195,17 @@ def passage(content: str, question: Question | str, *, max_chars: int = PASSAGE_
     if size(content) <= max_chars:
         return content
     asked = Question.of(question) if isinstance(question, str) else question
-    pieces = _pieces(content)
-    scores = _scores(pieces, asked)
+    parts = pieces(content)
+    scores = _scores(parts, asked)
     best = max(scores, default=0.0)
     if best <= 0:
-        chosen = _leading(pieces, max_chars)
+        chosen = _leading(parts, max_chars)
     else:
-        chosen = _best(pieces, scores, best, max_chars)
-    return _render(pieces, chosen)
+        chosen = _best(parts, scores, best, max_chars)
+    return _render(parts, chosen)
 
 
-def _leading(pieces: Sequence[_Piece], max_chars: int) -> list[int]:
+def _leading(pieces: Sequence[Piece], max_chars: int) -> list[int]:
     chosen: list[int] = []
     used = 0
     for i, piece in enumerate(pieces):
@@ -297,7 +217,7 @@ def _leading(pieces: Sequence[_Piece], max_chars: int) -> list[int]:
 
 
 def _best(
-    pieces: Sequence[_Piece], scores: Sequence[float], best: float, max_chars: int
+    pieces: Sequence[Piece], scores: Sequence[float], best: float, max_chars: int
 ) -> list[int]:
     order = sorted(range(len(pieces)), key=lambda i: (-scores[i], -i))
     chosen: list[int] = []
@@ -313,7 +233,7 @@ def _best(
     return sorted(chosen)
 
 
-def _render(pieces: Sequence[_Piece], chosen: Sequence[int]) -> str:
+def _render(pieces: Sequence[Piece], chosen: Sequence[int]) -> str:
     """The chosen pieces in order, " … " at each gap, each under its speaker's label."""
     parts: list[str] = []
     previous = -2
