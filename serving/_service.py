@@ -144,7 +144,7 @@ class MemoryService:
         self, grant: Grant | KeyFor, request: SearchRequest, budget_tokens: int
     ) -> Context:
         """The best passages for a search body that fit ``budget_tokens`` tokens, labelled,
-        with the tokens they take (``Retriever.search_within``); keys checked as ``search``."""
+        with the tokens they take (``storage.retrieval.search_within``); keys as ``search``."""
         with self._database(), self.engine.begin() as conn:
             if isinstance(grant, KeyFor):
                 grant = self.check(grant, conn=conn)
