@@ -30,6 +30,13 @@ turns cut to the summary's length (``tasks.evaluation.score_summaries``).
 ``--summaries-only`` skips the store and the questions: it extracts each gold session
 directly (what the build ends with) and prints those figures alone, in seconds.
 
+Context within a token budget (``tasks.evaluation.score_budgets``): with the first ranking,
+each question's hits (a whole pool of 50) are fitted into 250, 500 and 1,000 tokens of the
+local model (``--budgets``) as passages and, as the baseline, as whole memories in rank
+order; it prints answer recall (the gold answer of ``--answers``, default
+``bench/data/eval/gold/answers.jsonl``, inside the context) and evidence recall (evidence
+messages the context cites) of each, and the tokens used.
+
 An embedder is ``provider[:stored[:queries]]``: the local model's weights for the stored
 vectors and for the queries, ``float32`` or ``int8`` (``ARCHIVIST_EMBEDDING__STORE_ENCODER``
 and ``__QUERY_ENCODER``; left out: the defaults). ``local:int8:float32`` measures int8
@@ -48,6 +55,7 @@ if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().p
 
 import argparse
 import atexit
+import dataclasses
 import json
 import os
 import re
@@ -71,6 +79,8 @@ RANKINGS: dict[str, dict[str, float] | None] = {
 
 HELD_OUT = "-heldout"  # parts measured only at the end of a piece of work (--held-out)
 SUMMARIES = "summaries"  # the key of the summary figures beside the rankings
+BUDGETED = "budgets"  # the key of the figures within token budgets
+POOL = 50  # hits a budgeted search chooses from (storage.retrieval's POOL_HITS)
 
 
 def read_set(
@@ -165,13 +175,45 @@ def embedding_settings(spec: str) -> Any:
     return EmbeddingSettings(provider=provider, **fields)
 
 
+@dataclasses.dataclass(frozen=True)
+class Golds:
+    """What the figures are checked against: gold summaries, gold answers, budgets."""
+
+    summaries: list[Any]
+    answers: dict[str, str]
+    budgets: tuple[int, ...]
+
+
+def read_answers_file(path: Path | None) -> dict[str, str]:
+    """The gold answers of ``path`` by question id (none without one); a bad line stops."""
+    if path is None:
+        return {}
+    from tasks.evaluation import read_answers
+
+    answers, problems = read_answers(str(path), path.read_text("utf-8"))
+    if problems:
+        raise SystemExit("\n".join(str(p) for p in problems))
+    return answers
+
+
+def budget_figures(
+    retriever: Any, queries: Sequence[Any], weights: dict[str, float], golds: Golds
+) -> Any:
+    """Answer and evidence recall within each budget, passages against whole memories."""
+    from tasks.evaluation import run_queries, score_budgets
+
+    runs = run_queries(retriever, queries, POOL, weights)
+    triples = [(r.query.id, r.query.evidence_message_ids, r.hits) for r in runs]
+    return score_budgets(triples, golds.answers, golds.budgets)
+
+
 def evaluate(
     embedder_name: str,
     sets: tuple[tuple[str, str], tuple[str, str]],
     workdir: Path,
     rankings: list[str],
     hay: int,
-    gold: list[Any],
+    golds: Golds,
 ) -> dict[str, Any]:
     from storage.kernel.scoring import resolve_weights
     from storage.kernel.settings import Settings
@@ -228,9 +270,12 @@ def evaluate(
             "summary": {**summary, **ages, **scripts},
             "p95_ms": ms[int(0.95 * len(ms))],
         }
-    if gold:
-        produced = read_produced(store.engine, [g.session_id for g in gold])
-        out[SUMMARIES] = score_gold(gold, inputs.transcripts, produced)
+    if golds.budgets:
+        weights = RANKINGS[rankings[0]] or resolve_weights(rankings[0])
+        out[BUDGETED] = budget_figures(retriever, inputs.queries, weights, golds)
+    if golds.summaries:
+        produced = read_produced(store.engine, [g.session_id for g in golds.summaries])
+        out[SUMMARIES] = score_gold(golds.summaries, inputs.transcripts, produced)
     return out
 
 
@@ -279,9 +324,18 @@ def render_summaries(embedder: str, groups: Any) -> None:
 
 
 def render(embedder: str, results: dict[str, Any]) -> None:
+    from tasks.evaluation import render_budgets
+
     summaries = results.pop(SUMMARIES, None)
     if summaries is not None:
         render_summaries(embedder, summaries)
+    budgets = results.pop(BUDGETED, None)
+    if budgets is not None:
+        print(
+            f"\n{embedder}: within a token budget, passages against whole memories in rank "
+            "order: answer recall, evidence recall, mean tokens used"
+        )
+        print(render_budgets(budgets))
     names = list(results)
     print(f"\n{embedder}: message R@10, distinct-session R@5, message MRR")
     print(f"{'category':<22}{'n':>4}  " + "  ".join(f"{n:>20}" for n in names))
@@ -294,11 +348,13 @@ def render(embedder: str, results: dict[str, Any]) -> None:
 
 
 def as_json(results: dict[str, Any]) -> dict[str, Any]:
-    from tasks.evaluation import group_as_dict, summary_report_as_dict
+    from tasks.evaluation import budgets_as_dict, group_as_dict, summary_report_as_dict
 
     return {
         name: {g: summary_report_as_dict(r[g]) for g in r}
         if name == SUMMARIES
+        else budgets_as_dict(r)
+        if name == BUDGETED
         else {
             "p95_ms": r["p95_ms"],
             "summary": {c: group_as_dict(g) for c, g in r["summary"].items()},
@@ -328,6 +384,16 @@ def main() -> None:
         help="gold summaries and facts to score the summaries against ('': none)",
     )
     parser.add_argument(
+        "--answers",
+        default=str(Path(__file__).parent / "data" / "eval" / "gold" / "answers.jsonl"),
+        help="gold answers, for answer recall within token budgets ('': none)",
+    )
+    parser.add_argument(
+        "--budgets",
+        default="250,500,1000",
+        help="token budgets to fit passages and whole memories into ('': none)",
+    )
+    parser.add_argument(
         "--summaries-only",
         action="store_true",
         help="extract the gold sessions directly and score their summaries; no store, no questions",
@@ -345,6 +411,9 @@ def main() -> None:
     parts = [p for p in args.parts.split(",") if p]
     sets = read_set(args.set, held_out=args.held_out, parts=parts)
     gold = read_gold(Path(args.gold) if args.gold else None)
+    answers = read_answers_file(Path(args.answers) if args.answers else None)
+    budgets = tuple(int(b) for b in args.budgets.split(",") if b.strip())
+    golds = Golds(gold, answers, budgets)
     if args.summaries_only and not gold:
         raise SystemExit("--summaries-only needs gold summaries (--gold)")
     for embedder in [e for e in args.embedders.split(",") if e]:
@@ -353,7 +422,7 @@ def main() -> None:
             render_summaries(embedder, groups)
             report[embedder] = as_json({SUMMARIES: groups})
             continue
-        results = evaluate(embedder, sets, workdir, rankings, args.haystack, gold)
+        results = evaluate(embedder, sets, workdir, rankings, args.haystack, golds)
         report[embedder] = as_json(results)
         render(embedder, results)
     if args.json:

@@ -13,7 +13,7 @@ import click
 
 from deployments import quick_exit
 from deployments.cli_errors import Group
-from deployments.commands import AS_OF, SearchFlags, check_namespace, gathered
+from deployments.commands import AS_OF, SearchFlags, budget_option, check_namespace, gathered
 from deployments.commands.docs import docs_group
 from deployments.commands.embedding import reembed_command
 from deployments.commands.eval import eval_command
@@ -202,23 +202,16 @@ _TIME_RANGES = ["today", "week", "month", "recent", "all"]
 @click.option("--explain", is_flag=True, help="Show each factor of each score.")
 @click.option("--no-record", is_flag=True, help="Do not count this search as an access.")
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as one JSON document.")
+@click.option("--full", is_flag=True, help="Show each whole memory, not the passage that answers.")
+@budget_option("Fit the best passages into N tokens, each once, with citations (--limit: no).")
 @gathered(SearchFlags, "flags")
 def search(namespace: str, query: str, *, flags: SearchFlags) -> None:
-    """Search NAMESPACE's memories for QUERY."""
-    from deployments.commands.retrieval import (
-        namespace_hint,
-        render_hits,
-        render_hits_json,
-        run_search,
-    )
+    """Search NAMESPACE's memories for QUERY; each hit shows the passage that answers."""
+    from deployments.commands.retrieval import namespace_hint, search_and_show
 
     settings = load_settings()
     flags = replace(flags, as_of=_localize(flags.as_of, settings))
-    hits = run_search(settings, namespace, query, flags)
-    if flags.as_json:
-        render_hits_json(namespace, query, hits, explain=flags.explain, echo=click.echo)
-    else:
-        render_hits(hits, explain=flags.explain, echo=click.echo)
+    hits = search_and_show(settings, namespace, query, flags, click.echo)
     hint = None if hits else namespace_hint(settings, namespace)
     if hint is not None:
         click.echo(f"note: {hint}", err=True)
@@ -228,11 +221,14 @@ def search(namespace: str, query: str, *, flags: SearchFlags) -> None:
 @click.argument("namespace")
 @click.argument("message", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the parts and the text as JSON.")
-def prime(namespace: str, message: str | None, *, as_json: bool) -> None:
+@budget_option("Keep the text within N tokens: facts first, then conversations, threads, names.")
+def prime(namespace: str, message: str | None, *, as_json: bool, budget_tokens: int | None) -> None:
     """Print what the assistant should remember when NAMESPACE starts a conversation."""
     from deployments.commands.retrieval import run_prime
 
-    run_prime(load_settings(), namespace, message, click.echo, as_document=as_json)
+    run_prime(
+        load_settings(), namespace, message, click.echo, as_document=as_json, budget=budget_tokens
+    )
 
 
 @main.command()

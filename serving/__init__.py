@@ -15,7 +15,14 @@ from serving._errors import (
 from serving._ids import MAX_TRACED, ShownIds
 from serving._search_route import SearchRoute
 from serving._service import MemoryService
-from serving._views import cited_view, hit_view, json_row, priming_view, search_view
+from serving._views import (
+    cited_view,
+    context_view,
+    hit_view,
+    json_row,
+    priming_view,
+    search_view,
+)
 
 __all__ = [
     "Conflict",
@@ -30,6 +37,7 @@ __all__ = [
     "UNAVAILABLE",
     "Unauthorized",
     "cited_view",
+    "context_view",
     "hit_view",
     "json_row",
     "priming_view",

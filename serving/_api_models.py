@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from storage.kernel.inputs import Instant, Moment, StorableText
+from storage.kernel.inputs import Instant, Moment, StorableText, TokenBudget
 from storage.queue import AddDocument
 from storage.retrieval import TimeRange
 
@@ -33,6 +33,12 @@ class SearchRequest(_Body):
         None, max_length=20, description="only these kinds (turn, fact, episode, ...)"
     )
     include_archived: bool = Field(False, description="search the cold tier too (slower)")
+    budget_tokens: TokenBudget | None = Field(
+        None,
+        description="fit the best passages into this many tokens (the local model's "
+        "tokenizer), each once, from a whole pool of hits (limit does not apply); the answer "
+        "then says tokens_used and carries the context text",
+    )
 
     @model_validator(mode="after")
     def _one_range(self) -> SearchRequest:
@@ -53,6 +59,11 @@ class SearchRequest(_Body):
 class PrimeRequest(_Body):
     message: StorableText | None = Field(
         None, max_length=10_000, description="the conversation's first message, if any"
+    )
+    budget_tokens: TokenBudget | None = Field(
+        None,
+        description="keep the formatted text within this many tokens (the local model's "
+        "tokenizer): facts first, then conversations, open threads and names, while they fit",
     )
 
 

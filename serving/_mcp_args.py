@@ -21,7 +21,7 @@ from pydantic import Field, Strict, ValidationError
 
 from serving._api_models import OccurredAt, TimeRangeName
 from serving._service import MAX_EPISODES
-from storage.kernel.inputs import Instant, printable
+from storage.kernel.inputs import MAX_BUDGET_TOKENS, Instant, TokenBudget, printable
 from storage.queue import DocumentFormat, MemoryKind
 
 Query = Annotated[
@@ -60,6 +60,14 @@ Kinds = Annotated[
         description="Only these kinds: turn, fact, preference, decision, note, goal, episode, "
         "task_card, long_term, and doc (chunks of the user's documents).",
         max_length=20,
+    ),
+]
+Budget = Annotated[
+    TokenBudget | None,
+    Field(
+        description="Fit the answer into this many tokens (all-MiniLM-L6-v2's tokenizer, "
+        f"1 to {MAX_BUDGET_TOKENS}): the best passages that fit, each once, with citations, "
+        "and tokens_used.",
     ),
 ]
 FirstMessage = Annotated[

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 from serving._api_models import DocumentRequest, SearchRequest, TimeRangeName
 from serving._errors import error_reply
 from serving._mcp_args import (
+    Budget,
     Content,
     DocumentBytes,
     DocumentId,
@@ -53,7 +54,7 @@ from serving._mcp_args import (
 )
 from serving._mcp_grant import current_grant
 from serving._service import MemoryService
-from serving._views import search_view
+from serving._views import context_view, search_view
 from storage.retrieval import render_citations
 
 DAILY_DAYS = 7
@@ -91,15 +92,23 @@ class MemoryTools:
         start: Start = None,
         end: End = None,
         kinds: Kinds = None,
+        budget_tokens: Budget = None,
     ) -> Answer:
         """Search this user's long-term memory and documents. Each hit carries a label such as
-        [Memory 1] or [Doc 1]; a memory hit its memory_id, the session and message ids it came
+        [Memory 1] or [Doc 1], the passage of its memory that answers ("passage") and the whole
+        memory ("content"); a memory hit its memory_id, the session and message ids it came
         from and when it happened, a document hit (kind "doc") its "doc": document, title,
-        source, heading and span. Cite hits by label and close the answer with the "Sources:"
+        source, heading and span. With budget_tokens, the best passages that fit that many
+        tokens, and tokens_used. Cite hits by label and close the answer with the "Sources:"
         line."""
-        request = _search_request(query, limit, time_range, start, end, kinds)
+        request = _search_request(query, limit, time_range, start, end, kinds, budget_tokens)
         with refusals_as(ToolError):
             grant = current_grant()
+            if request.budget_tokens is not None:
+                context = self.service.search_within(grant, request, request.budget_tokens)
+                view = context_view(grant.namespace, context)
+                used = f"({context.tokens_used} of {context.budget_tokens} tokens)"
+                return _answer(f"{context.text or 'no passage fits'}\n\n{used}", view)
             cited = self.service.search(
                 grant,
                 request.query,
@@ -110,12 +119,15 @@ class MemoryTools:
         text = render_citations(cited) or "no memories found"
         return _answer(text, search_view(grant.namespace, cited))
 
-    def prime_conversation(self, first_message: FirstMessage = None) -> Answer:
+    def prime_conversation(
+        self, first_message: FirstMessage = None, budget_tokens: Budget = None
+    ) -> Answer:
         """What to remember as a conversation starts: recent episodes, open threads and the facts
         that matter, labelled [Memory n], as data (with provenance) and as ready text
-        ("formatted", closed by a "Sources:" line)."""
+        ("formatted", closed by a "Sources:" line); within budget_tokens tokens when given
+        (tokens_used says how many it took)."""
         with refusals_as(ToolError):
-            primed = self.service.prime(current_grant(), first_message)
+            primed = self.service.prime(current_grant(), first_message, budget_tokens)
         return _answer(primed["formatted"], primed)
 
     def remember(
@@ -242,10 +254,13 @@ def _search_request(
     start: Any,
     end: Any,
     kinds: list[str] | None,
+    budget_tokens: int | None = None,
 ) -> SearchRequest:
     """The API's search body, for its rules on start, end and time_range together."""
-    fields = {"query": query, "limit": limit, "time_range": time_range}
-    return _valid(SearchRequest, fields | {"start": start, "end": end, "kinds": kinds})
+    fields = {"query": query, "limit": limit, "time_range": time_range, "kinds": kinds}
+    return _valid(
+        SearchRequest, fields | {"start": start, "end": end, "budget_tokens": budget_tokens}
+    )
 
 
 def _valid(model: type[Body], fields: dict[str, Any]) -> Body:

@@ -33,7 +33,7 @@ from serving._api_models import SearchRequest
 from serving._body_limit import replay
 from serving._errors import error_reply
 from serving._service import KeyFor, MemoryService
-from serving._views import search_view
+from serving._views import context_view, search_view
 from storage.kernel.records import NAMESPACE
 
 SEARCH_PATH = re.compile(r"/v1/namespaces/([^/]{1,100})/search")
@@ -86,7 +86,11 @@ class SearchRoute:
 
 
 def search_answer(service: MemoryService, key: KeyFor, request: SearchRequest) -> dict[str, Any]:
-    """The search endpoint's answer: labelled hits and the ``Sources:`` line."""
+    """The search endpoint's answer: labelled hits (each with its passage and its whole
+    memory) and the ``Sources:`` line; with a budget, those that fit and the tokens used."""
+    if request.budget_tokens is not None:
+        context = service.search_within(key, request, request.budget_tokens)
+        return context_view(key.namespace, context)
     cited = service.search(
         key,
         request.query,

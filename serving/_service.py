@@ -24,6 +24,7 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from serving._api_models import SearchRequest
 from serving._documents import Documents
 from serving._errors import Conflict, Forbidden, NotFound, ServiceUnavailable, Unauthorized
 from serving._files import MemoryFiles
@@ -36,7 +37,15 @@ from storage.kernel.settings import Settings
 from storage.keys import Grant, resolve_key, scope
 from storage.operations import serving_reads
 from storage.public_ids import PublicIds
-from storage.retrieval import Citation, Retriever, SearchOptions, TimeRange, cite
+from storage.retrieval import (
+    Citation,
+    Context,
+    Retriever,
+    SearchOptions,
+    TimeRange,
+    cite,
+    search_within,
+)
 
 MAX_EPISODES = 50
 
@@ -141,13 +150,43 @@ class MemoryService:
                     time_range=time_range, kinds=kinds, include_archived=include_archived
                 ),
             )
-        return cite(hits)
+        return cite(self.ids.hit(hit) for hit in hits)
 
-    def prime(self, grant: Grant, message: str | None = None) -> dict[str, Any]:
-        """What to remember when a conversation starts, as data and as text."""
+    def search_within(
+        self, grant: Grant | KeyFor, request: SearchRequest, budget_tokens: int
+    ) -> Context:
+        """The best passages for a search body that fit ``budget_tokens`` tokens, labelled,
+        with the tokens they take (``storage.retrieval.search_within``); keys as ``search``."""
+        with self._database(), self.engine.begin() as conn:
+            if isinstance(grant, KeyFor):
+                grant = self.check(grant, conn=conn)  # which scopes the transaction
+            else:
+                self._scope(conn, grant)
+            return search_within(
+                self.retriever,
+                grant.namespace,
+                request.query,
+                budget_tokens,
+                conn=conn,
+                shown=self.ids.hit,
+                options=SearchOptions(
+                    time_range=request.resolved_time_range(),
+                    kinds=request.kinds,
+                    include_archived=request.include_archived,
+                ),
+            )
+
+    def prime(
+        self, grant: Grant, message: str | None = None, budget_tokens: int | None = None
+    ) -> dict[str, Any]:
+        """What to remember when a conversation starts, as data and as text (within
+        ``budget_tokens`` tokens when given)."""
         with self._database(), self.engine.begin() as conn:
             self._scope(conn, grant)
-            return priming_view(self.retriever.prime(grant.namespace, message, conn=conn))
+            primed = self.retriever.prime(
+                grant.namespace, message, conn=conn, budget_tokens=budget_tokens
+            )
+            return priming_view(primed)
 
     def get(self, grant: Grant, memory_id: int) -> dict[str, Any]:
         """One memory of the grant's namespace, by its public id; ``NotFound`` for any other

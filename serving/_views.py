@@ -7,11 +7,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from storage.retrieval import Citation, Hit, Priming, cite, sources_line
+from storage.retrieval import Citation, Context, Hit, Priming, cite, sources_line
 
 
 def hit_view(hit: Hit, *, explain: bool = False) -> dict[str, Any]:
-    """One search result: the memory, its score and where it came from; with ``explain``,
+    """One search result: the part of the memory that answers the query (``passage``), the
+    whole memory (``content``), its score and where it came from; with ``explain``,
     the score's factors, their weights and the breakdown as text (``Hit.explain``).
 
     A document chunk (kind ``"doc"``) has no ``memory_id`` (null: no memory call takes it)
@@ -19,6 +20,7 @@ def hit_view(hit: Hit, *, explain: bool = False) -> dict[str, Any]:
     view: dict[str, Any] = {
         "memory_id": None if hit.doc is not None else hit.memory_id,
         "kind": hit.kind,
+        "passage": hit.shown,
         "content": hit.content,
         "score": round(hit.score, 4),
         "low_confidence": hit.low_confidence,
@@ -52,6 +54,18 @@ def search_view(
     }
 
 
+def context_view(namespace: str, context: Context, *, explain: bool = False) -> dict[str, Any]:
+    """A budgeted search: the labelled hits that fit, ``sources``, the ``context`` text an
+    assistant is handed, and ``tokens_used`` of ``budget_tokens`` (the local model's
+    tokenizer); ``left_out``: hits that did not fit or repeated a kept one."""
+    return search_view(namespace, context.citations, explain=explain) | {
+        "context": context.text,
+        "budget_tokens": context.budget_tokens,
+        "tokens_used": context.tokens_used,
+        "left_out": context.left_out,
+    }
+
+
 def priming_view(priming: Priming) -> dict[str, Any]:
     """A priming's parts, its facts labelled as in its text, and the text itself."""
     facts = cite(priming.facts)  # the labels ``formatted`` shows: same facts, same labels
@@ -64,6 +78,8 @@ def priming_view(priming: Priming) -> dict[str, Any]:
             "episodes": [e.__dict__ for e in priming.episodes],
             "open_threads": [t.__dict__ for t in priming.open_threads],
             "entities": list(priming.entities),
+            "budget_tokens": priming.budget_tokens,
+            "tokens_used": priming.tokens_used,
         }
     )
 

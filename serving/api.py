@@ -99,7 +99,7 @@ def create_app(service: MemoryService) -> FastAPI:
     @app.post("/v1/namespaces/{namespace}/prime", tags=["read"])
     def prime(namespace: Namespace, body: PrimeRequest, key: Key) -> dict[str, Any]:
         """What to remember as a conversation starts: episodes, open threads, facts, text."""
-        return service.prime(granted(key, namespace), body.message)
+        return service.prime(granted(key, namespace), body.message, body.budget_tokens)
 
     @app.post("/v1/namespaces/{namespace}/memories", tags=["write"], status_code=202)
     def remember(namespace: Namespace, body: RememberRequest, key: Key) -> dict[str, Any]:

@@ -37,6 +37,9 @@ BAD_TIMES: list[object] = [
     [],
     {"at": "2026-11-20T09:00:00Z"},
 ]
+# Token budgets (search and priming): whole numbers 1 to MAX_BUDGET_TOKENS, sent as numbers.
+VALID_BUDGETS: list[int] = [1, 250, 100_000]
+BAD_BUDGETS: list[object] = [0, -5, 100_001, 2**63, "500", 500.0, 2.5, True, None, [], {}, ""]
 # Field names of JSON objects: errors name them, so they must be safe to show and store.
 BAD_KEYS: list[str] = ["a\x00b", "a\x1fb", "new\nline", "\x7f", "\ud800", "\u2028"]
 # Session, message and other ids.

@@ -74,6 +74,25 @@ def check_namespace(_ctx: click.Context, _param: click.Parameter, value: str | N
     return value
 
 
+def check_budget(_ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
+    """``--budget-tokens``, checked by the one gate of token budgets (``storage.kernel``)."""
+    from storage.kernel.inputs import token_budget
+
+    if value is None:
+        return None
+    try:
+        return token_budget(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def budget_option(text: str) -> Callable[[Callable[..., Any]], Any]:
+    """``--budget-tokens N``: tokens of the local model's tokenizer (all-MiniLM-L6-v2)."""
+    return click.option(
+        "--budget-tokens", type=int, default=None, callback=check_budget, metavar="N", help=text
+    )
+
+
 def gathered(into: type[T], name: str = "options") -> Callable[[Callable[..., Any]], Any]:
     """A command's options that are fields of the dataclass ``into``, handed to it as one
     value (keyword ``name``) instead of one parameter each."""
@@ -103,3 +122,5 @@ class SearchFlags:
     explain: bool = False
     no_record: bool = False
     as_json: bool = False
+    full: bool = False  # whole memories rather than their passages
+    budget_tokens: int | None = None  # the best passages that fit, from a whole pool

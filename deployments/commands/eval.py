@@ -9,8 +9,9 @@ and when the labelled namespaces hold other data (``--allow-existing`` measures 
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
         GoldSession,
     )
 
+POOL = 50  # hits a budgeted search chooses from (storage.retrieval's POOL_HITS)
 # Labels of the bars the eval draws (``deployments.progress``).
 DAYS = "days of memory built"
 QUESTIONS = "questions asked"
@@ -58,11 +60,14 @@ def _weights_of(settings: Settings, preset: str | None) -> tuple[str, dict[str, 
 
 @dataclass(frozen=True)
 class LabelledSet:
-    """The files an eval reads: sessions, questions, and gold summaries (maybe none)."""
+    """The files an eval reads: sessions, questions, gold summaries and answers (maybe
+    none), and the token budgets to measure (none: no such figures)."""
 
     sessions: Path
     queries: Path
     gold: Sequence[GoldSession] = ()
+    answers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    budgets: tuple[int, ...] = ()
 
 
 def run_eval(
@@ -84,6 +89,7 @@ def run_eval(
         load_inputs,
         read_produced,
         run_queries,
+        score_budgets,
         score_question,
         score_summaries,
     )
@@ -115,6 +121,11 @@ def run_eval(
     )
     namespaces = {t.session.id: t.session.namespace for t in inputs.transcripts}
     scores = [score_question(r.query, r.hits, ks, namespaces) for r in runs]
+    budgets = None
+    if labelled.budgets:
+        pooled = run_queries(retriever, inputs.queries, POOL, weights)
+        triples = [(r.query.id, r.query.evidence_message_ids, r.hits) for r in pooled]
+        budgets = score_budgets(triples, labelled.answers, labelled.budgets)
     summaries = None
     if gold:
         produced = read_produced(retriever.engine, [g.session_id for g in gold])
@@ -129,6 +140,7 @@ def run_eval(
         tuple(scores),
         summaries,
         retriever.embedder.name,
+        budgets,
     )
 
 
@@ -143,6 +155,26 @@ def read_gold_file(path: Path) -> list[GoldSession]:
     if not gold:
         raise click.ClickException(f"no gold session in {path}")
     return gold
+
+
+def read_answers_file(path: Path) -> dict[str, str]:
+    """The gold answers of ``path`` by question id; any bad line is an error."""
+    from tasks.evaluation import read_answers
+    from tasks.sync import decode
+
+    answers, problems = read_answers(str(path), decode(path.read_bytes()))
+    if problems:
+        raise click.ClickException("; ".join(str(p) for p in problems))
+    return answers
+
+
+def _budgets(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[int, ...]:
+    from storage.kernel.inputs import token_budget
+
+    try:
+        return tuple(sorted({token_budget(int(p)) for p in value.split(",") if p.strip()}))
+    except ValueError as exc:
+        raise click.BadParameter(f"{value!r}: {exc}") from None
 
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -167,13 +199,28 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
     help="Gold summaries and facts (bench/data/eval/gold/summaries.jsonl): also score the "
     "summaries and facts written for those sessions (coverage, ROUGE-1, beside first turns).",
 )
-def eval_command(
+@click.option(
+    "--answers",
+    type=_FILE,
+    help="Gold answers (bench/data/eval/gold/answers.jsonl): answer recall within budgets.",
+)
+@click.option(
+    "--budgets",
+    default="250,500,1000",
+    show_default=True,
+    callback=_budgets,
+    help="Token budgets: evidence recall of passages and of whole memories fitted into each "
+    "('': none).",
+)
+def eval_command(  # noqa: PLR0913 (click hands each option over as its own parameter)
     sessions: Path,
     queries: Path,
     preset: str | None,
     ks: tuple[int, ...],
     json_path: str | None,
     gold: Path | None,
+    answers: Path | None,
+    budgets: tuple[int, ...],
     *,
     allow_existing: bool,
 ) -> None:
@@ -186,12 +233,13 @@ def eval_command(
     from deployments.progress import progress_bars
 
     gold_sessions = read_gold_file(gold) if gold is not None else []
+    gold_answers = read_answers_file(answers) if answers is not None else {}
     try:
         settings = load_settings()
         with progress_bars(enabled=json_path is None) as bars:
             result = run_eval(
                 settings,
-                LabelledSet(sessions, queries, gold_sessions),
+                LabelledSet(sessions, queries, gold_sessions, gold_answers, budgets),
                 preset=preset,
                 ks=ks,
                 allow_existing=allow_existing,

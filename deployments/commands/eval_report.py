@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tasks.evaluation import (
+        BudgetReport,
         BuildReport,
         EvalInputs,
         QueryRun,
@@ -32,6 +33,8 @@ class EvalResult:
     # Per language and overall, when gold summaries were given (``--gold``).
     summaries: dict[str, SummaryReport] | None = None
     embedder: str = ""
+    # Answer and evidence recall within token budgets, passages against whole memories.
+    budgets: BudgetReport | None = None
 
 
 def _weights(result: EvalResult) -> str:
@@ -77,6 +80,15 @@ def render(result: EvalResult, echo: Echo) -> None:
     )
     timing = _timings(result)
     echo(f"timing: p50 {timing['p50']:.1f} ms, p95 {timing['p95']:.1f} ms per query")
+    if result.budgets is not None:
+        from tasks.evaluation import render_budgets
+
+        echo(
+            "within a token budget (the hits of a pool of 50, fitted as passages and, as the "
+            "baseline, as whole memories in rank order): answer recall (gold answer in the "
+            "context), evidence recall (evidence messages cited), mean tokens used"
+        )
+        echo(render_budgets(result.budgets))
     if result.summaries is not None:
         _render_summaries(result, echo)
 
@@ -126,7 +138,7 @@ def _question(result: EvalResult, index: int) -> dict[str, Any]:
 
 def as_dict(result: EvalResult) -> dict[str, Any]:
     """The JSON form: summary per category and overall, timings, build, problems, questions."""
-    from tasks.evaluation import group_as_dict, summarise, summary_report_as_dict
+    from tasks.evaluation import budgets_as_dict, group_as_dict, summarise, summary_report_as_dict
 
     summary = summarise(result.scores, result.ks)
     build = result.build
@@ -152,4 +164,5 @@ def as_dict(result: EvalResult) -> dict[str, Any]:
         "problems": [str(p) for p in result.inputs.problems],
         "questions": [_question(result, i) for i in range(len(result.runs))],
         **({"summaries": summaries, "summaries_embedder": result.embedder} if summaries else {}),
+        **({"budgets": budgets_as_dict(result.budgets)} if result.budgets is not None else {}),
     }

@@ -12,7 +12,16 @@ import click
 from storage.embedding import preload_model
 from storage.kernel.scoring import PRESETS, parse_weights, resolve_weights
 from storage.kernel.settings import Settings
-from storage.retrieval import Hit, Retriever, SearchOptions, TimeRange, cite, source_entries
+from storage.retrieval import (
+    Context,
+    Hit,
+    Retriever,
+    SearchOptions,
+    TimeRange,
+    cite,
+    search_within,
+    source_entries,
+)
 
 if TYPE_CHECKING:
     from deployments.commands import SearchFlags
@@ -21,17 +30,22 @@ if TYPE_CHECKING:
 Echo = Callable[[str], None]
 
 
-def run_search(settings: Settings, namespace: str, query: str, flags: SearchFlags) -> list[Hit]:
-    """One search with the CLI's options resolved into weights (``as_of`` already aware)."""
-    preload_model(settings.embedding)  # the model loads while the store opens
-    retriever = Retriever.from_settings(settings)
+def search_options(flags: SearchFlags) -> SearchOptions:
+    """The CLI's time range, kinds and weights as a search's options."""
     chosen = None
     if flags.weights:
         chosen = resolve_weights("custom", parse_weights(flags.weights))
     elif flags.preset:
         chosen = resolve_weights(flags.preset, PRESETS[flags.preset])
     when = cast(TimeRange | None, flags.time_range)  # one of click's choices
-    options = SearchOptions(time_range=when, kinds=flags.kinds or None, weights=chosen)
+    return SearchOptions(time_range=when, kinds=flags.kinds or None, weights=chosen)
+
+
+def run_search(settings: Settings, namespace: str, query: str, flags: SearchFlags) -> list[Hit]:
+    """One search with the CLI's options resolved into weights (``as_of`` already aware)."""
+    preload_model(settings.embedding)  # the model loads while the store opens
+    retriever = Retriever.from_settings(settings)
+    options = search_options(flags)
     return retriever.search(
         namespace,
         query,
@@ -39,6 +53,62 @@ def run_search(settings: Settings, namespace: str, query: str, flags: SearchFlag
         as_of=flags.as_of,
         record_access=not flags.no_record,
         options=options,
+    )
+
+
+def search_and_show(
+    settings: Settings, namespace: str, query: str, flags: SearchFlags, echo: Echo
+) -> list[Hit]:
+    """``archivist search``: the hits as a table or JSON, or with a budget the context that
+    fits; the hits shown."""
+    if flags.budget_tokens is not None:
+        context = run_search_within(settings, namespace, query, flags)
+        render_context(namespace, query, context, flags, echo=echo)
+        return list(context.hits)
+    hits = run_search(settings, namespace, query, flags)
+    if flags.as_json:
+        render_hits_json(namespace, query, hits, explain=flags.explain, echo=echo)
+    else:
+        render_hits(hits, explain=flags.explain, full=flags.full, echo=echo)
+    return hits
+
+
+def run_search_within(
+    settings: Settings, namespace: str, query: str, flags: SearchFlags
+) -> Context:
+    """The best passages that fit ``flags.budget_tokens``, as ``run_search`` searches."""
+    assert flags.budget_tokens is not None, "a budgeted search has a budget"
+    preload_model(settings.embedding)
+    return search_within(
+        Retriever.from_settings(settings),
+        namespace,
+        query,
+        flags.budget_tokens,
+        as_of=flags.as_of,
+        record_access=not flags.no_record,
+        options=search_options(flags),
+    )
+
+
+def render_context(
+    namespace: str, query: str, context: Context, flags: SearchFlags, *, echo: Echo
+) -> None:
+    """A budgeted search: the text an assistant is handed (labelled passages, ``Sources:``)
+    and the tokens it takes; as JSON, the hits in the API's shape with the same counts."""
+    if flags.as_json:
+        from serving import context_view
+
+        echo(as_json({"namespace": namespace, "query": query} | context_view(namespace, context)))
+        return
+    if context.citations:
+        echo(context.text)
+        echo("")
+    else:
+        echo("no passage fits" if context.left_out else "no memories found")
+    left = f"; {context.left_out} more passed over" if context.left_out else ""
+    echo(
+        f"{context.tokens_used} of {context.budget_tokens} tokens "
+        f"({len(context.citations)} passages{left})"
     )
 
 
@@ -56,9 +126,13 @@ def namespace_hint(settings: Settings, namespace: str) -> str | None:
     return f"namespace {namespace!r} holds nothing; namespaces that do: {', '.join(known)}"
 
 
-def render_hits(hits: Sequence[Hit], *, explain: bool, echo: Echo) -> None:
-    """A readable table: label, score, kind, date, text; with the breakdown when asked; then
-    the ``Sources:`` line."""
+TEXT_WIDTH = 72  # the memory column; longer passages go on under it
+
+
+def render_hits(hits: Sequence[Hit], *, explain: bool, echo: Echo, full: bool = False) -> None:
+    """A readable table: label, score, kind, date, and the passage that answers (``full``:
+    the whole memory), wrapped under its column; with the breakdown when asked; then the
+    ``Sources:`` line."""
     if not hits:
         echo("no memories found")
         return
@@ -69,14 +143,14 @@ def render_hits(hits: Sequence[Hit], *, explain: bool, echo: Echo) -> None:
     echo(f"{'cite':<11}  {'score':>6}  {'kind':<10} {'when':<16} memory")
     for citation in cited:
         hit = citation.hit
-        text = " ".join(hit.content.split())
+        text = " ".join((hit.content if full else hit.shown).split())
         if hit.low_confidence:
             text = f"(low confidence) {text}"
-        short = text if len(text) <= 90 else text[:87] + "..."
-        echo(
-            f"{citation.label:<11}  {hit.score:6.3f}  {hit.kind:<10} "
-            f"{hit.occurred_at:%Y-%m-%d %H:%M} {short}"
-        )
+        lines = textwrap.wrap(text, TEXT_WIDTH, break_on_hyphens=False) or [""]
+        lead = f"{citation.label:<11}  {hit.score:6.3f}  {hit.kind:<10} "
+        echo(f"{lead}{hit.occurred_at:%Y-%m-%d %H:%M} {lines[0]}")
+        for line in lines[1:]:
+            echo(" " * (len(lead) + 17) + line)
         if explain:
             for line in textwrap.wrap(hit.explain(), 100):
                 echo(f"{'':>13}{line}")
@@ -110,12 +184,19 @@ def render_hits_json(
 
 
 def run_prime(
-    settings: Settings, namespace: str, message: str | None, echo: Echo, *, as_document: bool
+    settings: Settings,
+    namespace: str,
+    message: str | None,
+    echo: Echo,
+    *,
+    as_document: bool,
+    budget: int | None = None,
 ) -> None:
-    """Print the priming text, or its parts and text as one JSON document."""
+    """Print the priming text, or its parts and text as one JSON document; within
+    ``budget`` tokens when given, with the count."""
     if message:  # only a first message is searched for, and so embedded
         preload_model(settings.embedding)  # the model loads while the store opens
-    priming = Retriever.from_settings(settings).prime(namespace, message)
+    priming = Retriever.from_settings(settings).prime(namespace, message, budget_tokens=budget)
     if not (priming.facts or priming.episodes or priming.open_threads):
         hint = namespace_hint(settings, namespace)
         if hint is not None:
@@ -126,6 +207,8 @@ def run_prime(
         echo(as_json(priming_view(priming)))
     else:
         echo(priming.formatted)
+        if priming.budget_tokens is not None:
+            echo(f"\n{priming.tokens_used} of {priming.budget_tokens} tokens")
 
 
 def as_json(document: dict[str, Any]) -> str:

@@ -21,6 +21,7 @@ from storage.embedding._local import (
 )
 from storage.embedding._once import EmbedOnce
 from storage.embedding._protocol import Embedder
+from storage.embedding._tokens import count_tokens
 from storage.embedding.cache import lookup, purge_model, store, text_hash
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ __all__ = [
     "preload_model",
     "purge_model",
     "store",
+    "count_tokens",
     "text_hash",
     "token_batches",
     "verified",

@@ -22,6 +22,9 @@ one door refuses, every door refuses, with the same words.
 - **Instants** (``Instant``: what a run or a search is about, ``as_of`` and time-range
   bounds): the same form, from 1900-01-01 to 2200-01-01 (``LATEST_INSTANT``), so a run can
   be dated ahead of the clock but never outside what every part of the stack reads.
+- **Token budgets** (``TokenBudget``: how much context a search or a priming may fill):
+  a whole number from 1 to ``MAX_BUDGET_TOKENS``, given as a number (not text, not a
+  boolean, not a fraction), so that every door refuses "500" or 5e2 alike.
 - **Keys of JSON objects** (``check_keys``): field names are text too, without control
   characters, since errors name them.
 
@@ -49,6 +52,7 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _ID_REFUSED = re.compile(r"[\s/\\<>\x00-\x1f\x7f-\x9f]")
 ID_MAX = 200
+MAX_BUDGET_TOKENS = 100_000
 
 
 def storable(value: str) -> str:
@@ -87,6 +91,15 @@ def _char_name(char: str) -> str:
         return "a NUL character (U+0000)"
     name = unicodedata.name(char, "").lower() or "a control character"
     return f"{name} (U+{ord(char):04X})"
+
+
+def token_budget(value: object) -> int:
+    """A token budget: an int from 1 to ``MAX_BUDGET_TOKENS``, else ValueError saying so."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"a token budget must be a whole number, not {type(value).__name__}")
+    if not 1 <= value <= MAX_BUDGET_TOKENS:
+        raise ValueError(f"a token budget must be 1 to {MAX_BUDGET_TOKENS}, not {value}")
+    return value
 
 
 def _time_input(value: object) -> object:
@@ -208,15 +221,19 @@ Label = Annotated[str, AfterValidator(label)]
 Identifier = Annotated[str, AfterValidator(identifier)]
 Moment = Annotated[datetime, BeforeValidator(_time_input), AfterValidator(_moment)]
 Instant = Annotated[datetime, BeforeValidator(_time_input), AfterValidator(check_instant)]
+# Before any coercion: JSON's "500", 500.0 and true are refused, not read as 500 or 1.
+TokenBudget = Annotated[int, BeforeValidator(token_budget)]
 __all__ = [
     "EARLIEST",
     "FUTURE_SLACK",
     "LATEST_INSTANT",
+    "MAX_BUDGET_TOKENS",
     "Identifier",
     "Instant",
     "Label",
     "Moment",
     "StorableText",
+    "TokenBudget",
     "check_instant",
     "check_keys",
     "check_moment",
@@ -226,4 +243,5 @@ __all__ = [
     "printable",
     "storable",
     "storable_json",
+    "token_budget",
 ]

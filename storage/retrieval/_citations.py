@@ -35,8 +35,8 @@ class Citation:
 
     @property
     def line(self) -> str:
-        """The label and the hit's text on one line."""
-        return f"{self.label} {' '.join(self.hit.content.split())}"
+        """The label and the hit's passage (``Hit.shown``) on one line."""
+        return f"{self.label} {' '.join(self.hit.shown.split())}"
 
 
 class CitationBook:
@@ -73,6 +73,19 @@ def provenance(hit: Hit) -> str:
     if hit.kind == DOC_KIND:
         return doc_provenance(hit)
     return memory_provenance(hit)
+
+
+def short_provenance(hit: Hit) -> str:
+    """Where a hit came from in as few tokens as still find it: ``memory 42, 2026-11-20``,
+    ``doc 7 chunk 31``. What a context within a token budget cites (``_budget``); the
+    hits themselves carry the rest."""
+    if hit.kind == DOC_KIND:
+        return (
+            f"doc {hit.doc.document_id} chunk {hit.doc.chunk_id}"
+            if hit.doc
+            else f"chunk {hit.ref[1]}"
+        )
+    return f"memory {hit.memory_id}, {hit.occurred_at.astimezone(UTC):%Y-%m-%d}"
 
 
 def memory_provenance(hit: Hit) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -18,6 +19,7 @@ from storage.retrieval._citations import cite, sources_line
 from storage.retrieval._ranking import make_hit
 from storage.retrieval._sql import EPISODE_ENTITIES, RECENT_EPISODES, RECORD_ACCESS, TOP_FACTS
 from storage.retrieval._types import Hit, PrimedEpisode, PrimedThread, Priming
+from storage.retrieval.passage import Question, passage
 
 FACT_KINDS = ["fact", "preference", "decision"]
 _SCAN = 50
@@ -56,8 +58,11 @@ def build_priming(
     *,
     record_access: bool,
     conn: Connection | None = None,
+    budget: int | None = None,
 ) -> Priming:
-    """Everything priming needs, read in one transaction: ``conn``'s, or one of its own."""
+    """Everything priming needs, read in one transaction (``conn``'s, or one of its own);
+    within ``budget`` tokens (the local model's) when given: facts first, then
+    conversations, open threads and names, each while it fits."""
     timings: dict[str, float] = {}
     clock = time.perf_counter()
     message = (initial_message or "").strip() or None
@@ -82,9 +87,16 @@ def build_priming(
                 tx.execute(RECORD_ACCESS, params)
     if retriever.shown is not None:
         facts = tuple(retriever.shown(hit) for hit in facts)
-    formatted = format_priming(namespace, episodes, threads, facts, entities)
+    if message:  # each conversation by its part that answers the first message
+        question = Question.of(message)
+        episodes = tuple(replace(e, passage=passage(e.summary, question)) for e in episodes)
+    if budget is None:
+        formatted = format_priming(namespace, episodes, threads, facts, entities)
+        timings["total"] = _lap(clock)
+        return Priming(namespace, episodes, threads, facts, entities, formatted, timings)
+    parts, formatted, used = within(namespace, (episodes, threads, facts, entities), budget)
     timings["total"] = _lap(clock)
-    return Priming(namespace, episodes, threads, facts, entities, formatted, timings)
+    return Priming(namespace, *parts, formatted, timings, budget, used)
 
 
 @contextmanager
@@ -208,7 +220,7 @@ def format_priming(
     lines = [f"What I remember about {namespace}:"]
     if episodes:
         lines += ["", "Recent conversations:"]
-        lines += [f"- {e.ended_at:%Y-%m-%d}: {e.summary}" for e in episodes]
+        lines += [f"- {e.ended_at:%Y-%m-%d}: {e.shown}" for e in episodes]
     if threads:
         lines += ["", "Still open:"]
         lines += [f"- {t.context} (since {t.since:%Y-%m-%d})" for t in threads]
@@ -220,3 +232,34 @@ def format_priming(
     if cited:
         lines += ["", sources_line(cited)]
     return "\n".join(lines)
+
+
+Parts = tuple[tuple[PrimedEpisode, ...], tuple[PrimedThread, ...], tuple[Hit, ...], tuple[str, ...]]
+Counter = Callable[[Sequence[str]], list[int]]
+
+
+def within(
+    namespace: str, parts: Parts, budget: int, count: Counter | None = None
+) -> tuple[Parts, str, int]:
+    """The parts that fit ``budget`` tokens once formatted, their text and its count: the
+    facts first (most relevant first), then conversations, open threads and names, each
+    taken while the whole text still fits. Nothing fits: no text, 0 tokens."""
+    if count is None:
+        from storage.embedding import count_tokens
+
+        count = count_tokens
+    episodes, threads, facts, entities = parts
+    kept: list[list[Any]] = [[], [], [], []]
+    text, used = "", 0
+    order: list[tuple[int, Any]] = [(2, f) for f in facts] + [(0, e) for e in episodes]
+    order += [(1, t) for t in threads] + [(3, e) for e in entities]
+    for slot, item in order:
+        kept[slot].append(item)
+        trial = format_priming(namespace, *kept)
+        tokens = count([trial])[0]
+        if tokens <= budget:
+            text, used = trial, tokens
+        else:
+            kept[slot].pop()
+    chosen: Parts = (tuple(kept[0]), tuple(kept[1]), tuple(kept[2]), tuple(kept[3]))
+    return chosen, text, used

@@ -31,6 +31,7 @@ from storage.kernel.errors import RetrievalError, StorageError
 from storage.kernel.records import NAMESPACE
 from storage.kernel.settings import RetrievalSettings, Settings
 from storage.retrieval._archived import ArchiveReader, ColdQuery, archived_candidates, demote
+from storage.retrieval._budget import checked_budget, record_hits
 from storage.retrieval._candidates import (
     Request,
     neighbours,
@@ -46,7 +47,7 @@ from storage.retrieval._inputs import (
     custom_weights,
     resolve_time_range,
 )
-from storage.retrieval._prepared import execute, rows
+from storage.retrieval._prepared import rows
 from storage.retrieval._priming import build_priming
 from storage.retrieval._ranking import (
     distinct_messages,
@@ -60,11 +61,11 @@ from storage.retrieval._sql import (
     CANDIDATES,
     EXPLAIN_ANN,
     EXPLAIN_CANDIDATES,
-    RECORD_ACCESS,
 )
 from storage.retrieval._stats import StatsCache
 from storage.retrieval._timeframe import QueryTime, read_time
-from storage.retrieval._types import DOC_KIND, Hit, Priming, SearchOptions
+from storage.retrieval._types import Hit, Priming, SearchOptions
+from storage.retrieval.passage import with_passages
 from storage.server.scoped import relax_commit
 
 NO_OPTIONS = SearchOptions()
@@ -92,8 +93,9 @@ class Retriever:
         self.stats = StatsCache(self.settings.stats_ttl_seconds)
         self.doc_stats = StatsCache(self.settings.stats_ttl_seconds)  # of document chunks
         self.archive = ArchiveReader()  # how include_archived opens the cold tier's files
-        # How hits leave: as stored (None), or with the ids a tenant is shown
-        # (``serving``: storage.public_ids). Accesses are recorded before, by the real ids.
+        # How priming's facts leave: as stored (None), or with the ids a tenant is shown
+        # (``serving``: storage.public_ids); search's hits keep the store's, and whoever
+        # shows them maps them (``serving``, ``search_within``).
         self.shown: Callable[[Hit], Hit] | None = None
 
     @classmethod
@@ -136,7 +138,7 @@ class Retriever:
     ) -> list[Hit]:
         """The ``limit`` best memories of ``namespace`` for ``query``, best first, as of
         ``as_of`` (now); ``options`` narrow or reweigh it; ``record_access``: count each
-        hit as an access.
+        hit as an access. Hits carry the store's ids (``self.shown`` is priming's).
 
         ``conn``: search inside the caller's transaction (committed by the caller) instead
         of one of its own; under the serving role, the caller scoped it by a key
@@ -163,7 +165,7 @@ class Retriever:
                     self._record(tx, namespace, hits, query, now)
         except DBAPIError as exc:
             raise StorageError(f"search in namespace {namespace!r} failed: {exc.orig}") from exc
-        return hits if self.shown is None else [self.shown(hit) for hit in hits]
+        return hits
 
     def prime(
         self,
@@ -173,9 +175,12 @@ class Retriever:
         as_of: datetime | None = None,
         record_access: bool = True,
         conn: Connection | None = None,
+        budget_tokens: int | None = None,
     ) -> Priming:
-        """What to remember when a conversation starts (seed 003), with readable text;
-        ``conn``: in the caller's transaction (as ``search``)."""
+        """What to remember when a conversation starts (seed 003), with readable text (within
+        ``budget_tokens`` tokens when given); ``conn``: in the caller's transaction (as
+        ``search``)."""
+        budget = None if budget_tokens is None else checked_budget(budget_tokens)
         if not NAMESPACE.fullmatch(namespace):
             raise RetrievalError(
                 f"bad namespace {namespace!r}: lowercase letters, digits, '.', '_', '-'"
@@ -183,7 +188,13 @@ class Retriever:
         now = aware(as_of) if as_of is not None else datetime.now(UTC)
         try:
             return build_priming(
-                self, namespace, initial_message, now, record_access=record_access, conn=conn
+                self,
+                namespace,
+                initial_message,
+                now,
+                record_access=record_access,
+                conn=conn,
+                budget=budget,
             )
         except DBAPIError as exc:
             raise StorageError(f"priming namespace {namespace!r} failed: {exc.orig}") from exc
@@ -239,19 +250,20 @@ class Retriever:
     ) -> list[Hit]:
         """The first ``limit`` hits, one place per source, with the turns next to the best
         ones brought up if ``context`` is weighted (``_context``; one more statement): from
-        one pool for every ``limit`` up to ``POOL_HITS``."""
+        one pool for every ``limit`` up to ``POOL_HITS``; each with its passage."""
         share = weights.get("context", 0.0)
         if not share or params is None:
-            return one_per_source(hits, request.limit)
+            return with_passages(one_per_source(hits, request.limit), request.query)
         pool = one_per_source(hits, pool_target(request.limit))
         ids = anchors(pool)
         if not ids:
-            return pool[: request.limit]
+            return with_passages(pool[: request.limit], request.query)
         prepare = self.settings.prepared_statements
         found = neighbour_rows(conn, params, ids, prepare=prepare)
         used = weights_for(weights, when)
         half_life = self.settings.half_life_days
-        return one_per_source(in_context(pool, found, share, when, used, half_life), request.limit)
+        best = one_per_source(in_context(pool, found, share, when, used, half_life), request.limit)
+        return with_passages(best, request.query)
 
     def _restated(
         self,
@@ -355,8 +367,4 @@ class Retriever:
     def _record(
         self, conn: Connection, namespace: str, hits: Sequence[Hit], query: str, at: datetime
     ) -> None:
-        ids = [h.memory_id for h in hits if h.kind != DOC_KIND]  # chunks are not memories
-        if ids:
-            context = f"search: {query[:500]}"
-            params = {"namespace": namespace, "ids": ids, "context": context, "at": at}
-            execute(conn, RECORD_ACCESS, params, prepare=self.settings.prepared_statements)
+        record_hits(conn, namespace, hits, query, at, prepare=self.settings.prepared_statements)

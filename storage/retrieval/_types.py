@@ -75,6 +75,14 @@ class Hit:
     # For a question about now: the newer memory that restates this one, which this hit
     # was placed right after (``supersede``).
     restated_by: int | None = None
+    # The part of ``content`` that answers the query (``storage.retrieval.passage``); ""
+    # where no query chose one (priming's facts without a first message).
+    passage: str = ""
+
+    @property
+    def shown(self) -> str:
+        """What to show of the hit: its passage, else its whole memory."""
+        return self.passage or self.content
 
     @property
     def ref(self) -> tuple[str, int]:
@@ -115,6 +123,13 @@ class PrimedEpisode:
     topics: tuple[str, ...]
     ended_at: datetime
     salience: float
+    # The summary's part that answers the first message (``storage.retrieval.passage``);
+    # "" without one: the summary is shown whole.
+    passage: str = ""
+
+    @property
+    def shown(self) -> str:
+        return self.passage or self.summary
 
 
 @dataclass(frozen=True)
@@ -139,6 +154,10 @@ class Priming:
     entities: tuple[str, ...]
     formatted: str
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # With a token budget: the budget, and the tokens ``formatted`` takes (the local model's
+    # tokenizer); the parts above are then those that fit.
+    budget_tokens: int | None = None
+    tokens_used: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -148,4 +167,6 @@ class Priming:
             "facts": [{"memory_id": h.memory_id, "content": h.content} for h in self.facts],
             "entities": list(self.entities),
             "formatted": self.formatted,
+            "budget_tokens": self.budget_tokens,
+            "tokens_used": self.tokens_used,
         }

@@ -1,5 +1,16 @@
 """``archivist eval``: build memory from labelled sessions the sync's way, then score search."""
 
+from tasks.evaluation._budgets import (
+    BUDGETS,
+    BudgetCell,
+    BudgetReport,
+    GoldAnswer,
+    budgets_as_dict,
+    holds,
+    read_answers,
+    render_budgets,
+    score_budgets,
+)
 from tasks.evaluation._build import (
     BuildReport,
     Produced,
@@ -46,6 +57,15 @@ from tasks.evaluation._summaries import (
 )
 
 __all__ = [
+    "BUDGETS",
+    "BudgetCell",
+    "BudgetReport",
+    "GoldAnswer",
+    "budgets_as_dict",
+    "holds",
+    "read_answers",
+    "render_budgets",
+    "score_budgets",
     "BuildReport",
     "EvalInputs",
     "EvalQuery",

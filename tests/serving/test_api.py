@@ -277,6 +277,39 @@ def test_prime_and_episodes(served: Served) -> None:
     assert episodes.json() == {"namespace": "primed", "episodes": []}
 
 
+def test_a_budgeted_search_and_priming_fit_their_tokens_and_say_how_many(served: Served) -> None:
+    from storage.embedding import count_tokens
+
+    lines = [
+        f"Trip note {i}: the ferry to island {i} leaves at 0{i % 9}:15 from pier {i}"
+        for i in range(30)
+    ]
+    put(served.store, "budget", lines, AT)
+    with served.client(served.key("budget")) as client:
+        plain = client.post("/v1/namespaces/budget/search", json={"query": "ferry pier"})
+        fitted = client.post(
+            "/v1/namespaces/budget/search", json={"query": "ferry pier", "budget_tokens": 200}
+        )
+        primed = client.post(
+            "/v1/namespaces/budget/prime", json={"message": "ferry", "budget_tokens": 120}
+        )
+
+    assert plain.status_code == 200 and "tokens_used" not in plain.json()
+    assert all(h["passage"] and h["content"] for h in plain.json()["hits"])
+    answer = fitted.json()
+    assert fitted.status_code == 200 and answer["budget_tokens"] == 200
+    assert 0 < answer["tokens_used"] <= 200
+    assert answer["tokens_used"] == count_tokens([answer["context"]])[0]
+    assert answer["context"].endswith(answer["sources"]) and answer["left_out"] > 0
+    assert [h["label"] for h in answer["hits"]] == [
+        f"[Memory {n}]" for n in range(1, len(answer["hits"]) + 1)
+    ]
+    prime = primed.json()
+    assert primed.status_code == 200 and prime["budget_tokens"] == 120
+    assert 0 < prime["tokens_used"] <= 120
+    assert prime["tokens_used"] == count_tokens([prime["formatted"]])[0]
+
+
 def test_bad_input_gets_one_clear_error(served: Served) -> None:
     (mine,) = served.shown(*put(served.store, "strict", ["something"], AT))
     with served.client(served.key("strict")) as client:
@@ -304,6 +337,9 @@ def test_bad_input_gets_one_clear_error(served: Served) -> None:
                 client.post(
                     search, content=b'{"query": "x', headers={"content-type": "application/json"}
                 )
+            ),
+            "budget_tokens: a token budget must be 1 to 100000, not 0": client.post(
+                search, json={"query": "x", "budget_tokens": 0}
             ),
             "message: holds a NUL character (U+0000)": client.post(
                 "/v1/namespaces/strict/prime", json={"message": "hi\x00"}

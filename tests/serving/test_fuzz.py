@@ -18,10 +18,12 @@ from storage.kernel.settings import Settings
 from storage.server.engine import Store, open_store
 from tests.fuzz_values import (
     BAD_B64,
+    BAD_BUDGETS,
     BAD_IDS,
     BAD_KEYS,
     BAD_TEXTS,
     BAD_TIMES,
+    VALID_BUDGETS,
     VALID_IDS,
     VALID_TIMES,
     document_text,
@@ -83,6 +85,31 @@ def test_the_api_queues_each_valid_time_and_refuses_each_hostile_value(served: S
     assert "Traceback" not in served.log.read_text()
 
 
+def test_the_api_takes_each_valid_budget_and_refuses_each_hostile_one(served: Served) -> None:
+    namespace = "fz-budget"
+    with served.client(served.key(namespace)) as client:
+        search, prime = f"/v1/namespaces/{namespace}/search", f"/v1/namespaces/{namespace}/prime"
+        valid = [
+            client.post(search, json={"query": "q", "budget_tokens": b}) for b in VALID_BUDGETS
+        ]
+        valid += [client.post(prime, json={"budget_tokens": b}) for b in VALID_BUDGETS]
+        refused = [
+            client.post(
+                path,
+                json={"query": "q", "budget_tokens": b} if path == search else {"budget_tokens": b},
+            )
+            for path in (search, prime)
+            for b in BAD_BUDGETS
+            if b is not None  # null is "no budget"
+        ]
+
+    assert [r.status_code for r in valid] == [200] * len(valid), [r.text for r in valid]
+    for reply in refused:
+        assert reply.status_code == 422, reply.text
+        assert reply.json()["error"].startswith("budget_tokens: "), reply.text
+    assert "Traceback" not in served.log.read_text()
+
+
 def _sendable(value: object) -> bool:
     """Whether the SDK's client can send it (it refuses to encode a lone surrogate)."""
     try:
@@ -102,6 +129,12 @@ def test_mcp_refuses_each_hostile_value_as_a_tool_error(settings: Settings, tmp_
         ],
         *[("remember", {"content": t}) for t in BAD_TEXTS if _sendable(t)],
         *[("search_memory", {"query": "q", key: 1}) for key in BAD_KEYS if _sendable(key)],
+        *[
+            ("search_memory", {"query": "q", "budget_tokens": b})
+            for b in BAD_BUDGETS
+            if b is not None
+        ],
+        *[("prime_conversation", {"budget_tokens": b}) for b in BAD_BUDGETS if b is not None],
     ]
 
     async def call_all() -> tuple[list[str], dict[str, Any], dict[str, Any]]:
@@ -117,6 +150,8 @@ def test_mcp_refuses_each_hostile_value_as_a_tool_error(settings: Settings, tmp_
     for (name, args), answer in zip(calls, answers, strict=True):
         assert answer and "Traceback" not in answer, (name, args)
     assert all("start" in a for a in answers[: len(BAD_TIMES)]), answers[: len(BAD_TIMES)]
+    budgets = answers[-2 * (len(BAD_BUDGETS) - 1) :]
+    assert all("budget_tokens" in a for a in budgets), budgets
     assert valid["status"] == "queued" and found["namespace"] == "fz-mcp"
     assert _queued(store, "fz-mcp") == 1
     assert "Traceback" not in (tmp_path / "stderr").read_text()

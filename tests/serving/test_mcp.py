@@ -98,6 +98,18 @@ async def exercise(client: Client, namespace: str) -> None:
     assert top["message_ids"] and top["occurred_at"] and top["memory_id"] > 0
     source = f"Sources: [Memory 1] memory {top['memory_id']} (session {namespace}-chat, messages "
     assert found["sources"].startswith(source)
+    assert top["passage"] and top["passage"] in text_of(
+        await client.call_tool("search_memory", {"query": "passport renew", "limit": 5})
+    )
+    budgeted = await client.call_tool(
+        "search_memory", {"query": "passport renew", "budget_tokens": 60}
+    )
+    within = data(budgeted)
+    assert within["budget_tokens"] == 60 and 0 < within["tokens_used"] <= 60
+    assert text_of(budgeted).startswith(within["context"])
+    assert text_of(budgeted).endswith(f"({within['tokens_used']} of 60 tokens)")
+    tight = data(await client.call_tool("prime_conversation", {"budget_tokens": 40}))
+    assert tight["budget_tokens"] == 40 and tight["tokens_used"] <= 40
 
     prime = await client.call_tool("prime_conversation", {"first_message": "the trip?"})
     primed = data(prime)

@@ -129,3 +129,47 @@ def test_prime_and_index(env: Settings) -> None:
     assert primed.output.splitlines()[-1].startswith("Sources: [Memory 1] memory ")
     assert indexed.exit_code == 0, indexed.output
     assert "120 rows indexed in 1 namespaces of >= 100 rows" in indexed.output
+
+
+LONG = (
+    "Dentist appointment. Alice needs to move their appointment with Dr. Moreau, the one on "
+    "Tuesday. Alice: Anything after 4pm next week. Mornings are impossible with work. Aria: "
+    "The practice has Wednesday at 16:30 or Thursday at 17:15. Alice: Wednesday at 16:30. "
+    "Aria: Booked: Dr. Moreau, Wednesday 16:30. Aria will remind you the day before. Aria: "
+    "They asked whether you still have the sensitivity in the lower left molar. Alice: Mostly "
+    "with cold drinks. Aria will add that to the appointment note so Dr. Moreau can check it."
+)
+
+
+def test_search_shows_the_passage_and_full_the_whole_memory(env: Settings) -> None:
+    put(open_store(env), "alice", [LONG], NOW, kind="episode")
+    args = ["search", "alice", "when is the dentist?", "--as-of", "2026-11-20T12:00:00"]
+
+    passage = CliRunner().invoke(main, [*args, "--no-record"])
+    full = CliRunner().invoke(main, [*args, "--no-record", "--full"])
+
+    assert passage.exit_code == 0 and full.exit_code == 0, (passage.output, full.output)
+    shown = " ".join(passage.output.split("Sources:")[0].split())
+    assert "Booked: Dr. Moreau, Wednesday 16:30." in shown and "molar" not in shown
+    assert "lower left molar" in " ".join(full.output.split())
+
+
+def test_search_and_prime_within_a_token_budget(env: Settings) -> None:
+    from storage.embedding import count_tokens
+
+    put(
+        open_store(env), "alice", [f"Dentist note {i}: bring the x-ray {i}" for i in range(40)], NOW
+    )
+    args = ["search", "alice", "dentist x-ray", "--as-of", "2026-11-20T12:00:00", "--no-record"]
+
+    fitted = CliRunner().invoke(main, [*args, "--budget-tokens", "150"])
+    primed = CliRunner().invoke(main, ["prime", "alice", "dentist", "--budget-tokens", "90"])
+    refused = CliRunner().invoke(main, [*args, "--budget-tokens", "0"])
+
+    assert fitted.exit_code == 0, fitted.output
+    context, _, tail = fitted.output.rstrip("\n").rpartition("\n\n")
+    used, budget = int(tail.split()[0]), int(tail.split()[2])
+    assert budget == 150 and 0 < used <= 150 and used == count_tokens([context])[0]
+    assert "more passed over" in tail and context.splitlines()[0].startswith("[Memory 1] ")
+    assert primed.exit_code == 0 and primed.output.rstrip().endswith("of 90 tokens")
+    assert refused.exit_code == 2 and "a token budget must be 1 to 100000" in refused.output
