@@ -3,6 +3,7 @@
 role. Imports no Prefect, no flows and no tasks: it starts fast and carries no pipeline.
 """
 
+from serving._api_models import SearchAnswer
 from serving._errors import (
     UNAVAILABLE,
     Conflict,
@@ -12,7 +13,6 @@ from serving._errors import (
     ServiceUnavailable,
     Unauthorized,
 )
-from serving._search_route import SearchRoute
 from serving._service import MemoryService
 from serving._views import cited_view, hit_view, json_row, priming_view, search_view
 
@@ -21,7 +21,7 @@ __all__ = [
     "Forbidden",
     "MemoryService",
     "NotFound",
-    "SearchRoute",
+    "SearchAnswer",
     "ServiceError",
     "ServiceUnavailable",
     "UNAVAILABLE",

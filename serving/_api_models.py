@@ -1,7 +1,9 @@
-"""The HTTP API's request bodies; unknown fields are refused, as everywhere in Archivist."""
+"""The HTTP API's request bodies (unknown fields are refused, as everywhere in Archivist),
+and the search's answer as its documentation shows it."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -77,3 +79,49 @@ class DocumentRequest(AddDocument):
     idempotency_key: StorableText | None = Field(
         None, max_length=200, description="the same key again is not queued twice"
     )
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DocHit(_Answer):
+    """Where a document chunk's hit comes from: ``text[char_start:char_end]`` of the
+    document is its content."""
+
+    document_id: int
+    chunk_id: int
+    uri: str
+    title: str
+    tag: str | None
+    heading: str
+    char_start: int
+    char_end: int
+
+
+class SearchHit(_Answer):
+    """One hit, headed by the label to cite it by (``[Memory 1]``, ``[Doc 1]``)."""
+
+    label: str
+    memory_id: int | None = Field(description="null for a document chunk")
+    kind: str
+    content: str
+    score: float
+    low_confidence: bool = Field(description="shares no word with the query, low cosine")
+    tier: str
+    session_id: str | None
+    message_ids: list[str]
+    occurred_at: datetime
+    created_at: datetime
+    sources: list[int] = Field(description="a long-term entry's memories")
+    doc: DocHit | None = Field(None, description="a document chunk's provenance")
+
+
+class SearchAnswer(_Answer):
+    """A search's hits, best first, and the ``Sources:`` line to close an answer with. The
+    endpoint's answer is rendered as it is (``serving._views.search_view``): this model
+    documents it and is never run on it."""
+
+    namespace: str
+    hits: list[SearchHit]
+    sources: str = Field(description='"" without hits')
