@@ -84,8 +84,12 @@ class MemoryService:
     ) -> Grant:
         """The grant of a key presented for a namespace: 401 without a valid key, 403 for
         another namespace or a read-only key's write. ``conn``: resolve the key there (the
-        caller's transaction) rather than on a connection of its own."""
-        grant = self.authenticate(presented.key) if conn is None else _resolved(conn, presented.key)
+        caller's transaction), which the same statement binds to the namespace asked for as
+        a search binds it (``resolve_key``), rather than on a connection of its own."""
+        if conn is None:
+            grant = self.authenticate(presented.key)
+        else:
+            grant = _resolved(conn, presented.key, scope=presented.namespace)
         self.authorize(grant, presented.namespace, write=write)
         return grant
 
@@ -115,11 +119,14 @@ class MemoryService:
     ) -> list[Citation]:
         """The best memories for ``query``, labelled ``[Memory 1]`` on, with their provenance.
 
-        A ``KeyFor`` is checked (401, 403) in the search's own transaction: the API's most
-        frequent request takes one connection, not two."""
+        A ``KeyFor`` is checked (401, 403) in the search's own transaction, by the statement
+        that binds it to the namespace: the API's most frequent request takes one connection,
+        not two, and one round trip for its key and scope."""
         with self._database(), self.engine.begin() as conn:
             if isinstance(grant, KeyFor):
-                grant = self.check(grant, conn=conn)
+                grant = self.check(grant, conn=conn)  # and binds it to the namespace
+            else:
+                scope(conn, grant.namespace, relaxed=True)
             hits = self.retriever.search(
                 grant.namespace,
                 query,
@@ -260,9 +267,10 @@ class MemoryService:
             )
 
 
-def _resolved(conn: Connection, key: str | None) -> Grant:
-    """The grant of a presented key; ``Unauthorized`` without a valid one."""
-    grant = resolve_key(conn, MemoryService.presented(key))
+def _resolved(conn: Connection, key: str | None, *, scope: str | None = None) -> Grant:
+    """The grant of a presented key; ``Unauthorized`` without a valid one (``scope``: as
+    ``resolve_key``'s)."""
+    grant = resolve_key(conn, MemoryService.presented(key), scope=scope)
     if grant is None:
         raise Unauthorized("unknown or revoked key")
     return grant

@@ -43,6 +43,18 @@ REVOKE = text(
     """
 )
 GRANT = text("SELECT key_id, namespace, read_only, revoked FROM archivist_key_grant(:hash)")
+# A search's first statement: the key's grant, and the transaction bound to the namespace
+# asked for as a search binds it (``storage.server.scoped.SCOPE_RELAXED``), in one round
+# trip. The function reads as its owner, unbound; the caller reads nothing under the scope
+# before it has judged the grant (a refusal rolls the transaction back).
+GRANT_AND_SCOPE = text(
+    """
+    SELECT g.key_id, g.namespace, g.read_only, g.revoked
+    FROM (SELECT set_config('archivist.namespace', :namespace, true),
+                 set_config('synchronous_commit', 'off', true)) s
+    LEFT JOIN archivist_key_grant(:hash) g ON true
+    """
+)
 
 
 @dataclass(frozen=True)
@@ -106,11 +118,17 @@ def revoke_key(session: Session, key_id: int, now: datetime) -> str | None:
     return None if found is None else str(found)
 
 
-def resolve_key(conn: Connection, key: str) -> Grant | None:
-    """The grant of a valid key; None for an unknown or revoked one (or not a key at all)."""
+def resolve_key(conn: Connection, key: str, *, scope: str | None = None) -> Grant | None:
+    """The grant of a valid key; None for an unknown or revoked one (or not a key at all).
+
+    ``scope``: in the same statement, bind the transaction to that namespace as a search
+    does (``GRANT_AND_SCOPE``), whatever the key's namespace: the caller compares them."""
     if not key.startswith(PREFIX) or len(key) > 200:
         return None
-    row = conn.execute(GRANT, {"hash": key_hash(key)}).first()
-    if row is None or row.revoked:
+    if scope is None:
+        row = conn.execute(GRANT, {"hash": key_hash(key)}).first()
+    else:
+        row = conn.execute(GRANT_AND_SCOPE, {"hash": key_hash(key), "namespace": scope}).first()
+    if row is None or row.key_id is None or row.revoked:
         return None
     return Grant(key_id=int(row.key_id), namespace=str(row.namespace), read_only=row.read_only)

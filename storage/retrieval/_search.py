@@ -123,8 +123,9 @@ class Retriever:
         ``as_of`` (now); ``options`` narrow or reweigh it; ``record_access``: count each
         hit as an access.
 
-        ``conn``: search inside the caller's transaction (scoped to ``namespace`` here, and
-        committed by the caller) instead of one of its own."""
+        ``conn``: search inside the caller's transaction, which the caller has bound to
+        ``namespace`` (``scope(relaxed=True)``, or the API's key check in the same statement)
+        and commits, instead of one of its own (bound here)."""
         check_request(namespace, query, limit, options.kinds, self.settings.max_limit)
         now = aware(as_of) if as_of is not None else datetime.now(UTC)
         start, end = resolve_time_range(options.time_range, now, self.tz)
@@ -141,7 +142,8 @@ class Retriever:
         )
         try:
             with self._transaction(conn) as tx:
-                scope(tx, namespace, relaxed=True)
+                if conn is None:
+                    scope(tx, namespace, relaxed=True)
                 hits = self._search(tx, request, read_time(query, now, self.tz), used)
                 if record_access and hits:
                     self._record(tx, namespace, hits, query, now)

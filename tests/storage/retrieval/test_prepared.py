@@ -13,6 +13,7 @@ from storage.embedding import HashingEmbedder
 from storage.kernel.settings import RetrievalSettings
 from storage.retrieval import Retriever, SearchOptions
 from storage.server.engine import Store
+from storage.server.scoped import scope
 from tasks.ann_index import refresh_ann_index
 from tests.storage.memory_factory import put
 
@@ -58,6 +59,7 @@ def _search_all(r: Retriever, conn: Connection) -> list[list[tuple[tuple[str, in
     found = []
     for namespace, query, filters in SEARCHES:
         with conn.begin():
+            scope(conn, namespace, relaxed=True)  # the caller's transaction, bound by it
             hits = r.search(namespace, query, as_of=NOW, conn=conn, **filters)
         found.append([(h.ref, h.score) for h in hits])
     return found
