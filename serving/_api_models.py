@@ -81,11 +81,7 @@ class DocumentRequest(AddDocument):
     )
 
 
-class _Answer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class DocHit(_Answer):
+class DocHit(BaseModel):
     """Where a document chunk's hit comes from: ``text[char_start:char_end]`` of the
     document is its content."""
 
@@ -99,7 +95,7 @@ class DocHit(_Answer):
     char_end: int
 
 
-class SearchHit(_Answer):
+class SearchHit(BaseModel):
     """One hit, headed by the label to cite it by (``[Memory 1]``, ``[Doc 1]``)."""
 
     label: str
@@ -117,7 +113,7 @@ class SearchHit(_Answer):
     doc: DocHit | None = Field(None, description="a document chunk's provenance")
 
 
-class SearchAnswer(_Answer):
+class SearchAnswer(BaseModel):
     """A search's hits, best first, and the ``Sources:`` line to close an answer with. The
     endpoint's answer is rendered as it is (``serving._views.search_view``): this model
     documents it and is never run on it."""

@@ -41,7 +41,8 @@ def test_search_returns_the_namespaces_memories_with_provenance(served: Served) 
         f"Sources: [Memory 1] memory {ids[0]} (messages m0, 2026-11-20 12:00 UTC)"
     )
     assert reply.json()["sources"].count("[Memory") == len(hits)
-    SearchAnswer.model_validate(reply.json())  # the answer is the one the schema documents
+    documented = SearchAnswer.model_validate(reply.json())  # the answer the schema documents
+    assert set(first) == set(type(documented.hits[0]).model_fields) - {"doc"}
 
 
 def test_a_search_counts_each_hit_once_in_its_namespace_until_and_after_a_fold(

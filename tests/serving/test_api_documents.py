@@ -81,7 +81,8 @@ def test_a_document_is_queued_drained_searched_listed_and_deleted(served: Served
     top = hits["hits"][0]
     assert top["kind"] == "doc" and top["label"] == "[Doc 1]" and "Aphids" in top["content"]
     assert top["doc"]["uri"] == "upload:garden.md" and top["doc"]["heading"].endswith("Pests")
-    SearchAnswer.model_validate(hits)  # a chunk's hit is the one the schema documents
+    documented = SearchAnswer.model_validate(hits)  # a chunk's hit is the one documented
+    assert set(top) == set(type(documented.hits[0]).model_fields)
     assert "six months" in passport["hits"][0]["content"]
     assert deleted.status_code == 200 and deleted.json()["deleted"] is True
     assert deleted.json()["chunks"] == by_name["garden.md"]["chunks"]
