@@ -17,7 +17,8 @@ are filters rather than index conditions (migration 0018). ``bench/api.py`` and
 The statements run on the pooled connection's psycopg cursor directly, inside the caller's
 SQLAlchemy transaction: SQLAlchemy's execution around them (compiling, its result and row
 objects, events) cost 0.06 ms of the server's CPU per statement, about 0.5 ms per search
-of eight statements. Their rows are named tuples (``row.kind``, as SQLAlchemy's), and a
+of eight statements. Their rows are named tuples (``row.kind``, as SQLAlchemy's), the
+engine's ``before_cursor_execute`` and ``after_cursor_execute`` listeners see them, and a
 failure is SQLAlchemy's ``DBAPIError``, with the connection invalidated when the server
 went away, as SQLAlchemy's own execution does.
 
@@ -41,6 +42,8 @@ import psycopg
 from psycopg.rows import RowMaker
 from sqlalchemy import Connection, TextClause
 from sqlalchemy.exc import DBAPIError
+
+MANY = False  # what an ``execute`` listener is told: one set of parameters, not many
 
 
 def execute(
@@ -75,9 +78,14 @@ def _run(
     before = driver.prepare_threshold
     if prepare:
         driver.prepare_threshold = 0  # None, the engine's, would refuse to prepare it
+    events: Any = conn.dispatch  # its listeners see these statements as SQLAlchemy's own
     try:
         with driver.cursor(row_factory=_named) as cursor:
+            for listener in events.before_cursor_execute:
+                listener(conn, cursor, sql, params, None, MANY)
             cursor.execute(sql, params, prepare=prepare)
+            for listener in events.after_cursor_execute:
+                listener(conn, cursor, sql, params, None, MANY)
             return cursor.fetchall() if fetch else []
     except psycopg.Error as exc:
         gone = conn.dialect.is_disconnect(cast(Any, exc), conn.connection.dbapi_connection, None)
