@@ -3,6 +3,7 @@
 role. Imports no Prefect, no flows and no tasks: it starts fast and carries no pipeline.
 """
 
+from serving._api_models import SearchAnswer
 from serving._errors import (
     UNAVAILABLE,
     Conflict,
@@ -13,7 +14,6 @@ from serving._errors import (
     Unauthorized,
 )
 from serving._ids import MAX_TRACED, ShownIds
-from serving._search_route import SearchRoute
 from serving._service import MemoryService
 from serving._views import (
     cited_view,
@@ -30,7 +30,7 @@ __all__ = [
     "MAX_TRACED",
     "MemoryService",
     "NotFound",
-    "SearchRoute",
+    "SearchAnswer",
     "ServiceError",
     "ServiceUnavailable",
     "ShownIds",

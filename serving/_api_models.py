@@ -1,7 +1,9 @@
-"""The HTTP API's request bodies; unknown fields are refused, as everywhere in Archivist."""
+"""The HTTP API's request bodies (unknown fields are refused, as everywhere in Archivist),
+and the search's answer as its documentation shows it."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -87,4 +89,57 @@ class DocumentRequest(AddDocument):
 
     idempotency_key: StorableText | None = Field(
         None, max_length=200, description="the same key again is not queued twice"
+    )
+
+
+class DocHit(BaseModel):
+    """Where a document chunk's hit comes from: ``text[char_start:char_end]`` of the
+    document is its content."""
+
+    document_id: int
+    chunk_id: int
+    uri: str
+    title: str
+    tag: str | None
+    heading: str
+    char_start: int
+    char_end: int
+
+
+class SearchHit(BaseModel):
+    """One hit, headed by the label to cite it by (``[Memory 1]``, ``[Doc 1]``)."""
+
+    label: str
+    memory_id: int | None = Field(description="null for a document chunk")
+    kind: str
+    passage: str = Field(description="the part of the memory that answers the query")
+    content: str = Field(description="the whole memory")
+    score: float
+    low_confidence: bool = Field(description="shares no word with the query, low cosine")
+    tier: str
+    session_id: str | None
+    message_ids: list[str]
+    occurred_at: datetime
+    created_at: datetime
+    sources: list[int] = Field(description="a long-term entry's memories")
+    doc: DocHit | None = Field(None, description="a document chunk's provenance")
+
+
+class SearchAnswer(BaseModel):
+    """A search's hits, best first, and the ``Sources:`` line to close an answer with. The
+    endpoint's answer is rendered as it is (``serving._views.search_view``): this model
+    documents it and is never run on it."""
+
+    namespace: str
+    hits: list[SearchHit]
+    sources: str = Field(description='"" without hits')
+    context: str | None = Field(
+        None, description="with budget_tokens: the labelled passages and the Sources: line"
+    )
+    budget_tokens: int | None = Field(None, description="the budget asked for")
+    tokens_used: int | None = Field(
+        None, description="with budget_tokens: the context's tokens (the local tokenizer)"
+    )
+    left_out: int | None = Field(
+        None, description="with budget_tokens: hits that did not fit or repeated a kept one"
     )

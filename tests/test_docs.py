@@ -77,6 +77,15 @@ def checks():  # the docs' own checker, loaded as MkDocs loads it (docs/ on the 
         sys.path.remove(str(ROOT / "docs"))
 
 
+def test_the_http_reference_names_what_search_answers(checks) -> None:
+    from gen_reference import http_api
+
+    page = http_api.markdown()
+    route = page.split("## `POST /v1/namespaces/{namespace}/search`")[1].split("\n## ")[0]
+    assert "Successful Response: [SearchAnswer](#schema-searchanswer)" in route
+    assert "{#schema-searchhit}" in page and "{#schema-dochit}" in page
+
+
 def test_a_page_naming_what_does_not_exist_is_reported(checks) -> None:
     page = (
         "Set `ARCHIVIST_SYNC__WINDOW` or `ARCHIVIST_QUEUE__*`, run `archivist serch alice`, "

@@ -57,9 +57,19 @@ def _route(method: str, path: str, op: Schema) -> str:
     if body is not None:
         media = body["content"]["application/json"]["schema"]
         parts.append(f"Body (`application/json`): {_type(media)}.")
-    answers = [[code(status), escape(answer["description"])] for status, answer in _answers(op)]
+    answers = [[code(status), _answer(status, answer)] for status, answer in _answers(op)]
     parts.append(table(["Status", "Answer"], answers))
     return "\n\n".join(parts)
+
+
+def _answer(status: str, answer: Schema) -> str:
+    """An answer's description, and the schema of a success's JSON when it has one (an
+    error's is the API's ``{"error": ...}``, not FastAPI's default the schema names)."""
+    words = escape(answer["description"])
+    media = answer.get("content", {}).get("application/json", {}).get("schema", {})
+    if status.startswith("2") and "$ref" in media:
+        words += f": {_type(media)}"
+    return words
 
 
 def _answers(op: Schema) -> list[tuple[str, Schema]]:

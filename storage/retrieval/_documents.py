@@ -4,7 +4,8 @@ The chunks of the namespace's documents are found as memories are: the dense top
 pgvector cosine (HNSW over the chunks ``archivist index`` flagged in large namespaces, an
 exact scan of the rest) united with the lexical top over
 the query's useful lexemes, BM25 computed over PostgreSQL's lexemes with the chunks' own
-statistics (kept in a ``StatsCache`` of their own). Each candidate row has the columns of a
+statistics (kept in a ``StatsCache`` of their own), through the memories' statements
+built for the chunks' table (``_sql.CHUNKS``). Each candidate row has the columns of a
 memory candidate (``kind`` ``"doc"``, the chunk's importance, the time its text was
 ingested as ``occurred_at``, no accesses), so ``_ranking`` scores chunks and memories by
 one composite formula, plus the document's provenance.
@@ -21,7 +22,13 @@ from storage.kernel.settings import RetrievalSettings
 from storage.retrieval._candidates import Request, first_params, neighbours, pool_target
 from storage.retrieval._inputs import DF_CAP, lexical_params, vector_literal
 from storage.retrieval._prepared import rows
-from storage.retrieval._sql import SEARCH_SETTINGS
+from storage.retrieval._sql import (
+    CHUNKS,
+    SEARCH_SETTINGS,
+    ann_neighbours,
+    candidates,
+    term_stats,
+)
 from storage.retrieval._stats import StatsCache, cached_term_stats
 from storage.retrieval._types import DOC_KIND, DocSource
 
@@ -39,75 +46,10 @@ QUERY_LEXEMES = text(
     """
     + SEARCH_SETTINGS
 )
-# Dense neighbours among the HNSW-indexed chunks of the namespace.
-ANN_NEIGHBOURS = text(
-    """
-    SELECT id, embedding <=> CAST(:qvec AS vector) AS dist FROM document_chunks
-    WHERE namespace = :namespace AND ann_indexed
-      AND (CAST(:start AS timestamptz) IS NULL OR created_at >= :start)
-      AND (CAST(:end AS timestamptz) IS NULL OR created_at < :end)
-    ORDER BY embedding <=> CAST(:qvec AS vector) LIMIT :n
-    """
-)
-# The namespace's chunk count and mean lexical length (when asked), and the capped document
-# frequency of the given lexemes among its chunks (looked up as memories' TERM_STATS does).
-TERM_STATS = text(
-    """
-    SELECT CASE WHEN :with_size THEN (
-               SELECT count(*) FROM document_chunks WHERE namespace = :namespace) END AS n_docs,
-           CASE WHEN :with_size THEN (
-               SELECT coalesce(avg(lex_len), 0) FROM document_chunks
-               WHERE namespace = :namespace) END AS avg_len,
-           t.lexeme,
-           (SELECT count(*) FROM (
-                SELECT 1 FROM document_chunks c
-                WHERE c.scoped_tsv @@ CAST(t.term AS tsquery)
-                  AND (c.namespace = :namespace) IS TRUE
-                LIMIT :df_cap) x) AS df
-    FROM (SELECT NULL::text AS lexeme, NULL::text AS term UNION ALL
-          SELECT * FROM unnest(CAST(:lexemes AS text[]), CAST(:terms AS text[]))) t
-    """
-)
-CANDIDATES = text(
-    """
-    WITH dense_ann AS (
-        SELECT * FROM unnest(CAST(:ann_ids AS bigint[]), CAST(:ann_dists AS float8[]))
-            AS a(id, dist)
-    ), dense_exact AS (
-        SELECT id, embedding <=> CAST(:qvec AS vector) AS dist FROM document_chunks
-        WHERE namespace = :namespace AND NOT ann_indexed
-          AND (CAST(:start AS timestamptz) IS NULL OR created_at >= :start)
-          AND (CAST(:end AS timestamptz) IS NULL OR created_at < :end)
-        ORDER BY 2 LIMIT :n
-    ), dense AS (
-        SELECT id FROM (SELECT * FROM dense_ann UNION ALL SELECT * FROM dense_exact) d
-        ORDER BY dist LIMIT :n
-    ), lexical AS (
-        SELECT id FROM document_chunks
-        WHERE CAST(:scoped_tsquery AS text) IS NOT NULL
-          AND scoped_tsv @@ CAST(:scoped_tsquery AS tsquery)
-          AND (namespace = :namespace) IS TRUE
-          AND (CAST(:start AS timestamptz) IS NULL OR created_at >= :start)
-          AND (CAST(:end AS timestamptz) IS NULL OR created_at < :end)
-        ORDER BY ts_rank(tsv, CAST(:tsquery AS tsquery), 1) DESC, id DESC LIMIT :n_lexical
-    ), candidates AS (SELECT id FROM dense UNION SELECT id FROM lexical)
-    SELECT c.id, c.namespace, 'doc' AS kind, c.text AS content, c.importance,
-           0.0 AS vehemence, 0 AS access_count, NULL::timestamptz AS last_accessed_at,
-           c.created_at AS occurred_at, c.created_at, NULL::text AS session_id,
-           ARRAY[]::text[] AS message_ids, 'document' AS tier, NULL::bigint[] AS sources,
-           1 - (c.embedding <=> CAST(:qvec AS vector)) AS cosine,
-           CASE WHEN c.tsv @@ CAST(:any_lexeme AS tsquery) THEN (
-               SELECT sum(t.idf * (cardinality(u.positions) * (:k1 + 1))
-                          / (cardinality(u.positions)
-                             + :k1 * (1 - :b + :b * c.lex_len / greatest(:avg_len, 1))))
-               FROM unnest(c.tsv) u
-               JOIN unnest(CAST(:lexemes AS text[]), CAST(:idfs AS float8[])) AS t(lexeme, idf)
-                 ON t.lexeme = u.lexeme) ELSE 0 END AS bm25,
-           d.id AS document_id, d.uri, d.title, d.tag, c.heading, c.char_start, c.char_end
-    FROM candidates k JOIN document_chunks c ON c.id = k.id
-    JOIN documents d ON d.id = c.document_id
-    """
-)
+# The chunks' statements: memories' own, built for their table (``_sql.Candidates``).
+ANN_NEIGHBOURS = ann_neighbours(CHUNKS)
+TERM_STATS = term_stats(CHUNKS)
+CANDIDATES = candidates(CHUNKS)
 
 
 def wants_documents(kinds: Sequence[str] | None) -> bool:

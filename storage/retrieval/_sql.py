@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import text
+from dataclasses import dataclass
+
+from sqlalchemy import TextClause, text
 
 # Planner settings for the rest of the transaction. The HNSW neighbours are fetched with
 # sequential scans, bitmap scans and sorts off, so the index is the only way to answer,
@@ -20,19 +22,6 @@ PLANNER = text(
     "set_config('enable_indexscan', :indexscan, true), "
     "set_config('plan_cache_mode', coalesce(CAST(:plan_cache_mode AS text), "
     "current_setting('plan_cache_mode')), true)"
-)
-
-# Dense neighbours among the HNSW-indexed rows of the namespace.
-ANN_NEIGHBOURS = text(
-    """
-    SELECT id, embedding <=> CAST(:qvec AS vector) AS dist FROM memories
-    WHERE namespace = :namespace AND ann_indexed
-      AND tier = ANY(CAST(:tiers AS text[]))
-      AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(CAST(:kinds AS text[])))
-      AND (CAST(:start AS timestamptz) IS NULL OR occurred_at >= :start)
-      AND (CAST(:end AS timestamptz) IS NULL OR occurred_at < :end)
-    ORDER BY embedding <=> CAST(:qvec AS vector) LIMIT :n
-    """
 )
 
 # Select-list items of a search's first statement, for the statements after it: PLANNER's
@@ -65,87 +54,163 @@ QUERY_TERMS = text(
     + SEARCH_SETTINGS
 )
 
-# BM25 statistics of a namespace: its size and mean lexical length (when asked), and the
-# document frequency of the given lexemes: stored by the index step for large namespaces'
-# common words (namespace_terms), else counted live, capped: a term in more than :df_cap
-# memories is common whatever its exact count. A lexeme is looked up as its namespace's
-# term of scoped_tsv (:terms, migration 0018); the namespace test is a filter (IS TRUE),
-# not an index condition, which would AND the namespace's whole btree into each lookup.
-TERM_STATS = text(
-    """
-    SELECT CASE WHEN :with_size THEN (
-               SELECT count(*) FROM memories WHERE namespace = :namespace) END AS n_docs,
-           CASE WHEN :with_size THEN (
-               SELECT coalesce(avg(lex_len), 0) FROM memories WHERE namespace = :namespace)
-           END AS avg_len,
-           t.lexeme,
-           coalesce(
-               (SELECT nt.df FROM namespace_terms nt
-                WHERE nt.namespace = :namespace AND nt.lexeme = t.lexeme),
-               (SELECT count(*) FROM (
-                    SELECT 1 FROM memories m
-                    WHERE m.scoped_tsv @@ CAST(t.term AS tsquery)
-                      AND (m.namespace = :namespace) IS TRUE
-                    LIMIT :df_cap) c)) AS df
-    FROM (SELECT NULL::text AS lexeme, NULL::text AS term UNION ALL
-          SELECT * FROM unnest(CAST(:lexemes AS text[]), CAST(:terms AS text[]))) t
-    """
-)
 
-# The scopes repeat the same filters so that each keeps its own index.
-# Candidates (dense top-n: the HNSW neighbours passed in, and the other rows exactly; lexical
-# over the query of the lexemes that narrow the search (lexical_params), found through
-# scoped_tsv as in TERM_STATS and ordered by ts_rank over tsv), then every factor's raw
-# input for each of them.
-# BM25 is computed over PostgreSQL's own lexemes: tf from the positions in the memory's
-# tsvector, idf passed in (TERM_STATS), length from lex_len; a candidate without any of
-# the query's lexemes (:any_lexeme, a match test) scores 0 without unnesting its own.
-CANDIDATES = text(
-    """
-    WITH dense_ann AS (
-        SELECT * FROM unnest(CAST(:ann_ids AS bigint[]), CAST(:ann_dists AS float8[]))
-            AS a(id, dist)
-    ), dense_exact AS (
-        SELECT id, embedding <=> CAST(:qvec AS vector) AS dist FROM memories
-        WHERE namespace = :namespace AND NOT ann_indexed
-          AND tier = ANY(CAST(:tiers AS text[]))
-          AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(CAST(:kinds AS text[])))
-          AND (CAST(:start AS timestamptz) IS NULL OR occurred_at >= :start)
-          AND (CAST(:end AS timestamptz) IS NULL OR occurred_at < :end)
-        ORDER BY 2 LIMIT :n
-    ), dense AS (
-        SELECT id FROM (SELECT * FROM dense_ann UNION ALL SELECT * FROM dense_exact) d
-        ORDER BY dist LIMIT :n
-    ), lexical AS (
-        SELECT id FROM memories
-        WHERE CAST(:scoped_tsquery AS text) IS NOT NULL
-          AND scoped_tsv @@ CAST(:scoped_tsquery AS tsquery)
-          AND (namespace = :namespace) IS TRUE
-          AND tier = ANY(CAST(:tiers AS text[]))
-          AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(CAST(:kinds AS text[])))
-          AND (CAST(:start AS timestamptz) IS NULL OR occurred_at >= :start)
-          AND (CAST(:end AS timestamptz) IS NULL OR occurred_at < :end)
-        ORDER BY ts_rank(tsv, CAST(:tsquery AS tsquery), 1) DESC, id DESC LIMIT :n_lexical
-    ), candidates AS (SELECT id FROM dense UNION SELECT id FROM lexical)
-    SELECT m.id, m.namespace, m.kind, m.content, m.importance, m.vehemence,
+# A search reads candidates from two tables, memories and document chunks, through the
+# same statements, each built once per table by the builders below (``Candidates``
+# describes a table: its columns, the filters only it has, its candidate row).
+@dataclass(frozen=True)
+class Candidates:
+    """A table that search reads candidates from, as the statements below need it."""
+
+    table: str
+    alias: str  # of the table's row in the candidates statement's last step
+    at: str  # the column a time range filters
+    filters: str  # the table's own filters of a candidate (memories: tier, kinds)
+    row: str  # the candidate row's columns (``_ranking`` reads them by name), over ``alias``
+    joins: str  # what ``row`` reads besides the table's row
+    stored_df: bool  # whether the index step stores common words' counts (namespace_terms)
+
+
+MEMORY_FILTERS = """
+      AND tier = ANY(CAST(:tiers AS text[]))
+      AND (CAST(:kinds AS text[]) IS NULL OR kind = ANY(CAST(:kinds AS text[])))"""
+
+MEMORIES = Candidates(
+    table="memories",
+    alias="m",
+    at="occurred_at",
+    filters=MEMORY_FILTERS,
+    row="""m.id, m.namespace, m.kind, m.content, m.importance, m.vehemence,
            m.access_count + coalesce(p.hits, 0) AS access_count,
            coalesce(p.last_accessed_at, m.last_accessed_at) AS last_accessed_at,
            m.occurred_at, m.created_at, m.session_id, m.message_ids, m.tier,
            1 - (m.embedding <=> CAST(:qvec AS vector)) AS cosine,
            CASE WHEN m.kind = 'long_term' THEN (
                SELECT l.memory_ids FROM long_term_entries l WHERE l.memory_id = m.id LIMIT 1
-           ) END AS sources,
-           CASE WHEN m.tsv @@ CAST(:any_lexeme AS tsquery) THEN (
+           ) END AS sources,""",
+    joins="LEFT JOIN memory_access_pending p ON p.memory_id = m.id AND p.namespace = m.namespace",
+    stored_df=True,
+)
+
+# A chunk's row has a memory's columns (kind ``doc``, the chunk's importance, the time its
+# text was ingested as ``occurred_at``, no accesses), plus its document's provenance.
+CHUNKS = Candidates(
+    table="document_chunks",
+    alias="c",
+    at="created_at",
+    filters="",
+    row="""c.id, c.namespace, 'doc' AS kind, c.text AS content, c.importance,
+           0.0 AS vehemence, 0 AS access_count, NULL::timestamptz AS last_accessed_at,
+           c.created_at AS occurred_at, c.created_at, NULL::text AS session_id,
+           ARRAY[]::text[] AS message_ids, 'document' AS tier, NULL::bigint[] AS sources,
+           1 - (c.embedding <=> CAST(:qvec AS vector)) AS cosine,
+           d.id AS document_id, d.uri, d.title, d.tag, c.heading, c.char_start, c.char_end,""",
+    joins="JOIN documents d ON d.id = c.document_id",
+    stored_df=False,
+)
+
+
+def _window(source: Candidates) -> str:
+    """The search's filters of a row: the table's own and the time range."""
+    return (
+        source.filters
+        + f"""
+      AND (CAST(:start AS timestamptz) IS NULL OR {source.at} >= :start)
+      AND (CAST(:end AS timestamptz) IS NULL OR {source.at} < :end)"""
+    )
+
+
+def ann_neighbours(source: Candidates) -> TextClause:
+    """Dense neighbours among the HNSW-indexed rows of the namespace."""
+    return text(
+        f"""
+    SELECT id, embedding <=> CAST(:qvec AS vector) AS dist FROM {source.table}
+    WHERE namespace = :namespace AND ann_indexed{_window(source)}
+    ORDER BY embedding <=> CAST(:qvec AS vector) LIMIT :n
+    """
+    )
+
+
+def term_stats(source: Candidates) -> TextClause:
+    """BM25 statistics of a namespace: its size and mean lexical length (when asked), and
+    the document frequency of the given lexemes: stored by the index step for large
+    namespaces' common words (namespace_terms, memories only), else counted live, capped:
+    a term in more than :df_cap rows is common whatever its exact count. A lexeme is looked
+    up as its namespace's term of scoped_tsv (:terms, migration 0018); the namespace test is
+    a filter (IS TRUE), not an index condition, which would AND the namespace's whole btree
+    into each lookup."""
+    counted = f"""(SELECT count(*) FROM (
+                    SELECT 1 FROM {source.table} r
+                    WHERE r.scoped_tsv @@ CAST(t.term AS tsquery)
+                      AND (r.namespace = :namespace) IS TRUE
+                    LIMIT :df_cap) x)"""
+    if source.stored_df:
+        counted = f"""coalesce(
+               (SELECT nt.df FROM namespace_terms nt
+                WHERE nt.namespace = :namespace AND nt.lexeme = t.lexeme),
+               {counted})"""
+    return text(
+        f"""
+    SELECT CASE WHEN :with_size THEN (
+               SELECT count(*) FROM {source.table} WHERE namespace = :namespace) END AS n_docs,
+           CASE WHEN :with_size THEN (
+               SELECT coalesce(avg(lex_len), 0) FROM {source.table}
+               WHERE namespace = :namespace) END AS avg_len,
+           t.lexeme,
+           {counted} AS df
+    FROM (SELECT NULL::text AS lexeme, NULL::text AS term UNION ALL
+          SELECT * FROM unnest(CAST(:lexemes AS text[]), CAST(:terms AS text[]))) t
+    """
+    )
+
+
+def candidates(source: Candidates) -> TextClause:
+    """A search's candidate rows of one table, with every factor's raw input.
+
+    Dense top-n: the HNSW neighbours passed in, and the other rows exactly; lexical over
+    the query of the lexemes that narrow the search (lexical_params), found through
+    scoped_tsv as in ``term_stats`` and ordered by ts_rank over tsv. The scopes repeat the
+    same filters so that each keeps its own index. BM25 is computed over PostgreSQL's own
+    lexemes: tf from the positions in the row's tsvector, idf passed in (``term_stats``),
+    length from lex_len; a candidate without any of the query's lexemes (:any_lexeme, a
+    match test) scores 0 without unnesting its own."""
+    table, r, window = source.table, source.alias, _window(source)
+    return text(
+        f"""
+    WITH dense_ann AS (
+        SELECT * FROM unnest(CAST(:ann_ids AS bigint[]), CAST(:ann_dists AS float8[]))
+            AS a(id, dist)
+    ), dense_exact AS (
+        SELECT id, embedding <=> CAST(:qvec AS vector) AS dist FROM {table}
+        WHERE namespace = :namespace AND NOT ann_indexed{window}
+        ORDER BY 2 LIMIT :n
+    ), dense AS (
+        SELECT id FROM (SELECT * FROM dense_ann UNION ALL SELECT * FROM dense_exact) d
+        ORDER BY dist LIMIT :n
+    ), lexical AS (
+        SELECT id FROM {table}
+        WHERE CAST(:scoped_tsquery AS text) IS NOT NULL
+          AND scoped_tsv @@ CAST(:scoped_tsquery AS tsquery)
+          AND (namespace = :namespace) IS TRUE{window}
+        ORDER BY ts_rank(tsv, CAST(:tsquery AS tsquery), 1) DESC, id DESC LIMIT :n_lexical
+    ), candidates AS (SELECT id FROM dense UNION SELECT id FROM lexical)
+    SELECT {source.row}
+           CASE WHEN {r}.tsv @@ CAST(:any_lexeme AS tsquery) THEN (
                SELECT sum(t.idf * (cardinality(u.positions) * (:k1 + 1))
                           / (cardinality(u.positions)
-                             + :k1 * (1 - :b + :b * m.lex_len / greatest(:avg_len, 1))))
-               FROM unnest(m.tsv) u
+                             + :k1 * (1 - :b + :b * {r}.lex_len / greatest(:avg_len, 1))))
+               FROM unnest({r}.tsv) u
                JOIN unnest(CAST(:lexemes AS text[]), CAST(:idfs AS float8[])) AS t(lexeme, idf)
                  ON t.lexeme = u.lexeme) ELSE 0 END AS bm25
-    FROM candidates c JOIN memories m ON m.id = c.id
-    LEFT JOIN memory_access_pending p ON p.memory_id = m.id AND p.namespace = m.namespace
+    FROM candidates k JOIN {table} {r} ON {r}.id = k.id
+    {source.joins}
     """
-)
+    )
+
+
+ANN_NEIGHBOURS = ann_neighbours(MEMORIES)
+TERM_STATS = term_stats(MEMORIES)
+CANDIDATES = candidates(MEMORIES)
 
 EXPLAIN_ANN = text("EXPLAIN (COSTS OFF) " + ANN_NEIGHBOURS.text)
 EXPLAIN_CANDIDATES = text("EXPLAIN (COSTS OFF) " + CANDIDATES.text)

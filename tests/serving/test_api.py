@@ -13,6 +13,7 @@ import httpx
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from serving import SearchAnswer
 from serving.api import worker_pool_size
 from storage.keys import key_hash
 from storage.operations.access import fold_accesses
@@ -44,6 +45,8 @@ def test_search_returns_the_namespaces_memories_with_provenance(served: Served) 
         f"Sources: [Memory 1] memory {ids[0]} (messages m0, 2026-11-20 12:00 UTC)"
     )
     assert reply.json()["sources"].count("[Memory") == len(hits)
+    documented = SearchAnswer.model_validate(reply.json())  # the answer the schema documents
+    assert set(first) == set(type(documented.hits[0]).model_fields) - {"doc"}
 
 
 def test_a_search_counts_each_hit_once_in_its_namespace_until_and_after_a_fold(
@@ -416,7 +419,13 @@ def test_health_docs_and_the_role_that_serves(served: Served) -> None:
     }
     assert all(url.startswith("/") for url in fetched), assets
     assert all(reply.status_code == 200 and reply.content for reply in fetched.values())
-    assert "/v1/namespaces/{namespace}/search" in schema["paths"]
+    search = schema["paths"]["/v1/namespaces/{namespace}/search"]["post"]
+    assert search["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/SearchRequest"
+    }
+    answer = search["responses"]["200"]["content"]["application/json"]["schema"]
+    assert answer == {"$ref": "#/components/schemas/SearchAnswer"}
+    assert search["security"] == [{"HTTPBearer": []}]
     assert missing.status_code == 404 and missing.json() == {"error": "Not Found"}
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import text
 
+from serving import SearchAnswer
 from storage.public_ids import PublicIds
 from tests.serving.conftest import ARCHIVIST, Served
 from tests.tasks.documents.samples import HTML, MARKDOWN, pdf
@@ -95,6 +96,8 @@ def test_a_document_is_queued_drained_searched_listed_and_deleted(served: Served
     top = hits["hits"][0]
     assert top["kind"] == "doc" and top["label"] == "[Doc 1]" and "Aphids" in top["content"]
     assert top["doc"]["uri"] == "upload:garden.md" and top["doc"]["heading"].endswith("Pests")
+    documented = SearchAnswer.model_validate(hits)  # a chunk's hit is the one documented
+    assert set(top) == set(type(documented.hits[0]).model_fields)
     assert "six months" in passport["hits"][0]["content"]
     assert deleted.status_code == 200 and deleted.json()["deleted"] is True
     assert deleted.json()["chunks"] == by_name["garden.md"]["chunks"]
