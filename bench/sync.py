@@ -123,10 +123,13 @@ def main() -> None:
         f"{first.blocks_appended:,} blocks, {len(first.files_touched)} files)"
     )
     per_memory = 1000 / max(w.memories_added, 1)
+    cpu_ms = (spent.process + spent.postgres) * per_memory
     print(
         f"full run CPU: {spent.process:.0f} s here (embedding included), {spent.postgres:.0f} s "
         f"PostgreSQL: {spent.process * per_memory:.2f} + {spent.postgres * per_memory:.2f} ms "
-        f"per memory; the machine's {os.cpu_count()} CPUs were {spent.busy:.0%} busy"
+        f"per memory, so {1000 / max(cpu_ms, 1e-9):,.0f} memories/s per core busy on it; "
+        f"the machine's {os.cpu_count()} CPUs were {spent.busy:.0%} busy "
+        f"(load average {', '.join(f'{v:.1f}' for v in os.getloadavg())})"
     )
     print(
         f"no-op re-run: {again.seconds:.2f} s  ({again.unchanged:,} unchanged, "
@@ -172,8 +175,8 @@ def embedding_rate(settings: Settings, as_of: datetime, rounds: int) -> None:
         reached = n if label == "before" else model_texts
         print(
             f"{what}: {n / wall:,.0f} memories embedded/s ({n:,} texts, {reached:,} through "
-            f"the model; {1000 * cpu / n:.2f} ms of CPU per memory, {os.cpu_count()} CPUs; "
-            f"best of {rounds})"
+            f"the model; {1000 * cpu / n:.2f} ms of CPU per memory, so {n / cpu:,.0f}/s per "
+            f"core busy on it; {os.cpu_count()} CPUs; best of {rounds})"
         )
     if "before" in best:
         load = ", ".join(f"{v:.1f}" for v in os.getloadavg())

@@ -15,6 +15,7 @@ from storage.embedding._hashing import HashingEmbedder
 from storage.embedding._local import (
     PUBLISHED_SHA256,
     LocalEmbedder,
+    float32_parts,
     model_folder,
     preload,
     verified,

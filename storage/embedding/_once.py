@@ -10,6 +10,7 @@ recently used first, up to a memory budget; a text seen again is looked up by it
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -25,6 +26,10 @@ class EmbedOnce:
     long-lived process stays bounded; 64 MiB hold about 43,000 vectors of 384 dimensions.
     ``computed`` and ``reused`` count texts (with repeats) over the wrapper's life.
     Queries pass straight through: they may take another graph (``embed_query``).
+    Safe to call from several threads (a sync embeds one part of a batch while it extracts
+    the next, whose summaries may embed through the same wrapper): the bookkeeping is
+    locked, the model calls are not. A text two threads ask for at once may be embedded
+    by both; the vector is the same.
     """
 
     def __init__(self, inner: Embedder, budget_bytes: int = 64 << 20) -> None:
@@ -34,6 +39,7 @@ class EmbedOnce:
         self._seen: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self.computed = 0
         self.reused = 0
+        self._lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -58,21 +64,22 @@ class EmbedOnce:
         keys = [_digest(t) for t in texts]
         found: dict[bytes, np.ndarray] = {}
         wanted: dict[bytes, str] = {}
-        for key, text in zip(keys, texts, strict=True):
-            if key in found or key in wanted:
-                continue
-            vector = self._seen.get(key)
-            if vector is None:
-                wanted[key] = text
-            else:
-                self._seen.move_to_end(key)
-                found[key] = vector
-        if wanted:
-            fresh = self._inner.embed(list(wanted.values()))
+        with self._lock:
+            for key, text in zip(keys, texts, strict=True):
+                if key in found or key in wanted:
+                    continue
+                vector = self._seen.get(key)
+                if vector is None:
+                    wanted[key] = text
+                else:
+                    self._seen.move_to_end(key)
+                    found[key] = vector
+        fresh = self._inner.embed(list(wanted.values())) if wanted else np.zeros((0, self.dim))
+        with self._lock:
             for key, vector in zip(wanted, fresh, strict=True):
                 found[key] = self._remember(key, vector)
-        self.computed += len(wanted)
-        self.reused += len(texts) - len(wanted)
+            self.computed += len(wanted)
+            self.reused += len(texts) - len(wanted)
         if not keys:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)

@@ -1,7 +1,7 @@
 """The session flows' work: ingest transcripts, plan, extract and write, the files, the report."""
 
 from tasks.files import FlushOutcome
-from tasks.sync._process import plan_sync, process_batch
+from tasks.sync._process import PART_SESSIONS, plan_sync, process_batch
 from tasks.sync._redacted import RedactedSource, stored_source
 from tasks.sync._report import SyncReport, SyncWork, build_report, skipped, touched_namespaces
 from tasks.sync._steps import (
@@ -27,6 +27,7 @@ from tasks.sync._transcripts import (
 from tasks.sync._types import BatchOutcome, SyncContext, SyncOptions, SyncPlan
 
 __all__ = [
+    "PART_SESSIONS",
     "BatchOutcome",
     "FlushOutcome",
     "IngestReport",

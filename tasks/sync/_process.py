@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -32,6 +33,9 @@ from tasks.sync._types import (
 )
 
 _SPOKEN = ("user", "assistant")  # the roles that get turn memories
+# Sessions extracted while the embedder works on the previous ones' memories (about 500
+# memories of bench/sync.py's sessions: long enough to hide an extraction behind).
+PART_SESSIONS = 20
 
 
 def plan_sync(
@@ -131,12 +135,28 @@ def derive_batch(
     """Extract every state and embed the memories not stored yet; touches no database.
 
     Model calls (an LLM extractor, an HTTP embedder) happen here, outside any transaction.
+    The states go in parts of ``PART_SESSIONS``: while the embedder works on one part's
+    new memories (on its own threads, or waiting on a remote model), this thread extracts
+    the next, so the extraction (its summaries' own model calls included) no longer waits
+    for the embedding nor the embedding for it. One part is embedded at a time, in order,
+    on one worker thread, so the embedder is never called from two threads at once.
     """
-    derived = [derive(state, ctx.extractor.extract(state)) for state in states]
-    wanted = _wanted(derived)
-    new_keys = [key for key in wanted if key not in existing]
-    vectors = ctx.embedder.embed([wanted[key].content for key in new_keys])
-    return PreparedBatch(derived, dict(zip(new_keys, vectors, strict=True)))
+    derived: list[Derived] = []
+    vectors: dict[tuple[str, str, str], np.ndarray] = {}
+    with ThreadPoolExecutor(1, thread_name_prefix="archivist-sync-embed") as worker:
+        pending = []
+        for start in range(0, len(states), PART_SESSIONS):
+            part = [
+                derive(s, ctx.extractor.extract(s)) for s in states[start : start + PART_SESSIONS]
+            ]
+            derived += part
+            wanted = _wanted(part)
+            new_keys = [key for key in wanted if key not in existing]
+            texts = [wanted[key].content for key in new_keys]
+            pending.append((new_keys, worker.submit(ctx.embedder.embed, texts)))
+        for new_keys, embedded in pending:
+            vectors.update(zip(new_keys, embedded.result(), strict=True))
+    return PreparedBatch(derived, vectors)
 
 
 def write_batch(session: Session, ctx: SyncContext, batch: PreparedBatch) -> BatchOutcome:
