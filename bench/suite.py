@@ -121,9 +121,11 @@ def _give_up(signum: int, frame: object) -> None:
     raise ChildProcessError("orphans still running a minute after pytest ended")
 
 
-def _reap_until(process: subprocess.Popen[bytes]) -> int:
-    """Wait for the child and for every orphan handed to us; the child's exit code."""
+def _reap_until(process: subprocess.Popen[bytes]) -> tuple[int, float]:
+    """Wait for the child and for every orphan handed to us; the child's exit code and the
+    time it ended (``time.monotonic``)."""
     code: int | None = None
+    ended = 0.0
     while True:
         try:
             pid, status = os.wait()
@@ -131,11 +133,11 @@ def _reap_until(process: subprocess.Popen[bytes]) -> int:
             break
         if pid == process.pid:
             code = os.waitstatus_to_exitcode(status)
-            process.returncode = code
+            process.returncode, ended = code, time.monotonic()
             # Orphans still running (a server left behind) are not waited for forever.
             signal.alarm(60)
     signal.alarm(0)
-    return code if code is not None else 1
+    return (code if code is not None else 1), ended
 
 
 def main() -> int:
@@ -154,8 +156,8 @@ def main() -> int:
     process = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "bench.suite", *pytest_args], env=env
     )
-    code = _reap_until(process)
-    wall = time.monotonic() - started
+    code, ended = _reap_until(process)
+    wall, orphans = ended - started, time.monotonic() - ended
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     load_after = os.getloadavg()
     rows = json.loads(known.out.read_text()) if known.out.exists() else {}
@@ -169,6 +171,7 @@ def main() -> int:
         f"{usage.ru_utime + usage.ru_stime:>9.1f}"
         f"   (user {usage.ru_utime:.1f} s, sys {usage.ru_stime:.1f} s, all processes)"
     )
+    print(f"pytest's own wall time {wall:.1f} s; processes it left ran {orphans:.1f} s more")
     print("load average before: {:.2f} {:.2f} {:.2f}".format(*load_before))
     print("load average after:  {:.2f} {:.2f} {:.2f}".format(*load_after))
     return code
