@@ -106,15 +106,20 @@ def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
 def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
     if _meter is not None:
         _meter.charge(_directory(nodeid), test=True)
+        _write(_meter)
 
 
 def pytest_sessionfinish(session: Any) -> None:
-    if _meter is None:
-        return
-    _meter.charge("(session end)", test=False)
+    if _meter is not None:
+        _meter.charge("(session end)", test=False)
+        _write(_meter)
+
+
+def _write(meter: _Meter) -> None:
+    """The figures so far (after every test: an interrupted run still leaves them)."""
     out = os.environ.get(OUT_ENV)
     if out:
-        Path(out).write_text(json.dumps(_meter.rows, indent=1))
+        Path(out).write_text(json.dumps(meter.rows, indent=1))
 
 
 def _give_up(signum: int, frame: object) -> None:
