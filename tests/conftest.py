@@ -84,6 +84,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     session.config._archivist_session = session  # type: ignore[attr-defined]
 
 
+@pytest.fixture
+def disk_path() -> Iterator[Path]:
+    """A folder on the machine's disk rather than in memory (see ``_memory_folder``), for
+    the tests of what reaches a disk: dirty pages, ``O_DIRECT``."""
+    path = Path(tempfile.mkdtemp(prefix="archivist-disk-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def pg_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     """URL of the session's embedded PostgreSQL (maintenance database)."""
