@@ -10,6 +10,7 @@ import mmap
 import os
 from pathlib import Path
 
+import pytest
 from fsspec.implementations.local import LocalFileSystem
 
 from tasks.files import durable as durable
@@ -27,6 +28,13 @@ class _Stat(ctypes.Structure):
         (name, ctypes.c_uint64)
         for name in ("cache", "dirty", "writeback", "evicted", "recently_evicted")
     ]
+
+
+@pytest.fixture
+def tmp_path(disk_path: Path) -> Path:
+    """This module's files go to the disk: the tests' usual folders live in memory, which
+    keeps no dirty page and takes no ``O_DIRECT``."""
+    return disk_path
 
 
 def _cachestat(path: Path) -> _Stat:
