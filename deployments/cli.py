@@ -14,6 +14,7 @@ import click
 from deployments import quick_exit
 from deployments.cli_errors import Group
 from deployments.commands import AS_OF, SearchFlags, budget_option, check_namespace, gathered
+from deployments.commands.db import db_group
 from deployments.commands.docs import docs_group
 from deployments.commands.embedding import reembed_command
 from deployments.commands.eval import eval_command
@@ -45,55 +46,6 @@ def main(ctx: click.Context) -> None:
 
     install_signal_handlers()
     quick_exit.arm(ctx.invoked_subcommand)
-
-
-@main.group()
-def db() -> None:
-    """Schema commands."""
-
-
-@db.command("upgrade")
-def db_upgrade() -> None:
-    """Create or migrate the schema (needs pgvector on the server)."""
-    from deployments.commands.sync import upgrade_schema
-
-    click.echo(upgrade_schema(load_settings()))
-
-
-@db.command("roles")
-@click.option(
-    "--role",
-    "roles",
-    type=click.Choice(["pipeline", "serving"]),
-    multiple=True,
-    help="Only this role (again for both) [default: both].",
-)
-def db_roles(roles: tuple[str, ...]) -> None:
-    """Give the pipeline and serving roles new passwords (creating a missing role) as the
-    owner (ARCHIVIST_DATABASE_URL), and print the URL each kind of process is to be given.
-
-    \b
-    The workers and flows get ARCHIVIST_PIPELINE__DATABASE_URL alone, archivist api and
-    mcp ARCHIVIST_SERVING__DATABASE_URL alone; the owner's URL stays where archivist db,
-    keys, index and reembed run. The passwords are not shown again, and the previous ones
-    stop working.
-    """
-    from deployments.commands.sync import set_up_roles
-
-    for line in set_up_roles(load_settings(), roles or ("pipeline", "serving")):
-        click.echo(line)
-    click.echo(
-        "copy these now: the passwords are not shown again, and the previous ones no longer work",
-        err=True,
-    )
-
-
-@db.command("stop")
-def db_stop() -> None:
-    """Stop the embedded server now instead of after its keep-alive time."""
-    from deployments.commands.sync import stop_embedded
-
-    click.echo(stop_embedded(load_settings()))
 
 
 @main.command()
@@ -313,6 +265,7 @@ def worker(*, once: bool) -> None:
 
 
 for _command in (
+    db_group,
     docs_group,
     eval_command,
     reembed_command,
