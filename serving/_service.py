@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -28,13 +27,14 @@ from serving._api_models import SearchRequest
 from serving._documents import Documents
 from serving._errors import Conflict, Forbidden, NotFound, ServiceUnavailable, Unauthorized
 from serving._files import MemoryFiles
+from serving._grants import KeyFor, presented, resolved
 from serving._ids import ShownIds
 from serving._views import json_row, priming_view
 from storage import audit, queue
 from storage.embedding import LocalEmbedder
 from storage.kernel.errors import InputError
 from storage.kernel.settings import Settings
-from storage.keys import Grant, resolve_key, scope
+from storage.keys import Grant, scope
 from storage.operations import serving_reads
 from storage.public_ids import PublicIds
 from storage.retrieval import (
@@ -48,14 +48,6 @@ from storage.retrieval import (
 )
 
 MAX_EPISODES = 50
-
-
-@dataclass(frozen=True)
-class KeyFor:
-    """A key presented for a namespace, not checked yet (the API's search checks it)."""
-
-    key: str
-    namespace: str
 
 
 class MemoryService:
@@ -85,18 +77,13 @@ class MemoryService:
 
     # -- who may do what -------------------------------------------------------------------
 
-    @staticmethod
-    def presented(key: str | None) -> str:
-        """The key, or ``Unauthorized`` when none was sent (no need to ask the store)."""
-        if not key:
-            raise Unauthorized("no key: send Authorization: Bearer <key> (archivist keys create)")
-        return key
+    presented = staticmethod(presented)
 
     def authenticate(self, key: str | None) -> Grant:
         """The grant of a presented key; ``Unauthorized`` without a valid one."""
         # One statement in autocommit: no BEGIN and COMMIT round trips on every request.
         with self._database(), self.engine.connect() as conn:
-            return _resolved(conn.execution_options(isolation_level="AUTOCOMMIT"), key)
+            return resolved(conn.execution_options(isolation_level="AUTOCOMMIT"), key)
 
     def check(
         self, presented: KeyFor, *, write: bool = False, conn: Connection | None = None
@@ -104,7 +91,7 @@ class MemoryService:
         """The grant of a key presented for a namespace: 401 without a valid key, 403 for
         another namespace or a read-only key's write. ``conn``: resolve the key there (the
         caller's transaction) rather than on a connection of its own."""
-        grant = self.authenticate(presented.key) if conn is None else _resolved(conn, presented.key)
+        grant = self.authenticate(presented.key) if conn is None else resolved(conn, presented.key)
         self.authorize(grant, presented.namespace, write=write)
         return grant
 
@@ -132,17 +119,11 @@ class MemoryService:
         kinds: Sequence[str] | None = None,
         include_archived: bool = False,
     ) -> list[Citation]:
-        """The best memories for ``query``, labelled ``[Memory 1]`` on, with their provenance.
-
-        A ``KeyFor`` is checked (401, 403) in the search's own transaction: the API's most
-        frequent request takes one connection, not two."""
-        with self._database(), self.engine.begin() as conn:
-            if isinstance(grant, KeyFor):
-                grant = self.check(grant, conn=conn)  # which scopes the transaction
-            else:
-                self._scope(conn, grant)
+        """The best memories for ``query``, labelled ``[Memory 1]`` on, with their provenance
+        (a ``KeyFor`` checked in the search's own transaction: ``_reading``)."""
+        with self._reading(grant) as (conn, granted):
             hits = self.retriever.search(
-                grant.namespace,
+                granted.namespace,
                 query,
                 limit=limit,
                 conn=conn,
@@ -157,14 +138,10 @@ class MemoryService:
     ) -> Context:
         """The best passages for a search body that fit ``budget_tokens`` tokens, labelled,
         with the tokens they take (``storage.retrieval.search_within``); keys as ``search``."""
-        with self._database(), self.engine.begin() as conn:
-            if isinstance(grant, KeyFor):
-                grant = self.check(grant, conn=conn)  # which scopes the transaction
-            else:
-                self._scope(conn, grant)
+        with self._reading(grant) as (conn, granted):
             return search_within(
                 self.retriever,
-                grant.namespace,
+                granted.namespace,
                 request.query,
                 budget_tokens,
                 conn=conn,
@@ -181,8 +158,7 @@ class MemoryService:
     ) -> dict[str, Any]:
         """What to remember when a conversation starts, as data and as text (within
         ``budget_tokens`` tokens when given)."""
-        with self._database(), self.engine.begin() as conn:
-            self._scope(conn, grant)
+        with self._reading(grant) as (conn, _):
             primed = self.retriever.prime(
                 grant.namespace, message, conn=conn, budget_tokens=budget_tokens
             )
@@ -293,6 +269,17 @@ class MemoryService:
             self._scope(session.connection(), grant, write=write)
             yield session
 
+    @contextmanager
+    def _reading(self, grant: Grant | KeyFor) -> Iterator[tuple[Connection, Grant]]:
+        """A transaction scoped by the grant's key; a ``KeyFor`` is checked (401, 403) in it,
+        so a search takes one connection, not two, and one statement for key and scope."""
+        with self._database(), self.engine.begin() as conn:
+            if isinstance(grant, KeyFor):
+                yield conn, self.check(grant, conn=conn)  # which scopes the transaction
+            else:
+                self._scope(conn, grant)
+                yield conn, grant
+
     def _scope(self, conn: Connection, grant: Grant, *, write: bool = False) -> None:
         """Scope the transaction by the grant's key: under row-level security the serving
         role sees nothing otherwise. ``Unauthorized`` once the key no longer holds."""
@@ -330,11 +317,3 @@ class MemoryService:
                 namespace=grant.namespace,
                 details={"reason": reason},
             )
-
-
-def _resolved(conn: Connection, key: str | None) -> Grant:
-    """The grant of a presented key; ``Unauthorized`` without a valid one."""
-    grant = resolve_key(conn, MemoryService.presented(key))
-    if grant is None:
-        raise Unauthorized("unknown or revoked key")
-    return grant

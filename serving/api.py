@@ -35,7 +35,8 @@ from serving._api_models import (
     SearchRequest,
 )
 from serving._body_limit import BodyLimit, Wider, document_body_bytes
-from serving._service import MAX_EPISODES, KeyFor, MemoryService
+from serving._grants import KeyFor
+from serving._service import MAX_EPISODES, MemoryService
 from serving._views import context_view, search_view
 from storage.kernel.records import NAMESPACE
 from storage.kernel.settings import Settings
