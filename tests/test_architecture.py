@@ -14,6 +14,7 @@ import grimp
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("deployments", "serving", "flows", "tasks", "storage")
+MIGRATIONS = ROOT / "storage" / "migrations" / "versions"
 MAX_LINES = 320  # "about 300": room for a docstring, not for a second role
 
 
@@ -74,10 +75,12 @@ def test_no_module_imports_itself_back() -> None:
 
 
 def test_no_source_module_is_over_about_300_lines() -> None:
+    # A migration is a frozen record of one schema change, its length its SQL: not counted.
     sizes = {
         str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
         for package in PACKAGES
         for path in (ROOT / package).rglob("*.py")
+        if MIGRATIONS not in path.parents
     }
     assert len(sizes) > 100
     assert {path: n for path, n in sizes.items() if n > MAX_LINES} == {}
