@@ -101,7 +101,7 @@ def report(runs: list[Any], answers: dict[str, str]) -> None:
 
 
 def cpu(runs: list[Any], repeat: int) -> None:
-    from storage.retrieval import with_passages
+    from storage.retrieval.explain import with_passages
 
     searches = [([replace(h, passage="") for h in r.hits], r.query.question) for r in runs]
     searches = [(hits, q) for hits, q in searches if hits]

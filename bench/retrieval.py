@@ -45,7 +45,8 @@ from sqlalchemy.orm import Session
 from storage.embedding import Embedder, make_embedder
 from storage.kernel.settings import EmbeddingSettings, Settings
 from storage.memories import NewMemory, insert_memories
-from storage.retrieval import Retriever, neighbours
+from storage.retrieval import Retriever
+from storage.retrieval.candidates import neighbours
 from storage.server.engine import open_store
 from storage.server.migrate import upgrade
 from tasks.ann_index import refresh_ann_index

@@ -13,9 +13,9 @@
 
 Two weights are rules, not factors. ``supersede`` = s: for a question about now
 ("currently", "still", "jetzt", "今"), an older memory is placed right after each newer one
-that restates it and is at least (1 - s) as relevant (``storage.retrieval._ranking``).
+that restates it and is at least (1 - s) as relevant (``storage.retrieval.rank._ranking``).
 ``context`` = c: the turns before and after each of the best turn hits score at least c
-times that hit (``storage.retrieval._context``).
+times that hit (``storage.retrieval.rank._context``).
 """
 
 from __future__ import annotations

@@ -15,11 +15,10 @@ from sqlalchemy import Connection, Engine
 from storage.kernel import scoring
 from storage.kernel.facts import statement
 from storage.kernel.settings import RetrievalSettings
-from storage.retrieval._citations import cite, sources_line
-from storage.retrieval._ranking import make_hit
-from storage.retrieval._sql import EPISODE_ENTITIES, RECENT_EPISODES, RECORD_ACCESS, TOP_FACTS
 from storage.retrieval._types import Hit, PrimedEpisode, PrimedThread, Priming
-from storage.retrieval.passage import Question, passage
+from storage.retrieval.candidates import EPISODE_ENTITIES, RECENT_EPISODES, RECORD_ACCESS, TOP_FACTS
+from storage.retrieval.explain import Question, cite, passage, sources_line
+from storage.retrieval.rank import make_hit
 
 FACT_KINDS = ["fact", "preference", "decision"]
 _SCAN = 50

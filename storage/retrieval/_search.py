@@ -6,16 +6,17 @@ Assistants import it as ``from storage.retrieval import Retriever``; it imports 
     hits = retriever.search("alice", "when is the dentist?", limit=5)
     print(retriever.prime("alice", "Hi! About the trip...").formatted)
 
-Search is scoped to one namespace. Candidates (``_candidates``) are the dense top
-``limit x overfetch`` united with the lexical top; ``_ranking`` scores them and keeps one
-hit per message (a long message's best chunk). Each hit's
-score is a weighted sum of named factors (``storage.kernel.scoring``), all shown in ``Hit.factors``.
+Search is scoped to one namespace and walks down its steps (``_search``): ``candidates``
+(the dense top ``limit x overfetch`` united with the lexical top, of memories, document
+chunks and, if asked, the cold tier), ``rank`` (relevance fused with the other factors into
+one score, all shown in ``Hit.factors``; restatements; the turns next to the best hits; one
+place per message), ``explain`` (each hit's passage).
 Bad input raises ``RetrievalError``; an unknown namespace gives ``[]``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
@@ -30,42 +31,30 @@ from storage.kernel import scoring
 from storage.kernel.errors import RetrievalError, StorageError
 from storage.kernel.records import NAMESPACE
 from storage.kernel.settings import RetrievalSettings, Settings
-from storage.retrieval._archived import ArchiveReader, ColdQuery, archived_candidates, demote
-from storage.retrieval._budget import checked_budget, record_hits
-from storage.retrieval._candidates import (
+from storage.retrieval._priming import build_priming
+from storage.retrieval._timeframe import QueryTime, read_time
+from storage.retrieval._types import Hit, Priming, SearchOptions
+from storage.retrieval.candidates import (
+    ArchiveReader,
+    ColdQuery,
     Request,
-    neighbours,
-    plan,
-    pool_target,
-    search_params,
-)
-from storage.retrieval._context import anchors, in_context, neighbour_rows
-from storage.retrieval._documents import document_rows, memory_kinds, wants_documents
-from storage.retrieval._inputs import (
+    StatsCache,
+    archived_candidates,
     aware,
     check_request,
     custom_weights,
+    demote,
+    document_rows,
+    memory_kinds,
+    memory_rows,
+    plan_lines,
+    pool_target,
     resolve_time_range,
+    search_params,
+    wants_documents,
 )
-from storage.retrieval._prepared import rows
-from storage.retrieval._priming import build_priming
-from storage.retrieval._ranking import (
-    distinct_messages,
-    one_per_source,
-    rank,
-    ranked,
-    weights_for,
-)
-from storage.retrieval._restated import Restated, candidate_vectors, memory_ids, restatements
-from storage.retrieval._sql import (
-    CANDIDATES,
-    EXPLAIN_ANN,
-    EXPLAIN_CANDIDATES,
-)
-from storage.retrieval._stats import StatsCache
-from storage.retrieval._timeframe import QueryTime, read_time
-from storage.retrieval._types import Hit, Priming, SearchOptions
-from storage.retrieval.passage import with_passages
+from storage.retrieval.explain import checked_budget, record_hits, with_passages
+from storage.retrieval.rank import rank, ranked, restated_for, with_context
 from storage.server.scoped import relax_commit
 
 NO_OPTIONS = SearchOptions()
@@ -224,90 +213,26 @@ class Retriever:
     def _search(
         self, conn: Connection, request: Request, when: QueryTime, weights: Mapping[str, float]
     ) -> list[Hit]:
+        """The walk: candidates (memories, document chunks, the cold tier), ranked, the
+        turns next to the best brought up, each hit with its passage."""
         rows: Sequence[Any] = []
         params: dict[str, Any] | None = None
         has_docs = True  # unless the memories' statement said otherwise
         kinds = memory_kinds(request.kinds)
         if kinds is None or kinds:
-            rows, params, has_docs = self._memory_rows(conn, replace(request, kinds=kinds))
+            memories = replace(request, kinds=kinds)
+            rows, params, has_docs = memory_rows(
+                conn, self.settings, memories, self._params(conn, memories)
+            )
         if wants_documents(request.kinds) and has_docs:
             cfg = self.text_search_config
             rows = [*rows, *document_rows(conn, request, self.doc_stats, self.settings, cfg)]
         if request.include_archived:
             return self._with_archived(conn, request, rows, params, when, weights)
-        restated = self._restated(conn, request.namespace, rows, when, weights)
+        restated = restated_for(conn, self.settings, request.namespace, rows, when, weights)
         hits = ranked(rows, when, weights, self.settings, self.min_cosine, restated)
-        return self._in_context(conn, request, params, hits, when, weights)
-
-    def _in_context(
-        self,
-        conn: Connection,
-        request: Request,
-        params: dict[str, Any] | None,
-        hits: Iterable[Hit],
-        when: QueryTime,
-        weights: Mapping[str, float],
-    ) -> list[Hit]:
-        """The first ``limit`` hits, one place per source, with the turns next to the best
-        ones brought up if ``context`` is weighted (``_context``; one more statement): from
-        one pool for every ``limit`` up to ``POOL_HITS``; each with its passage."""
-        share = weights.get("context", 0.0)
-        if not share or params is None:
-            return with_passages(one_per_source(hits, request.limit), request.query)
-        pool = one_per_source(hits, pool_target(request.limit))
-        ids = anchors(pool)
-        if not ids:
-            return with_passages(pool[: request.limit], request.query)
-        prepare = self.settings.prepared_statements
-        found = neighbour_rows(conn, params, ids, prepare=prepare)
-        used = weights_for(weights, when)
-        half_life = self.settings.half_life_days
-        best = one_per_source(in_context(pool, found, share, when, used, half_life), request.limit)
+        best = with_context(conn, self.settings, params, hits, request.limit, when, weights)
         return with_passages(best, request.query)
-
-    def _restated(
-        self,
-        conn: Connection,
-        namespace: str,
-        rows: Sequence[Any],
-        when: QueryTime,
-        weights: Mapping[str, float],
-    ) -> Restated | None:
-        """Which candidates newer ones restate, for a question about now that weighs
-        ``supersede`` (one more statement: the candidates' embeddings); else None."""
-        ids = memory_ids(rows)
-        if not (when.about_now and weights.get("supersede") and ids):
-            return None
-        prepare = self.settings.prepared_statements
-        return restatements(rows, candidate_vectors(conn, namespace, ids, prepare=prepare))
-
-    def _memory_rows(
-        self, conn: Connection, request: Request
-    ) -> tuple[Sequence[Any], dict[str, Any] | None, bool]:
-        """The memories' candidate rows, their statement's parameters (None: no memory), and
-        whether the namespace may have document chunks."""
-        prepared = self._params(conn, request)
-        if prepared is None:
-            return [], None, True
-        params, n_indexed, has_docs = prepared
-        rows = self._candidates(conn, params, n_indexed)
-        # A long message's chunks can fill the pool and then count once: widen it, twice at
-        # most, while that leaves fewer distinct messages than asked for.
-        for _ in range(2):
-            if len(rows) < params["n"] or distinct_messages(rows) >= pool_target(request.limit):
-                break
-            params |= {"n": params["n"] * 4, "n_lexical": max(params["n"] * 4, 50)}
-            rows = self._candidates(conn, params, n_indexed)
-        return rows, params, has_docs
-
-    def _candidates(
-        self, conn: Connection, params: dict[str, Any], n_indexed: int
-    ) -> Sequence[Any]:
-        # Bitmap scans only (the exact settings that lexical_stats and neighbours leave):
-        # the planner otherwise walks a whole large namespace through a btree to test
-        # the lexemes row by row (45 ms at 18k rows, against 5 via GIN).
-        params |= neighbours(conn, self.settings, params, n_indexed)
-        return rows(conn, CANDIDATES, params, prepare=self.settings.prepared_statements)
 
     def _with_archived(
         self,
@@ -325,9 +250,10 @@ class Retriever:
         cold = ColdQuery.of(request, n, self.text_search_config, self.embedder.name)
         found = archived_candidates(conn, self.archive, cold, params)
         every = [*rows, *found]
-        restated = self._restated(conn, request.namespace, every, when, weights)
+        restated = restated_for(conn, self.settings, request.namespace, every, when, weights)
         ranked = demote(rank(every, when, weights, self.settings, self.min_cosine, restated))
-        return self._in_context(conn, request, params, ranked, when, weights)
+        best = with_context(conn, self.settings, params, ranked, request.limit, when, weights)
+        return with_passages(best, request.query)
 
     def explain_plan(
         self, namespace: str, query: str, *, limit: int = 10, kinds: Sequence[str] | None = None
@@ -340,13 +266,7 @@ class Retriever:
             if prepared is None:
                 return "empty namespace: no plan"
             params, n_indexed, _ = prepared
-            lines: list[str] = []
-            if n_indexed:
-                plan(conn, self.settings, force_index=True, exact=False)
-                lines += conn.execute(EXPLAIN_ANN, params).scalars().all()
-            params |= {"ann_ids": [], "ann_dists": []}
-            plan(conn, self.settings, force_index=False, exact=True)
-            lines += conn.execute(EXPLAIN_CANDIDATES, params).scalars().all()
+            lines = plan_lines(conn, self.settings, params, n_indexed)
             conn.rollback()
         return "\n".join(lines)
 

@@ -75,7 +75,7 @@ class Hit:
     # For a question about now: the newer memory that restates this one, which this hit
     # was placed right after (``supersede``).
     restated_by: int | None = None
-    # The part of ``content`` that answers the query (``storage.retrieval.passage``); ""
+    # The part of ``content`` that answers the query (``storage.retrieval.explain._passage``); ""
     # where no query chose one (priming's facts without a first message).
     passage: str = ""
 
@@ -123,7 +123,7 @@ class PrimedEpisode:
     topics: tuple[str, ...]
     ended_at: datetime
     salience: float
-    # The summary's part that answers the first message (``storage.retrieval.passage``);
+    # The summary's part that answers the first message (``storage.retrieval.explain._passage``);
     # "" without one: the summary is shown whole.
     passage: str = ""
 

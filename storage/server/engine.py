@@ -224,7 +224,7 @@ def get_engine(url: str, pool_size: int = 5) -> Engine:
         engine = _engines.get(f"{pool_size}:{url}")
         if engine is None:
             # No server-side prepared statements but a search's own, which it prepares
-            # itself (storage.retrieval._prepared): a cached plan keeps the planner
+            # itself (storage.retrieval.candidates._prepared): a cached plan keeps the planner
             # settings it was made under, whatever a later statement sets.
             engine = create_engine(
                 url,

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from storage.kernel.inputs import describe
-from storage.retrieval import Context, Hit, fit
+from storage.retrieval import Context, Hit
+from storage.retrieval.explain import fit
 from tasks.evaluation._metrics import cited_messages
 from tasks.sync import Problem, not_utf8, split_lines
 

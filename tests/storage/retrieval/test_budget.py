@@ -8,7 +8,8 @@ import pytest
 
 from storage.embedding import count_tokens
 from storage.kernel.errors import RetrievalError
-from storage.retrieval import fit, render_citations
+from storage.retrieval import render_citations
+from storage.retrieval.explain import fit
 from tests.storage.retrieval.test_citations import hit
 
 LONG = "The nightly billing backup copied every volume to the eastern site. " * 12

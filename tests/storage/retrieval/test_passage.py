@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from storage.retrieval import Question, passage
-from storage.retrieval.passage import GAP, PASSAGE_CHARS
+from storage.retrieval.explain import GAP, PASSAGE_CHARS, Question, passage
 
 DENTIST = (
     "Dentist appointment. Alice needs to move their appointment with Dr. Moreau, the one on "

@@ -11,11 +11,10 @@ import numpy as np
 import pytest
 
 from storage.kernel import scoring
-from storage.retrieval import (
-    Hit,
+from storage.retrieval import Hit, read_time
+from storage.retrieval.rank import (
     after_newer,
     one_per_source,
-    read_time,
     relevance_parts,
     restatements,
     weights_for,

@@ -15,13 +15,13 @@ from sqlalchemy import Connection, TextClause, text
 
 from storage.embedding import HashingEmbedder
 from storage.kernel.settings import RetrievalSettings, Settings
-from storage.retrieval import (
+from storage.retrieval import Retriever
+from storage.retrieval.candidates import (
     CANDIDATES,
     CHUNK_TERM_STATS,
     DF_CAP,
     TERM_STATS,
     Request,
-    Retriever,
     StatsCache,
     scoped_term,
     search_params,

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 from storage.embedding import HashingEmbedder
 from storage.kernel.settings import RetrievalSettings
-from storage.retrieval import DF_CAP, Retriever, StatsCache, lexical_params
+from storage.retrieval import Retriever
+from storage.retrieval.candidates import DF_CAP, StatsCache, lexical_params
 from storage.server.engine import Store
 from tests.storage.memory_factory import put
 

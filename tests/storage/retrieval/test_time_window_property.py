@@ -23,7 +23,8 @@ from storage.embedding import HashingEmbedder
 from storage.kernel import scoring
 from storage.kernel.settings import RetrievalSettings
 from storage.memories import NewMemory, insert_memories
-from storage.retrieval import Retriever, TimeWindow, ranked, read_time
+from storage.retrieval import Retriever, TimeWindow, read_time
+from storage.retrieval.rank import ranked
 from storage.server.engine import Store
 
 MONTHS = {

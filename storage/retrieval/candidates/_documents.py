@@ -19,18 +19,18 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from storage.kernel.settings import RetrievalSettings
-from storage.retrieval._candidates import Request, first_params, neighbours, pool_target
-from storage.retrieval._inputs import DF_CAP, lexical_params, vector_literal
-from storage.retrieval._prepared import rows
-from storage.retrieval._sql import (
+from storage.retrieval._types import DOC_KIND, DocSource
+from storage.retrieval.candidates._inputs import DF_CAP, lexical_params, vector_literal
+from storage.retrieval.candidates._prepared import rows
+from storage.retrieval.candidates._request import Request, first_params, neighbours, pool_target
+from storage.retrieval.candidates._sql import (
     CHUNKS,
     SEARCH_SETTINGS,
     ann_neighbours,
     candidates,
     term_stats,
 )
-from storage.retrieval._stats import StatsCache, cached_term_stats
-from storage.retrieval._types import DOC_KIND, DocSource
+from storage.retrieval.candidates._stats import StatsCache, cached_term_stats
 
 _BM25_K1, _BM25_B = 1.2, 0.75
 

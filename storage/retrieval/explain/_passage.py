@@ -35,9 +35,9 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
-from storage.retrieval._sentences import LABEL, NO_SPACES, Piece, pieces, size
 from storage.retrieval._time_words import MONTHS, WEEKDAYS
 from storage.retrieval._types import Hit
+from storage.retrieval.explain._sentences import LABEL, NO_SPACES, Piece, pieces, size
 
 __all__ = ["MAX_PIECES", "PASSAGE_CHARS", "Question", "passage", "size", "with_passages"]
 
@@ -68,7 +68,7 @@ class _Words:
 
 @lru_cache(maxsize=1)
 def _words() -> _Words:
-    text = resources.files("storage.retrieval").joinpath("passage.toml").read_text("utf-8")
+    text = resources.files("storage.retrieval.explain").joinpath("passage.toml").read_text("utf-8")
     data = tomllib.loads(text)
     asks = {kind: tuple(phrases) for kind, phrases in data["asks"].items()}
     dates = {w for w in [*MONTHS, *WEEKDAYS] if len(w) > 1}

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable
 
 from sqlalchemy import Connection, TextClause
 
-from storage.retrieval._inputs import scoped_term
-from storage.retrieval._prepared import rows
+from storage.retrieval.candidates._inputs import scoped_term
+from storage.retrieval.candidates._prepared import rows
 
 
 class StatsCache:

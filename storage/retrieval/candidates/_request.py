@@ -16,10 +16,10 @@ import numpy as np
 from sqlalchemy import Connection, TextClause
 
 from storage.kernel.settings import RetrievalSettings
-from storage.retrieval._inputs import DF_CAP, lexical_params, vector_literal
-from storage.retrieval._prepared import plan_cache_mode, rows
-from storage.retrieval._sql import ANN_NEIGHBOURS, PLANNER, QUERY_TERMS, TERM_STATS
-from storage.retrieval._stats import StatsCache, cached_term_stats
+from storage.retrieval.candidates._inputs import DF_CAP, lexical_params, vector_literal
+from storage.retrieval.candidates._prepared import plan_cache_mode, rows
+from storage.retrieval.candidates._sql import ANN_NEIGHBOURS, PLANNER, QUERY_TERMS, TERM_STATS
+from storage.retrieval.candidates._stats import StatsCache, cached_term_stats
 
 _BM25_K1, _BM25_B = 1.2, 0.75
 

@@ -15,16 +15,18 @@ It costs one statement (the neighbours, by the session index) and no model work.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Connection, text
 
-from storage.retrieval._prepared import rows as fetch
-from storage.retrieval._ranking import factors_of, hit_of
+from storage.kernel.settings import RetrievalSettings
 from storage.retrieval._timeframe import QueryTime
 from storage.retrieval._types import Hit
+from storage.retrieval.candidates import pool_target
+from storage.retrieval.candidates import rows as fetch
+from storage.retrieval.rank._ranking import factors_of, hit_of, one_per_source, weights_for
 
 # How many of the best turn hits bring their neighbours: the top of a first page.
 ANCHORS = 10
@@ -125,3 +127,30 @@ def in_context(
         out.append(hit_of(row, value, factors, used, when=when))
     out.sort(key=lambda h: (-h.score, -h.occurred_at.timestamp(), h.memory_id or 0))
     return out
+
+
+def with_context(
+    conn: Connection,
+    settings: RetrievalSettings,
+    params: dict[str, Any] | None,
+    hits: Iterable[Hit],
+    limit: int,
+    when: QueryTime,
+    weights: Mapping[str, float],
+) -> list[Hit]:
+    """The first ``limit`` hits, one place per source, with the turns next to the best
+    ones brought up if ``context`` is weighted (one more statement): from one pool for
+    every ``limit`` up to ``POOL_HITS``. ``params``: the memories' statement's (None: no
+    memory, so no turn)."""
+    share = weights.get("context", 0.0)
+    if not share or params is None:
+        return one_per_source(hits, limit)
+    pool = one_per_source(hits, pool_target(limit))
+    ids = anchors(pool)
+    if not ids:
+        return pool[:limit]
+    found = neighbour_rows(conn, params, ids, prepare=settings.prepared_statements)
+    used = weights_for(weights, when)
+    return one_per_source(
+        in_context(pool, found, share, when, used, settings.half_life_days), limit
+    )

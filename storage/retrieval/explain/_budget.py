@@ -27,12 +27,9 @@ from sqlalchemy.exc import DBAPIError
 from storage.kernel.errors import RetrievalError, StorageError
 from storage.kernel.inputs import token_budget
 from storage.kernel.settings import RetrievalSettings
-from storage.retrieval._candidates import POOL_HITS
-from storage.retrieval._citations import Citation, render_citations, short_provenance
-from storage.retrieval._inputs import aware
-from storage.retrieval._prepared import execute
-from storage.retrieval._sql import RECORD_ACCESS
 from storage.retrieval._types import DOC_KIND, Hit, SearchOptions
+from storage.retrieval.candidates import POOL_HITS, RECORD_ACCESS, aware, execute
+from storage.retrieval.explain._citations import Citation, render_citations, short_provenance
 
 Counter = Callable[[Sequence[str]], list[int]]
 _WORDS = re.compile(r"\w+")

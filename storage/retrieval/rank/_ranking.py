@@ -19,10 +19,10 @@ import numpy as np
 from storage.kernel import scoring
 from storage.kernel.settings import RetrievalSettings
 from storage.long_term import LONG_TERM_KIND
-from storage.retrieval._documents import doc_source
-from storage.retrieval._restated import Restated
 from storage.retrieval._timeframe import QueryTime
 from storage.retrieval._types import DOC_KIND, Hit
+from storage.retrieval.candidates import doc_source
+from storage.retrieval.rank._restated import Restated
 
 
 def relevance_parts(
@@ -158,23 +158,6 @@ def after_newer(
 _TINY = 1e-9
 # Where each relevance factor is in a candidate's (dense, lexical, fused) parts.
 _PART = {"dense": 0, "lexical": 1, "semantic": 2}
-
-
-Place = tuple[str, tuple[str, ...]] | int
-
-
-def message_key(
-    kind: str, session_id: str | None, message_ids: Sequence[str], memory_id: int
-) -> Place:
-    """What one place in the results is: a turn's message (all its chunks), else the memory."""
-    if kind == "turn" and session_id is not None:
-        return (session_id, tuple(message_ids))
-    return memory_id
-
-
-def distinct_messages(rows: Sequence[Any]) -> int:
-    """How many places candidate rows can fill once chunks of one message count once."""
-    return len({message_key(r.kind, r.session_id, r.message_ids, r.id) for r in rows})
 
 
 # Kinds that summarise a whole session: they cite all its messages and never stand in for

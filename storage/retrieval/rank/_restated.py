@@ -16,14 +16,16 @@ questions, relevance alone against the default): 0.618 to 0.630 on the own set, 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from sqlalchemy import Connection
 
-from storage.retrieval._prepared import rows as fetch
-from storage.retrieval._sql import EMBEDDINGS
+from storage.kernel.settings import RetrievalSettings
+from storage.retrieval._timeframe import QueryTime
+from storage.retrieval.candidates import EMBEDDINGS
+from storage.retrieval.candidates import rows as fetch
 
 # Cosine between two memories' embeddings from which they say the same thing (all-MiniLM:
 # paraphrases and updates of one fact are mostly above 0.5, unrelated turns below).
@@ -69,3 +71,20 @@ def restatements(rows: Sequence[Any], vectors: dict[int, np.ndarray]) -> Restate
     close &= sessions[None, :] != sessions[:, None]
     restated[np.ix_(taking, taking)] = close
     return restated
+
+
+def restated_for(
+    conn: Connection,
+    settings: RetrievalSettings,
+    namespace: str,
+    found: Sequence[Any],
+    when: QueryTime,
+    weights: Mapping[str, float],
+) -> Restated | None:
+    """Which candidates newer ones restate, for a question about now that weighs
+    ``supersede`` (one more statement: the candidates' embeddings); else None."""
+    ids = memory_ids(found)
+    if not (when.about_now and weights.get("supersede") and ids):
+        return None
+    vectors = candidate_vectors(conn, namespace, ids, prepare=settings.prepared_statements)
+    return restatements(found, vectors)

@@ -1,0 +1,43 @@
+"""Steps 2 and 3 of a search: fuse and rank. Each candidate's dense and lexical relevance
+as shares of the query's best, fused with the other factors into one score
+(``_ranking``), which candidates newer ones restate (``_restated``), and the turns
+next to the best turn hits (``_context``). Pure but for the two statements that read
+candidate vectors and neighbouring turns.
+"""
+
+from storage.retrieval.rank._context import anchors, in_context, neighbour_rows, with_context
+from storage.retrieval.rank._ranking import (
+    after_newer,
+    make_hit,
+    one_per_source,
+    rank,
+    ranked,
+    relevance_parts,
+    weights_for,
+)
+from storage.retrieval.rank._restated import (
+    Restated,
+    candidate_vectors,
+    memory_ids,
+    restated_for,
+    restatements,
+)
+
+__all__ = [
+    "restated_for",
+    "with_context",
+    "after_newer",
+    "anchors",
+    "candidate_vectors",
+    "in_context",
+    "make_hit",
+    "memory_ids",
+    "neighbour_rows",
+    "one_per_source",
+    "rank",
+    "ranked",
+    "relevance_parts",
+    "Restated",
+    "restatements",
+    "weights_for",
+]
