@@ -137,14 +137,18 @@ class Workers:
         proc.wait(timeout=30)
 
     def stop_all(self) -> None:
+        """Ask the workers to stop, then kill those that have not within 5 s: a worker
+        sometimes ignores SIGTERM, and the test is over (nothing is checked after this)."""
         for proc in self.procs:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 5
         for proc in self.procs:
             try:
-                proc.wait(timeout=30)
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
 
 
 @pytest.fixture
