@@ -313,6 +313,30 @@ def test_a_budgeted_search_and_priming_fit_their_tokens_and_say_how_many(served:
     assert prime["tokens_used"] == count_tokens([prime["formatted"]])[0]
 
 
+def test_a_budgeted_search_shows_public_ids_and_counts_the_kept_hits_by_the_stores(
+    served: Served,
+) -> None:
+    stored = put(
+        served.store, "kept", [f"the ferry to island {i} leaves at 9" for i in range(3)], AT
+    )
+    (theirs,) = put(served.store, "kept2", ["the ferry to island 0 leaves at 9"], AT)
+    with served.client(served.key("kept")) as client:
+        reply = client.post(
+            "/v1/namespaces/kept/search", json={"query": "ferry island", "budget_tokens": 300}
+        )
+    assert reply.status_code == 200, reply.text
+    shown = [h["memory_id"] for h in reply.json()["hits"]]
+    assert sorted(shown) == sorted(served.shown(*stored))  # public ids, each memory once
+    with served.store.engine.connect() as conn:
+        pending = "SELECT memory_id, hits FROM memory_access_pending WHERE namespace LIKE 'kept%'"
+        counted = dict(conn.execute(text(pending)).tuples().all())
+        logged = conn.execute(
+            text("SELECT memory_ids FROM memory_access_log WHERE namespace = 'kept'")
+        ).scalar_one()
+    assert counted == {real: 1 for real in stored}  # the store's ids, never the public ones
+    assert sorted(logged) == sorted(stored) and theirs not in counted
+
+
 def test_bad_input_gets_one_clear_error(served: Served) -> None:
     (mine,) = served.shown(*put(served.store, "strict", ["something"], AT))
     with served.client(served.key("strict")) as client:
