@@ -48,6 +48,12 @@ class EmbeddingSettings(BaseModel):
         description="the local model's weights for search queries: int8 (2.5 times cheaper, "
         "mean cosine 0.99 with float32's) or float32",
     )
+    turn_context: bool = Field(
+        False,
+        description="embed each turn with its session's title, its date and the start of the "
+        "turn it answers (the stored text stays the message); the store's vectors follow it "
+        "after archivist reembed. Off: measured in docs/concepts/ranking.md",
+    )
     base_url: str | None = Field(
         None, description="OpenAI-compatible API root, e.g. http://localhost:11434/v1"
     )
