@@ -33,6 +33,14 @@ PREVIOUS_TURN_SQL = (
     "AND (q.occurred_at, q.id) < (m.occurred_at, m.id) "
     "ORDER BY q.occurred_at DESC, q.id DESC LIMIT 1"
 )
+# The hashes (``storage.embedding.cache.text_hash``) of the context texts of the turns of
+# ``memories m`` that match a condition appended after ``AND``: what purge and forget drop
+# from the vector cache beside the hashes of the contents.
+TURN_HASHES_SQL = (
+    f"SELECT encode(sha256(convert_to({TURN_TEXT_SQL}, 'UTF8')), 'hex') "
+    "FROM memories m LEFT JOIN chat_sessions s ON s.id = m.session_id "
+    f"LEFT JOIN LATERAL ({PREVIOUS_TURN_SQL}) p ON true WHERE m.kind = 'turn' AND "
+)
 
 
 def turn_text(turn: str, *, title: str | None, occurred_at: datetime, previous: str | None) -> str:

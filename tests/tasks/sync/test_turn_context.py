@@ -6,14 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
+import pytest
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
-from storage.embedding import HashingEmbedder
+from storage.embedding import HashingEmbedder, lookup, text_hash
+from storage.embedding import store as cache_vectors
 from storage.server.engine import Store
+from tasks.files import open_memory_root
+from tasks.privacy import forget, purge_session
 from tasks.reembed import reembed
 from tests.helpers import add_session, chat, run_sync
+from tests.tasks.aging.helpers import local_cold
 
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)
 MORNING = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
@@ -121,3 +128,30 @@ def test_reembed_makes_the_texts_the_sync_embedded(store: Store) -> None:
     for _, content, vector in turns(store):
         assert len(vector) == 128
         assert content in "\n".join(again.texts)
+
+
+@pytest.mark.parametrize("erase", ["purge", "forget"])
+def test_erasure_drops_the_cached_vectors_of_the_context_texts(
+    store: Store, tmp_path: Path, erase: str
+) -> None:
+    seed(store)
+    embedder = Recording(store.settings.embedding.dim)
+    run_sync(store, AS_OF, embedder=embedder, min_user_messages=1, turn_context=True)
+    texts = sorted(set(embedder.texts))
+    with Session(store.engine) as session, session.begin():
+        vectors = HashingEmbedder(8).embed(texts)
+        cache_vectors(
+            session, "m", [(text_hash(t), v) for t, v in zip(texts, vectors, strict=True)]
+        )
+    contextual = [text_hash(t) for t in texts if "\n(" in t]
+    assert contextual
+
+    cold, root = local_cold(tmp_path), open_memory_root(store.settings)
+    if erase == "purge":
+        purge_session(store.engine, cold, root, "trip", actor="t")
+        purge_session(store.engine, cold, root, "untitled", actor="t")
+    else:
+        forget(store.engine, cold, root, "alice", actor="t")
+
+    with Session(store.engine) as session:
+        assert lookup(session, "m", contextual) == {}
