@@ -166,12 +166,15 @@ def summaries_only(
     return score_gold(gold, transcripts, produced)
 
 
-def embedding_settings(spec: str) -> Any:
-    """``provider[:stored[:queries]]`` as embedding settings (see the module's notes)."""
+def embedding_settings(spec: str, *, turn_context: bool | None = None) -> Any:
+    """``provider[:stored[:queries]]`` as embedding settings (see the module's notes);
+    ``turn_context`` None: the setting's default."""
     from storage.kernel.settings import EmbeddingSettings
 
     provider, *encoders = spec.split(":")
-    fields = dict(zip(("store_encoder", "query_encoder"), encoders, strict=False))
+    fields: dict[str, Any] = dict(zip(("store_encoder", "query_encoder"), encoders, strict=False))
+    if turn_context is not None:
+        fields["turn_context"] = turn_context
     return EmbeddingSettings(provider=provider, **fields)
 
 
@@ -214,6 +217,8 @@ def evaluate(
     rankings: list[str],
     hay: int,
     golds: Golds,
+    *,
+    turn_context: bool | None = None,
 ) -> dict[str, Any]:
     from storage.kernel.scoring import resolve_weights
     from storage.kernel.settings import Settings
@@ -229,8 +234,9 @@ def evaluate(
         summarise,
     )
 
-    embedding = embedding_settings(embedder_name)
+    embedding = embedding_settings(embedder_name, turn_context=turn_context)
     stored = embedding.provider + ("-int8" if embedding.store_encoder == "int8" else "")
+    stored += "-turn-context" if embedding.turn_context else ""
     settings = Settings(data_dir=workdir / stored, embedding=embedding)
     store = open_store(settings)
     upgrade(store.engine, settings)
@@ -240,7 +246,13 @@ def evaluate(
     retriever = Retriever.from_settings(settings)
     started = time.perf_counter()
     sessions = [*inputs.transcripts, *haystack(inputs.transcripts, hay)]
-    build = build_memory(store.engine, sessions, retriever.embedder, settings.tz)
+    build = build_memory(
+        store.engine,
+        sessions,
+        retriever.embedder,
+        settings.tz,
+        turn_context=settings.embedding.turn_context,
+    )
     labelled, seconds = len(inputs.transcripts), time.perf_counter() - started
     print(
         f"[{embedder_name}] {labelled} labelled and {len(sessions) - labelled} haystack sessions, "
@@ -394,6 +406,11 @@ def main() -> None:
         help="token budgets to fit passages and whole memories into ('': none)",
     )
     parser.add_argument(
+        "--turn-context",
+        choices=["on", "off"],
+        help="embed turns with their context or not (embedding.turn_context; default: its default)",
+    )
+    parser.add_argument(
         "--summaries-only",
         action="store_true",
         help="extract the gold sessions directly and score their summaries; no store, no questions",
@@ -422,7 +439,10 @@ def main() -> None:
             render_summaries(embedder, groups)
             report[embedder] = as_json({SUMMARIES: groups})
             continue
-        results = evaluate(embedder, sets, workdir, rankings, args.haystack, golds)
+        turn_context = None if args.turn_context is None else args.turn_context == "on"
+        results = evaluate(
+            embedder, sets, workdir, rankings, args.haystack, golds, turn_context=turn_context
+        )
         report[embedder] = as_json(results)
         render(embedder, results)
     if args.json:

@@ -7,6 +7,7 @@ Runs on a throw-away embedded PostgreSQL and memory folder (deleted at the end u
 ``--keep``), with the chosen embedder (default the local model, its settings from the
 environment: ``ARCHIVIST_EMBEDDING__STORE_ENCODER``, ``__THREADS``, ``__BATCH_TOKENS``).
 First the embedder alone: memories embedded per second over 5,000 generated messages
+(with ``ARCHIVIST_EMBEDDING__TURN_CONTEXT=true``, each as a turn in its context)
 (warm, a fresh embedder each round, so repeats within the 5,000 are embedded once as in a
 run), printed beside the local model's bulk path as it was before issue 35 (float32,
 batches of 64 texts, every text embedded), measured in the same run, with CPU time per
@@ -148,6 +149,8 @@ def embedding_rate(settings: Settings, as_of: datetime, rounds: int) -> None:
 
     def messages(seed: int) -> list[str]:
         sample = generate_bulk(250, 20, start=as_of - timedelta(hours=24), end=as_of, seed=seed)
+        if settings.embedding.turn_context:  # each as the sync embeds a turn, in its context
+            return [text for record, messages in sample for text in in_context(record, messages)]
         return [m.content for _, messages in sample for m in messages]
 
     texts = messages(5)
@@ -181,6 +184,20 @@ def embedding_rate(settings: Settings, as_of: datetime, rounds: int) -> None:
     if "before" in best:
         load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
         print(f"speed-up: {best['before'][0] / best['after'][0]:.2f}x (load average {load})")
+
+
+def in_context(record: SessionRecord, messages: list[MessageRecord]) -> list[str]:
+    """The texts of a session's turns with ``embedding.turn_context``."""
+    from storage.embedding import turn_text
+
+    texts, previous = [], None
+    for m in messages:
+        turn = f"{m.speaker}: {m.content}"
+        texts.append(
+            turn_text(turn, title=record.title, occurred_at=m.timestamp, previous=previous)
+        )
+        previous = turn
+    return texts
 
 
 class BeforeEmbedder:

@@ -44,8 +44,12 @@ def reembed(
     namespace: str | None = None,
     batch: int = 256,
     on_progress: OnProgress | None = None,
+    turn_context: bool = False,
 ) -> ReembedOutcome:
     """Give every memory (of ``namespace``, or all) a vector from ``embedder``.
+
+    ``turn_context`` (the setting ``embedding.turn_context``): turns get the vector of the
+    text the sync embeds them from, with their session's title, date and previous turn.
 
     The swap to the new vectors happens once no row of any namespace waits; until then
     searches keep using the old model's vectors and other commands refuse the new model.
@@ -61,7 +65,7 @@ def reembed(
         total = store.pending(session, namespace)
     while True:
         while True:
-            table, rows = _next(engine, namespace, batch)
+            table, rows = _next(engine, namespace, batch, turn_context=turn_context)
             if not rows:
                 break
             vectors = embedder.embed([content for _, content in rows])
@@ -84,6 +88,8 @@ def reembed(
     return out
 
 
-def _next(engine: Engine, namespace: str | None, size: int) -> tuple[str, list[tuple[int, str]]]:
+def _next(
+    engine: Engine, namespace: str | None, size: int, *, turn_context: bool
+) -> tuple[str, list[tuple[int, str]]]:
     with Session(engine) as session:
-        return store.next_batch(session, namespace, size)
+        return store.next_batch(session, namespace, size, turn_context=turn_context)

@@ -84,6 +84,7 @@ class SyncKnobs(TypedDict, total=False):
     embedder: Embedder | None
     batch_size: int
     flush: bool
+    turn_context: bool
     dry_run: bool
     idle_minutes: float | None
     shard: Shard | None
@@ -106,6 +107,7 @@ def run_sync(store: Store, as_of: datetime, **knobs: Unpack[SyncKnobs]) -> SyncR
         run_id=None,
         dry_run=dry_run,
         half_life_days=store.settings.aging.half_life_days,
+        turn_context=knobs.get("turn_context", store.settings.embedding.turn_context),
     )
     with Session(store.engine) as session:
         plan = plan_sync(

@@ -65,6 +65,7 @@ def run_reembed(settings: Settings, namespace: str | None, batch_size: int, bars
         embedder,
         namespace=namespace,
         batch=batch_size,
+        turn_context=settings.embedding.turn_context,
         on_progress=lambda done, total: bars.update(
             ROWS, done, total, line=f"  {done}/{total} memories and document chunks re-embedded"
         ),

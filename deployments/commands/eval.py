@@ -110,6 +110,7 @@ def run_eval(
         settings.tz,
         settings.sync.batch_size,
         on_day=lambda n, total: bars.update(DAYS, n, total),
+        turn_context=settings.embedding.turn_context,
     )
     label, weights = _weights_of(settings, preset)
     runs = run_queries(

@@ -23,6 +23,7 @@ from storage.embedding._local import (
 from storage.embedding._once import EmbedOnce
 from storage.embedding._protocol import Embedder
 from storage.embedding._tokens import count_tokens
+from storage.embedding._turns import PREVIOUS_TURN_SQL, TURN_HASHES_SQL, TURN_TEXT_SQL, turn_text
 from storage.embedding.cache import lookup, purge_model, store, text_hash
 
 if TYPE_CHECKING:
@@ -59,4 +60,8 @@ __all__ = [
     "text_hash",
     "token_batches",
     "verified",
+    "PREVIOUS_TURN_SQL",
+    "TURN_HASHES_SQL",
+    "TURN_TEXT_SQL",
+    "turn_text",
 ]

@@ -25,6 +25,8 @@ from collections.abc import Iterable
 from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
+from storage.embedding import TURN_HASHES_SQL
+
 FORGET = {
     # Vectors computed from the namespace's texts (first: it reads the memories and the
     # document chunks, whose vectors are made from heading and text, ``embed_text``).
@@ -35,7 +37,8 @@ FORGET = {
         " UNION ALL"
         " SELECT encode(sha256(convert_to(CASE WHEN heading = '' THEN text"
         "     ELSE heading || E'\\n' || text END, 'UTF8')), 'hex')"
-        " FROM document_chunks WHERE namespace = :namespace)"
+        " FROM document_chunks WHERE namespace = :namespace"
+        f" UNION ALL {TURN_HASHES_SQL} m.namespace = :namespace)"
     ),
     "document_chunks": text("DELETE FROM document_chunks WHERE namespace = :namespace"),
     "documents": text("DELETE FROM documents WHERE namespace = :namespace"),

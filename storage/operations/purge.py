@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from storage.embedding import TURN_HASHES_SQL
 from storage.operations.privacy import table_exists
 
 SESSION_NAMESPACE = text("SELECT namespace FROM chat_sessions WHERE id = :session_id")
@@ -44,7 +45,8 @@ PURGE_SESSION = {
     "embedding_cache": text(
         "DELETE FROM embedding_cache WHERE text_hash IN ("
         " SELECT encode(sha256(convert_to(content, 'UTF8')), 'hex')"
-        f" FROM memories WHERE {_OWN})"
+        f" FROM memories WHERE {_OWN}"
+        f" UNION ALL {TURN_HASHES_SQL} m.session_id = :session_id)"
     ),
     "memories": text(f"DELETE FROM memories WHERE {_OWN}"),
     "episodes": text("DELETE FROM episodes WHERE session_id = :session_id"),

@@ -16,7 +16,7 @@ import pyarrow as pa
 from sqlalchemy import bindparam, text
 from sqlalchemy.orm import Session
 
-from storage.embedding import Embedder
+from storage.embedding import PREVIOUS_TURN_SQL, TURN_TEXT_SQL, Embedder
 from storage.meta import (
     EMBEDDING_DIM,
     EMBEDDING_MODEL,
@@ -53,6 +53,16 @@ _BATCH = {
     )
     for table, source in TABLES.items()
 }
+# With ``embedding.turn_context``, a turn's text carries its session's title, its date and
+# the previous turn, as the sync embeds it (``storage.embedding.turn_text``).
+_TURNS_BATCH = text(
+    f"SELECT m.id, CASE WHEN m.kind = 'turn' THEN {TURN_TEXT_SQL} ELSE m.content END AS content "
+    "FROM memories m LEFT JOIN chat_sessions s ON s.id = m.session_id "
+    f"LEFT JOIN LATERAL ({PREVIOUS_TURN_SQL}) p ON m.kind = 'turn' "
+    "WHERE m.embedding_next IS NULL "
+    "AND (CAST(:namespace AS text) IS NULL OR m.namespace = :namespace) "
+    "ORDER BY m.id LIMIT :size"
+)
 _WRITE = {
     table: text(
         f"UPDATE {table} m SET embedding_next = CAST(v.vector AS vector) "
@@ -91,10 +101,13 @@ def pending(session: Session, namespace: str | None = None) -> int:
 
 
 def next_batch(
-    session: Session, namespace: str | None, size: int
+    session: Session, namespace: str | None, size: int, *, turn_context: bool = False
 ) -> tuple[str, list[tuple[int, str]]]:
-    """The next ``size`` rows to re-embed, memories first: (table, [(id, text)])."""
+    """The next ``size`` rows to re-embed, memories first: (table, [(id, text)]); with
+    ``turn_context`` a turn's text is the one the sync embeds with its context."""
     for table, statement in _BATCH.items():
+        if table == "memories" and turn_context:
+            statement = _TURNS_BATCH
         rows = session.execute(statement, {"namespace": namespace, "size": size}).all()
         if rows:
             return table, [(int(r.id), str(r.content)) for r in rows]

@@ -137,10 +137,13 @@ def build_memory(
     tz: tzinfo,
     batch_size: int = 500,
     on_day: OnProgress | None = None,
+    *,
+    turn_context: bool = False,
 ) -> BuildReport:
     """Ingest the sessions, then run the sync step as of the end of each day with messages.
 
-    ``on_day(done, total)`` hears of each day synced.
+    ``on_day(done, total)`` hears of each day synced; ``turn_context``: turns embedded with
+    their context (the setting ``embedding.turn_context``).
     """
     ingested = ingest(engine, _Listed(transcripts))
     labelled = {t.session.id for t in transcripts}
@@ -149,7 +152,8 @@ def build_memory(
     current: set[str] = set()
     for number, day in enumerate(days, start=1):
         as_of, hours = day_run(day, tz)
-        ctx = SyncContext(HeuristicExtractor(embedder, tz), embedder, as_of, tz, run_id=None)
+        extractor = HeuristicExtractor(embedder, tz)
+        ctx = SyncContext(extractor, embedder, as_of, tz, None, turn_context=turn_context)
         outcome, synced = _sync_day(engine, ctx, hours, labelled, batch_size)
         report.written.merge(outcome)
         current |= synced

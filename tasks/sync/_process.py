@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from storage import blocks, episodes, memories, processed
 from storage import sessions as raw
+from storage.embedding import turn_text
 from storage.kernel.records import SessionState
 from storage.kernel.shards import Shard
 from storage.processed import Candidate
@@ -150,9 +151,9 @@ def derive_batch(
                 derive(s, ctx.extractor.extract(s)) for s in states[start : start + PART_SESSIONS]
             ]
             derived += part
-            wanted = _wanted(part)
-            new_keys = [key for key in wanted if key not in existing]
-            texts = [wanted[key].content for key in new_keys]
+            texts_of = embed_texts(part, turn_context=ctx.turn_context)
+            new_keys = [key for key in texts_of if key not in existing]
+            texts = [texts_of[key] for key in new_keys]
             pending.append((new_keys, worker.submit(ctx.embedder.embed, texts)))
         for new_keys, embedded in pending:
             vectors.update(zip(new_keys, embedded.result(), strict=True))
@@ -191,6 +192,30 @@ def process_batch(
 
 def _wanted(derived: Sequence[Derived]) -> dict[tuple[str, str, str], MemoryRow]:
     return {(d.state.session.id, r.kind, r.key): r for d in derived for r in d.rows}
+
+
+def embed_texts(
+    derived: Sequence[Derived], *, turn_context: bool
+) -> dict[tuple[str, str, str], str]:
+    """The text each memory row is embedded from, by key: its content, or for a turn with
+    ``turn_context`` its content with the session's title, its date and the previous turn
+    (``storage.embedding.turn_text``; ``storage.operations.reembed`` builds the same)."""
+    texts = {(d.state.session.id, r.kind, r.key): r.content for d in derived for r in d.rows}
+    if not turn_context:
+        return texts
+    for d in derived:
+        turns = sorted((r for r in d.rows if r.kind == "turn"), key=lambda r: r.occurred_at)
+        previous: MemoryRow | None = None
+        for i, row in enumerate(turns):
+            if i and turns[i - 1].message_ids != row.message_ids:
+                previous = turns[i - 1]
+            texts[(d.state.session.id, row.kind, row.key)] = turn_text(
+                row.content,
+                title=d.state.session.title,
+                occurred_at=row.occurred_at,
+                previous=None if previous is None else previous.content,
+            )
+    return texts
 
 
 def _unindexed(d: Derived) -> tuple[int, int]:
@@ -240,8 +265,9 @@ def _insert(
 ) -> dict[tuple[str, str, str], int]:
     namespaces = {d.state.session.id: d.state.session.namespace for d in derived}
     late = [key for key in new_keys if key not in vectors]  # removed by someone meanwhile
+    texts_of = embed_texts(derived, turn_context=ctx.turn_context) if late else {}
     embedded = dict(vectors) | dict(
-        zip(late, ctx.embedder.embed([wanted[k].content for k in late]), strict=True)
+        zip(late, ctx.embedder.embed([texts_of[k] for k in late]), strict=True)
     )
     rows = [
         memories.NewMemory(

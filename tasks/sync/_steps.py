@@ -149,4 +149,5 @@ def build_context(
         run_id=run_id,
         dry_run=dry_run,
         half_life_days=settings.aging.half_life_days,
+        turn_context=settings.embedding.turn_context,
     )

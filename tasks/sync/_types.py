@@ -64,6 +64,7 @@ class SyncContext:
     run_id: uuid.UUID | None
     dry_run: bool = False
     half_life_days: float | None = None  # salience of back-filled memories starts decayed
+    turn_context: bool = False  # turns embedded with their context (storage.embedding)
 
 
 @dataclass
