@@ -6,12 +6,14 @@ For a question about now, ranking places an older memory right after each newer 
 that restates it (``_ranking.after_newer``). Two memories restate each other when their
 embeddings are close (cosine at least ``RESTATES_COSINE``) and they come from different
 sessions (within one conversation, later turns elaborate rather than replace).
-Session summaries (episodes, task cards) and document chunks neither restate nor are
-restated.
+Task cards and document chunks neither restate nor are restated; a session summary
+(episode) does: the session that booked the dentist restates the one that asked for it.
 
 Measured on bench/eval.py's sets (local embedder, message R@10 of knowledge-update
 questions, relevance alone against the default): 0.618 to 0.630 on the own set, 0.567 to
-0.603 on its long-horizon part.
+0.603 on its long-horizon part. With session summaries taking part and a present-tense
+"when is ...?" read as a question about now (``_timeframe.asks_about_now``), on today's
+store: knowledge updates 0.647 to 0.659, overall 0.785 to 0.786, multi-hop 0.690 to 0.687.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ from storage.retrieval.candidates import rows as fetch
 # Cosine between two memories' embeddings from which they say the same thing (all-MiniLM:
 # paraphrases and updates of one fact are mostly above 0.5, unrelated turns below).
 RESTATES_COSINE = 0.5
-# Kinds that take no part: session summaries cite a whole session, chunks are no memory.
-_APART = frozenset({"episode", "task_card", "doc"})
+# Kinds that take no part: a task card tracks its own state, chunks are no memory.
+_APART = frozenset({"task_card", "doc"})
 
 # ``restated[i, j]``: candidate j (a position in the rows) is newer and restates candidate i.
 Restated = np.ndarray

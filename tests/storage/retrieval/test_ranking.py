@@ -133,7 +133,7 @@ def test_restatements_are_close_newer_and_of_another_session() -> None:
         candidate(2, 5, "s2"),  # newer, close, another session: restates 1
         candidate(3, 6, "s2"),  # close, but a session that 2 is also of
         candidate(4, 9, "s1"),  # same session as 1
-        candidate(5, 12, "s3", kind="episode"),  # a session summary takes no part
+        candidate(5, 12, "s3", kind="task_card"),  # a task card takes no part
         candidate(6, 15, "s4"),  # far
     ]
     vectors = {r.id: v.astype(">f4") for r, v in zip(rows, [*near, topic, other], strict=True)}
@@ -144,3 +144,17 @@ def test_restatements_are_close_newer_and_of_another_session() -> None:
         (1, 2), (1, 3), (2, 4), (3, 4),
     }  # fmt: skip
     assert not restatements(rows, {}).any()
+
+
+def test_a_newer_session_summary_restates_an_older_one_of_the_same_plan() -> None:
+    # "when is the dentist?": the session that booked it restates the one that asked for it.
+    rng = np.random.default_rng(5)
+    topic = rng.normal(size=384)
+    rows = [candidate(1, 0, "s1", kind="episode"), candidate(2, 8, "s2", kind="episode")]
+    vectors = {r.id: (topic + rng.normal(size=384) * 0.3).astype(">f4") for r in rows}
+
+    restated = restatements(rows, vectors)
+
+    assert {(int(i) + 1, int(j) + 1) for i, j in zip(*np.nonzero(restated), strict=True)} == {
+        (1, 2)
+    }
