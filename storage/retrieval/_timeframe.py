@@ -14,7 +14,8 @@ marzo", "3月3日", "2025-05-03") are found here and read by ``dateparser``. A m
 weekday or date without a year is the latest one before ``as_of``.
 
 ``asks_about_now``: "where do I live now?", "currently", "still", "these days", "jetzt",
-"ahora", "今": a question about how things stand, for which a newer statement of the same
+"ahora", "今", or when something is in the present tense ("when is the dentist?"): a
+question about how things stand, for which a newer statement of the same
 thing replaces an older one (``_ranking``).
 """
 
@@ -110,12 +111,22 @@ _NOW_WORDS = re.compile(
     r"|今(?![日週月年朝晩夜度回])|いま|現在|最新|最近|まだ|結局|今でも",
     re.IGNORECASE,
 )
+# A question in the present tense about when something is ("when is the dentist?", "what
+# time is my talk?", "wann ist ...", "¿cuándo es ...?"): a plan's latest arrangement is the
+# answer, as for "now" (a past-tense "when was / did" asks about that moment).
+_WHEN_IS = re.compile(
+    r"\b(?:when(?:'s| is| are)|what (?:time|day|date) (?:is|are)|which day is)\b"
+    r"|\b(?:wann (?:ist|sind)|um wie viel uhr ist)\b"
+    r"|\b(?:cuándo (?:es|son)|a qué hora es)\b",
+    re.IGNORECASE,
+)
 
 
 def asks_about_now(query: str) -> bool:
     """Whether ``query`` asks how things stand now (currently, still, these days, jetzt,
-    todavía, 今...): the newest statement of a thing is the answer."""
-    return _NOW_WORDS.search(query) is not None
+    todavía, 今..., or when something is, in the present tense): the newest statement of a
+    thing is the answer."""
+    return _NOW_WORDS.search(query) is not None or _WHEN_IS.search(query) is not None
 
 
 # Every rule below needs one of these: a word of them, a digit, or a CJK time character.

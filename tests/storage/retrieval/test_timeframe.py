@@ -168,6 +168,13 @@ def test_inside_is_one_within_and_falls_to_zero_one_length_outside() -> None:
         ("今どこに住んでる？", True),
         ("父の今の担当医は誰？", True),
         ("最新のスコアは？", True),
+        ("When is the dentist?", True),  # the latest arrangement of a plan
+        ("What time is my talk slot on the 4th?", True),
+        ("Wann ist Pauls Einschulung?", True),
+        ("¿Cuándo es la boda?", True),
+        ("When was the dentist?", False),  # that moment, not how it stands
+        ("When did we book the flights?", False),
+        ("Whenever is fine", False),
         ("Where did I live in 2024?", False),
         ("What did the dentist say?", False),
         ("Wo habe ich gewohnt?", False),
