@@ -24,8 +24,6 @@ from storage.retrieval.rank._restated import (
 )
 
 __all__ = [
-    "restated_for",
-    "with_context",
     "after_newer",
     "anchors",
     "candidate_vectors",
@@ -38,6 +36,8 @@ __all__ = [
     "ranked",
     "relevance_parts",
     "Restated",
+    "restated_for",
     "restatements",
     "weights_for",
+    "with_context",
 ]
