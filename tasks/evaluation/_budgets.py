@@ -20,13 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from storage.kernel.inputs import describe
 from storage.retrieval import Context, Hit
 from storage.retrieval.explain import fit
 from tasks.evaluation._metrics import cited_messages
-from tasks.sync import Problem, not_utf8, split_lines
+from tasks.evaluation._summaries import gold_lines
+from tasks.sync import Problem
 
 BUDGETS = (250, 500, 1000)
 ARMS = ("passages", "whole")
@@ -47,17 +47,7 @@ def read_answers(name: str, text: str) -> tuple[dict[str, str], list[Problem]]:
     """Answers by question id, and a problem for every bad or repeated line."""
     answers: dict[str, str] = {}
     problems: list[Problem] = []
-    for lineno, line in enumerate(split_lines(text), start=1):
-        if not line.strip():
-            continue
-        if not_utf8(line):
-            problems.append(Problem(name, lineno, "not valid UTF-8; line skipped"))
-            continue
-        try:
-            item = GoldAnswer.model_validate_json(line)
-        except ValidationError as exc:
-            problems.append(Problem(name, lineno, f"{describe(exc)}; line skipped"))
-            continue
+    for lineno, item in gold_lines(name, text, GoldAnswer, problems):
         if item.question_id in answers:
             problems.append(Problem(name, lineno, f"repeated question {item.question_id!r}"))
             continue

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -32,6 +32,9 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff66-\uff9f"
 _WORD = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
 # Sentence ends (a period before a space or the end, CJK marks), bullets and line breaks.
 _PIECE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\s*[•\n]\s*")
+
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class Vectors(Protocol):
@@ -52,11 +55,11 @@ class GoldSession(BaseModel):
     facts: tuple[str, ...] = Field(min_length=1, max_length=100)
 
 
-def read_gold(name: str, text: str) -> tuple[list[GoldSession], list[Problem]]:
-    """Valid gold sessions, and a problem for every bad or repeated line."""
-    gold: list[GoldSession] = []
-    problems: list[Problem] = []
-    seen: set[str] = set()
+def gold_lines(
+    name: str, text: str, model: type[M], problems: list[Problem]
+) -> Iterator[tuple[int, M]]:
+    """Each valid line of a gold JSONL file as ``model``, with its number; a problem added to
+    ``problems`` for every other non-blank line (not UTF-8, or not a ``model``)."""
     for lineno, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
@@ -64,10 +67,19 @@ def read_gold(name: str, text: str) -> tuple[list[GoldSession], list[Problem]]:
             problems.append(Problem(name, lineno, "not valid UTF-8; line skipped"))
             continue
         try:
-            item = GoldSession.model_validate_json(line)
+            item = model.model_validate_json(line)
         except ValidationError as exc:
             problems.append(Problem(name, lineno, f"{describe(exc)}; line skipped"))
             continue
+        yield lineno, item
+
+
+def read_gold(name: str, text: str) -> tuple[list[GoldSession], list[Problem]]:
+    """Valid gold sessions, and a problem for every bad or repeated line."""
+    gold: list[GoldSession] = []
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for lineno, item in gold_lines(name, text, GoldSession, problems):
         if item.session_id in seen:
             problems.append(Problem(name, lineno, f"repeated session {item.session_id!r}; skipped"))
             continue
