@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
+import anyio.to_thread
 import orjson
 from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.responses import JSONResponse
@@ -73,6 +76,21 @@ class Json(JSONResponse):
         return orjson.dumps(content)
 
 
+def threads_as_connections(pool_size: int) -> Any:
+    """A lifespan that runs at most ``pool_size`` requests' endpoints at once (the worker
+    threads they run in), as many as the process's pool holds connections: one request
+    more would open a connection past the pool, closed again when returned, and each cost
+    PostgreSQL a backend start (15 to 70 per 30 s of ``bench/api.py`` before, with the
+    default 40 threads); a request past them waits for a thread instead."""
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = pool_size
+        yield
+
+    return lifespan
+
+
 def create_app(service: MemoryService) -> FastAPI:
     """The API of one service (tests and ``--workers 1`` build it directly)."""
     # FastAPI with /docs and /redoc whose assets it serves itself, at /static-offline-docs.
@@ -80,6 +98,7 @@ def create_app(service: MemoryService) -> FastAPI:
         title="Archivist",
         version="1",
         summary="Search, prime and write one namespace's memory.",
+        lifespan=threads_as_connections(service.settings.serving.pool_size),
     )
     app.state.service = service
     settings = service.settings

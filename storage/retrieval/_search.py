@@ -55,7 +55,6 @@ from storage.retrieval.candidates import (
 )
 from storage.retrieval.explain import checked_budget, record_hits, with_passages
 from storage.retrieval.rank import rank, ranked, restated_for, with_context
-from storage.server.scoped import relax_commit
 
 NO_OPTIONS = SearchOptions()
 
@@ -148,7 +147,6 @@ class Retriever:
         )
         try:
             with self._transaction(conn) as tx:
-                relax_commit(tx)
                 hits = self._search(tx, request, read_time(query, now, self.tz), used)
                 if record_access and hits:
                     self._record(tx, namespace, hits, query, now)

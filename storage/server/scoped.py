@@ -17,7 +17,7 @@ server's tuning to the processes that own it.
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
@@ -33,19 +33,11 @@ from storage.server.engine import (
 )
 from storage.server.roles import PIPELINE_ROLE, SERVING_ROLE
 
-__all__ = ["PIPELINE_ROLE", "SERVING_ROLE", "open_serving_engine", "relax_commit", "serving_url"]
+__all__ = ["PIPELINE_ROLE", "SERVING_ROLE", "open_serving_engine", "serving_url"]
 
-# Searches commit only access statistics: a crash of PostgreSQL may lose the last fraction
-# of a second of them, never a memory, and no search waits for the WAL flush.
-RELAXED = text("SELECT set_config('synchronous_commit', 'off', true)")
 WHO = text(
     "SELECT current_user, rolbypassrls OR rolsuper FROM pg_roles WHERE rolname = current_user"
 )
-
-
-def relax_commit(conn: Connection) -> None:
-    """This transaction's commit does not wait for the WAL flush (searches only)."""
-    conn.execute(RELAXED)
 
 
 def serving_url(settings: Settings) -> str:

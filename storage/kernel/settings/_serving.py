@@ -87,6 +87,6 @@ class ServingSettings(BaseModel):
         ge=1,
         le=200,
         description="database connections kept open by archivist api (split across its "
-        "--workers processes) or by one MCP server",
+        "--workers processes, each serving as many requests at once) or by one MCP server",
     )
     max_body_bytes: int = Field(65_536, ge=1024, le=16_777_216, description="larger: 413")

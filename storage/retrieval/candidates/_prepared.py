@@ -20,7 +20,9 @@ objects, events) cost 0.06 ms of the server's CPU per statement, about 0.5 ms pe
 of eight statements. Their rows are named tuples (``row.kind``, as SQLAlchemy's), the
 engine's ``before_cursor_execute`` and ``after_cursor_execute`` listeners see them, and a
 failure is SQLAlchemy's ``DBAPIError``, with the connection invalidated when the server
-went away, as SQLAlchemy's own execution does.
+went away, as SQLAlchemy's own execution does. Their results come in binary: the same
+values, read with less work than text (timestamps, arrays, floats): 0.30 ms instead of
+0.43 for the hundred-odd rows of a candidates statement.
 
 The HNSW walk is the exception: it is planned for its namespace each time (``plan`` sets
 ``force_custom_plan`` for it), which is how PostgreSQL picks the namespace's own index. A
@@ -80,7 +82,7 @@ def _run(
         driver.prepare_threshold = 0  # None, the engine's, would refuse to prepare it
     events: Any = conn.dispatch  # its listeners see these statements as SQLAlchemy's own
     try:
-        with driver.cursor(row_factory=_named) as cursor:
+        with driver.cursor(row_factory=_named, binary=True) as cursor:
             for listener in events.before_cursor_execute:
                 listener(conn, cursor, sql, params, None, MANY)
             cursor.execute(sql, params, prepare=prepare)
