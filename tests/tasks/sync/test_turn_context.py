@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from storage.embedding import HashingEmbedder, lookup, text_hash
 from storage.embedding import store as cache_vectors
+from storage.meta import TURN_CONTEXT, check_compatible, read_facts
 from storage.server.engine import Store
 from tasks.files import open_memory_root
 from tasks.privacy import forget, purge_session
@@ -128,6 +129,53 @@ def test_reembed_makes_the_texts_the_sync_embedded(store: Store) -> None:
     for _, content, vector in turns(store):
         assert len(vector) == 128
         assert content in "\n".join(again.texts)
+
+
+def adopted(store: Store) -> HashingEmbedder:
+    """The store's embedder, its model recorded as connecting to a new store records it."""
+    embedder = HashingEmbedder(store.settings.embedding.dim)
+    with Session(store.engine) as session, session.begin():
+        check_compatible(session, embedder)
+    return embedder
+
+
+def test_toggling_the_setting_and_reembedding_re_embeds_the_turns(store: Store) -> None:
+    seed(store)
+    embedder = adopted(store)
+    run_sync(store, AS_OF, embedder=embedder, min_user_messages=1, turn_context=False)
+    assert facts(store)[TURN_CONTEXT] == "off"  # recorded by the sync that wrote the turns
+    assert reembed(store.engine, embedder, turn_context=False).already_current
+
+    on = Recording(embedder.dim)
+    out = reembed(store.engine, on, turn_context=True)
+
+    assert out.swapped and not out.already_current
+    assert facts(store)[TURN_CONTEXT] == "on"
+    contextual = {t.split("\n")[0]: t for t in on.texts if "\n(" in t}
+    for _, content, vector in turns(store):
+        assert np.allclose(vector, embedder.embed([contextual[content]])[0])
+    assert reembed(store.engine, embedder, turn_context=True).already_current
+
+    off = Recording(embedder.dim)
+    assert reembed(store.engine, off, turn_context=False).swapped
+    assert facts(store)[TURN_CONTEXT] == "off"
+    assert not [t for t in off.texts if "\n(" in t]
+    for _, content, vector in turns(store):
+        assert np.allclose(vector, embedder.embed([content])[0])
+
+
+def test_the_sync_records_turns_embedded_in_context(store: Store) -> None:
+    seed(store)
+    embedder = adopted(store)
+    run_sync(store, AS_OF, embedder=embedder, min_user_messages=1, turn_context=True)
+    assert facts(store)[TURN_CONTEXT] == "on"
+    assert reembed(store.engine, embedder, turn_context=True).already_current
+    assert reembed(store.engine, embedder, turn_context=False).swapped
+
+
+def facts(store: Store) -> dict[str, str]:
+    with Session(store.engine) as session:
+        return read_facts(session)
 
 
 @pytest.mark.parametrize("erase", ["purge", "forget"])
