@@ -88,7 +88,7 @@ def test_a_turn_is_embedded_with_speaker_session_date_and_previous_turn(store: S
     answer = "aria: Sure. TAP has a direct flight on Friday morning and Iberia one via Madrid."
     assert answer in stored  # the stored text is the message alone
     expected = (
-        f"{answer}\n(Trip to Lisbon, 2026-11-20) replying to "
+        f"{answer}\n(Trip to Lisbon, 2026-11-20)\n> "
         "Alice: I need to book flights to Lisbon for the conference in March."
     )
     assert expected in embedder.texts
@@ -98,11 +98,12 @@ def test_a_turn_is_embedded_with_speaker_session_date_and_previous_turn(store: S
     # A long message's chunks all answer the turn before the message; the header is capped.
     chunks = [t for t in embedder.texts if t.startswith("aria: ") and "fare rules" in t]
     window = "Alice: I prefer window seats. Let's go with the TAP one on Friday."
-    assert len(chunks) >= 2 and all(t.endswith(f"replying to {window}") for t in chunks)
+    assert len(chunks) >= 2 and all(t.endswith(f"\n> {window}") for t in chunks)
     thanks = next(t for t in embedder.texts if t.startswith("Alice: Thanks"))
-    header = thanks.split("\n")[-1]
-    assert header.startswith("(Trip to Lisbon, 2026-11-20) replying to aria: ")  # the last chunk
-    assert len(header) == len("(Trip to Lisbon, 2026-11-20) replying to ") + 100
+    header, quoted = thanks.split("\n")[-2:]
+    assert header == "(Trip to Lisbon, 2026-11-20)"
+    assert quoted.startswith("> aria: ")  # the last chunk
+    assert len(quoted) == len("> ") + 100
 
 
 def test_without_the_setting_a_turn_is_embedded_as_stored(store: Store) -> None:
@@ -113,7 +114,7 @@ def test_without_the_setting_a_turn_is_embedded_as_stored(store: Store) -> None:
 
     contents = [content for _, content, _ in turns(store)]
     assert contents and set(contents) <= set(embedder.texts)
-    assert not [t for t in embedder.texts if "replying to" in t]
+    assert not [t for t in embedder.texts if "\n> " in t or "\n(" in t]
 
 
 def test_reembed_makes_the_texts_the_sync_embedded(store: Store) -> None:
