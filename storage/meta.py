@@ -15,6 +15,11 @@ from storage.memories import Memory
 EMBEDDING_MODEL, EMBEDDING_DIM = "embedding_model", "embedding_dim"
 # Set while ``archivist reembed`` fills the next vectors; gone when they replace the old.
 REEMBED_MODEL, REEMBED_DIM = "reembed_model", "reembed_dim"
+# How the turns' vectors were made (``embedding.turn_context``): "on", from each turn with
+# its context, or "off", from the turn alone. Recorded by the first sync batch that writes
+# turns and replaced by each re-embedding, so ``archivist reembed`` after toggling the
+# setting re-embeds the turns; a store without it (from before it was recorded) is "off".
+TURN_CONTEXT, REEMBED_TURN_CONTEXT = "embedding_turn_context", "reembed_turn_context"
 CAN_RECORD = text("SELECT has_table_privilege('archivist_meta', 'INSERT')")
 ADOPT = text("SELECT archivist_adopt_model(:model)")
 
@@ -57,6 +62,24 @@ def stored_model(session: Session) -> str | None:
     if _empty(session):
         return None
     return read_facts(session).get(EMBEDDING_MODEL) or _model_of_rows(session)
+
+
+def turn_context_fact(*, turn_context: bool) -> str:
+    """The ``TURN_CONTEXT`` fact's value for the setting."""
+    return "on" if turn_context else "off"
+
+
+def stored_turn_context(facts: dict[str, str]) -> bool:
+    """Whether the store's turns were embedded with their context, from its facts."""
+    return facts.get(TURN_CONTEXT) == turn_context_fact(turn_context=True)
+
+
+def record_turn_context(session: Session, *, turn_context: bool) -> None:
+    """Record how turns are embedded, unless the store already says (or the role cannot
+    write facts); read first, so concurrent batches do not wait on each other's insert."""
+    if TURN_CONTEXT in read_facts(session) or not session.execute(CAN_RECORD).scalar_one():
+        return
+    record_fact(session, TURN_CONTEXT, turn_context_fact(turn_context=turn_context))
 
 
 def reembed_model(session: Session) -> str | None:

@@ -17,7 +17,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from storage.embedding import Embedder
-from storage.meta import EMBEDDING_DIM, EMBEDDING_MODEL, read_facts
+from storage.meta import EMBEDDING_DIM, EMBEDDING_MODEL, read_facts, stored_turn_context
 from storage.operations import reembed as store
 
 OnProgress = Callable[[int, int], None]
@@ -29,6 +29,7 @@ class ReembedOutcome:
     whether the swap happened."""
 
     model: str
+    turn_context: bool = False  # turns embedded with their context
     embedded: int = 0
     chunks: int = 0
     resumed: bool = False
@@ -49,19 +50,26 @@ def reembed(
     """Give every memory (of ``namespace``, or all) a vector from ``embedder``.
 
     ``turn_context`` (the setting ``embedding.turn_context``): turns get the vector of the
-    text the sync embeds them from, with their session's title, date and previous turn.
+    text the sync embeds them from, with their session's title, date and previous turn. A
+    store is current when its vectors come from ``embedder`` and its turns were embedded
+    as ``turn_context`` says (``storage.meta.TURN_CONTEXT``): toggling the setting and
+    running this re-embeds the store.
 
     The swap to the new vectors happens once no row of any namespace waits; until then
     searches keep using the old model's vectors and other commands refuse the new model.
     """
-    out = ReembedOutcome(embedder.name)
+    out = ReembedOutcome(embedder.name, turn_context)
     with Session(engine) as session, session.begin():
         facts = read_facts(session)
         current = (facts.get(EMBEDDING_MODEL), facts.get(EMBEDDING_DIM))
-        if current == (embedder.name, str(embedder.dim)) and "reembed_model" not in facts:
-            out.already_current = True
-            return out
-        out.resumed = not store.start(session, embedder.name, embedder.dim)
+        same_texts = stored_turn_context(facts) == turn_context
+        if current == (embedder.name, str(embedder.dim)) and same_texts:
+            if "reembed_model" not in facts:  # else a run is under way: finish it
+                out.already_current = True
+                return out
+        out.resumed = not store.start(
+            session, embedder.name, embedder.dim, turn_context=turn_context
+        )
         total = store.pending(session, namespace)
     while True:
         while True:
@@ -76,7 +84,9 @@ def reembed(
             if on_progress is not None:
                 on_progress(out.embedded, max(total, out.embedded))
         with Session(engine) as session, session.begin():
-            out.swapped = store.swap(session, embedder.name, embedder.dim)
+            out.swapped = store.swap(
+                session, embedder.name, embedder.dim, turn_context=turn_context
+            )
             out.pending = 0 if out.swapped else store.pending(session)
         if out.swapped or namespace is not None:
             break  # else a writer added rows meanwhile: embed them too

@@ -72,7 +72,8 @@ def run_reembed(settings: Settings, namespace: str | None, batch_size: int, bars
     )
     done = f"{out.embedded - out.chunks} memories and {out.chunks} document chunks re-embedded"
     if out.already_current:
-        bars.echo(f"the store already uses {out.model}; nothing to do")
+        texts = "with their context" if out.turn_context else "alone"
+        bars.echo(f"the store already uses {out.model} (turns embedded {texts}); nothing to do")
     elif out.swapped:
         bars.echo(f"{done}; the store now uses {out.model}")
     else:

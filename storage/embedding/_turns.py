@@ -3,6 +3,8 @@
 A turn alone ("Yes, the second one.") says little; embedded with the session's title, its
 date and the start of the turn it answers, its vector lands near the questions a reader
 would ask of it. The stored ``content`` stays the message itself: only the vector changes.
+The header has no words of its own (a quote mark, not "replying to"), so a turn in German
+or Japanese is not embedded beside English.
 
 The turn comes first, so the model's 256 word pieces never cut it; the header after it is
 capped (title at ``TITLE_CHARS``, the previous turn at ``PREVIOUS_CHARS``), so a short turn
@@ -23,7 +25,7 @@ PREVIOUS_CHARS = 100
 TURN_TEXT_SQL = (
     f"m.content || E'\\n(' || concat_ws(', ', NULLIF(left(s.title, {TITLE_CHARS}), ''), "
     "to_char(m.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')) || ')' "
-    f"|| COALESCE(' replying to ' || left(p.content, {PREVIOUS_CHARS}), '')"
+    f"|| COALESCE(E'\\n> ' || left(p.content, {PREVIOUS_CHARS}), '')"
 )
 
 # The previous turn ``p`` of a turn ``m``: the last turn of another message before it.
@@ -44,10 +46,11 @@ TURN_HASHES_SQL = (
 
 
 def turn_text(turn: str, *, title: str | None, occurred_at: datetime, previous: str | None) -> str:
-    """``turn`` followed by its context: ``(title, date) replying to <previous turn>``."""
+    """``turn`` followed by its context: a line ``(title, date)``, then the turn it answers
+    quoted, ``> <previous turn>``."""
     day = occurred_at.astimezone(UTC).date().isoformat()
     where = ", ".join(part for part in (title[:TITLE_CHARS] if title else "", day) if part)
     header = f"({where})"
     if previous is not None:
-        header += f" replying to {previous[:PREVIOUS_CHARS]}"
+        header += f"\n> {previous[:PREVIOUS_CHARS]}"
     return f"{turn}\n{header}"

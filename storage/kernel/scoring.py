@@ -15,7 +15,9 @@ Two weights are rules, not factors. ``supersede`` = s: for a question about now
 ("currently", "still", "jetzt", "今"), an older memory is placed right after each newer one
 that restates it and is at least (1 - s) as relevant (``storage.retrieval.rank._ranking``).
 ``context`` = c: the turns before and after each of the best turn hits score at least c
-times that hit (``storage.retrieval.rank._context``).
+times that hit (``storage.retrieval.rank._context``). ``session`` = s: the turns nearest the
+query of the sessions the best summary or turn hits point to score at least s times that
+hit, times their cosine's share of its (``storage.retrieval.rank._sessions``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ FACTORS = (
 )
 RELEVANCE = ("semantic", "dense", "lexical")
 # Weights that order hits by a rule rather than scale a score: not in ``composite``.
-RULES = ("supersede", "context")
+RULES = ("supersede", "context", "session")
 # The default ranks by relevance, importance deciding among near-equals (5%: a document
 # chunk's feedback moves it among equals); time enters only where the question asks for
 # it: a window it names lifts memories from then (up to 1.5x), and for a question about
@@ -46,7 +48,10 @@ RULES = ("supersede", "context")
 # recency boost for every question hid old answers among near-equals (bench/eval.py: R@10
 # on evidence 180+ days old 0.65 against 0.69 for relevance alone). The turns next to the
 # best turn hits score at least 0.7 of them (own set R@10: 0.757, 0.776, 0.786 and 0.787
-# for 0.3, 0.5, 0.7 and 0.9; multi-hop highest at 0.7).
+# for 0.3, 0.5, 0.7 and 0.9; multi-hop highest at 0.7). The best turns of the sessions the
+# best hits point to score at least 0.7 of them as near the question (own set R@10: 0.786,
+# 0.798 and 0.805 for 0.5, 0.7 and 0.9; the long-horizon part's newest evidence and
+# knowledge updates highest at 0.7).
 PRESETS: dict[str, dict[str, float]] = {
     "archivist": {
         "semantic": 1.0,
@@ -54,6 +59,7 @@ PRESETS: dict[str, dict[str, float]] = {
         "window": 0.5,
         "supersede": 0.3,
         "context": 0.7,
+        "session": 0.7,
     },
     "librarian": {"semantic": 0.40, "recency": 0.25, "frequency": 0.20, "vehemence": 0.15},
 }

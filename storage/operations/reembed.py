@@ -22,9 +22,12 @@ from storage.meta import (
     EMBEDDING_MODEL,
     REEMBED_DIM,
     REEMBED_MODEL,
+    REEMBED_TURN_CONTEXT,
+    TURN_CONTEXT,
     drop_facts,
     read_facts,
     set_fact,
+    turn_context_fact,
 )
 from storage.operations.ann import create_namespace_indexes
 
@@ -78,19 +81,22 @@ _CHUNKS_HNSW = (
 )
 
 
-def start(session: Session, model: str, dim: int) -> bool:
-    """Make room for ``model``'s vectors; False when a run for it is already under way."""
+def start(session: Session, model: str, dim: int, *, turn_context: bool = False) -> bool:
+    """Make room for ``model``'s vectors (of turns in context with ``turn_context``); False
+    when a run for them is already under way (one for other texts starts over)."""
     facts = read_facts(session)
     has_next = bool(session.scalar(_HAS_NEXT))
-    if has_next and facts.get(REEMBED_MODEL) == model and facts.get(REEMBED_DIM) == str(dim):
+    texts = turn_context_fact(turn_context=turn_context)
+    wanted = {REEMBED_MODEL: model, REEMBED_DIM: str(dim), REEMBED_TURN_CONTEXT: texts}
+    if has_next and all(facts.get(key) == value for key, value in wanted.items()):
         return False
     for table in TABLES:
         session.execute(text(f"ALTER TABLE {table} DROP COLUMN IF EXISTS embedding_next"))
         session.execute(text(f"ALTER TABLE {table} ADD COLUMN embedding_next vector({int(dim)})"))
     # Chunks keep their vectors in the row (migration 0017), the next ones too.
     session.execute(text("ALTER TABLE document_chunks ALTER embedding_next SET STORAGE MAIN"))
-    set_fact(session, REEMBED_MODEL, model)
-    set_fact(session, REEMBED_DIM, str(dim))
+    for key, value in wanted.items():
+        set_fact(session, key, value)
     return True
 
 
@@ -122,8 +128,9 @@ def write_batch(
     session.execute(_WRITE[table], {"ids": list(ids), "vectors": literals})
 
 
-def swap(session: Session, model: str, dim: int) -> bool:
+def swap(session: Session, model: str, dim: int, *, turn_context: bool = False) -> bool:
     """Replace every vector by its next one, in this transaction; False if rows still wait.
+    The store's facts then name ``model`` and whether its turns are in context.
 
     Takes the table's exclusive lock, so no writer adds a row without a next vector
     between the check and the swap, and no search sees half of it.
@@ -144,7 +151,8 @@ def swap(session: Session, model: str, dim: int) -> bool:
     session.execute(text(_CHUNKS_HNSW))
     set_fact(session, EMBEDDING_MODEL, model)
     set_fact(session, EMBEDDING_DIM, str(dim))
-    drop_facts(session, REEMBED_MODEL, REEMBED_DIM)
+    set_fact(session, TURN_CONTEXT, turn_context_fact(turn_context=turn_context))
+    drop_facts(session, REEMBED_MODEL, REEMBED_DIM, REEMBED_TURN_CONTEXT)
     return True
 
 

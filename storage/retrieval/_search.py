@@ -9,8 +9,9 @@ Assistants import it as ``from storage.retrieval import Retriever``; it imports 
 Search is scoped to one namespace and walks down its steps (``_search``): ``candidates``
 (the dense top ``limit x overfetch`` united with the lexical top, of memories, document
 chunks and, if asked, the cold tier), ``rank`` (relevance fused with the other factors into
-one score, all shown in ``Hit.factors``; restatements; the turns next to the best hits; one
-place per message), ``explain`` (each hit's passage).
+one score, all shown in ``Hit.factors``; restatements; the best turns of the sessions the
+best hits point to; the turns next to the best hits; one place per message), ``explain``
+(each hit's passage).
 Bad input raises ``RetrievalError``; an unknown namespace gives ``[]``.
 """
 
@@ -54,7 +55,7 @@ from storage.retrieval.candidates import (
     wants_documents,
 )
 from storage.retrieval.explain import checked_budget, record_hits, with_passages
-from storage.retrieval.rank import rank, ranked, restated_for, with_context
+from storage.retrieval.rank import rank, ranked, restated_for, with_context, with_sessions
 
 NO_OPTIONS = SearchOptions()
 
@@ -212,7 +213,8 @@ class Retriever:
         self, conn: Connection, request: Request, when: QueryTime, weights: Mapping[str, float]
     ) -> list[Hit]:
         """The walk: candidates (memories, document chunks, the cold tier), ranked, the
-        turns next to the best brought up, each hit with its passage."""
+        best turns of the sessions the best point to and the turns next to the best
+        brought up, each hit with its passage."""
         rows: Sequence[Any] = []
         params: dict[str, Any] | None = None
         has_docs = True  # unless the memories' statement said otherwise
@@ -229,7 +231,8 @@ class Retriever:
             return self._with_archived(conn, request, rows, params, when, weights)
         restated = restated_for(conn, self.settings, request.namespace, rows, when, weights)
         hits = ranked(rows, when, weights, self.settings, self.min_cosine, restated)
-        best = with_context(conn, self.settings, params, hits, request.limit, when, weights)
+        pool = with_sessions(conn, self.settings, params, hits, request.limit, when, weights)
+        best = with_context(conn, self.settings, params, pool, request.limit, when, weights)
         return with_passages(best, request.query)
 
     def _with_archived(
@@ -250,7 +253,8 @@ class Retriever:
         every = [*rows, *found]
         restated = restated_for(conn, self.settings, request.namespace, every, when, weights)
         ranked = demote(rank(every, when, weights, self.settings, self.min_cosine, restated))
-        best = with_context(conn, self.settings, params, ranked, request.limit, when, weights)
+        pool = with_sessions(conn, self.settings, params, ranked, request.limit, when, weights)
+        best = with_context(conn, self.settings, params, pool, request.limit, when, weights)
         return with_passages(best, request.query)
 
     def explain_plan(

@@ -20,6 +20,7 @@ from storage import sessions as raw
 from storage.embedding import turn_text
 from storage.kernel.records import SessionState
 from storage.kernel.shards import Shard
+from storage.meta import record_turn_context
 from storage.processed import Candidate
 from tasks.extraction import Extraction
 from tasks.sync._render import task_card_text
@@ -171,6 +172,8 @@ def write_batch(session: Session, ctx: SyncContext, batch: PreparedBatch) -> Bat
     if ctx.dry_run:
         return outcome
     memories.delete_memories(session, stale)
+    if any(kind == "turn" for _, kind, _ in new_keys):  # how the store's turns are embedded
+        record_turn_context(session, turn_context=ctx.turn_context)
     new_ids = _insert(session, ctx, derived, new_keys, wanted, batch.vectors)
     ids = {key: mid for key, mid in existing.items() if key in wanted} | new_ids
     episodes.upsert_episodes(session, [episode_row(d, ids, ctx) for d in derived])

@@ -49,8 +49,9 @@ def test_presets_and_custom_weights() -> None:
         "window": 0.5,
         "supersede": 0.3,
         "context": 0.7,
+        "session": 0.7,
     }
-    assert set(archivist) == set(scoring.FACTORS) | {"supersede", "context"}
+    assert set(archivist) == set(scoring.FACTORS) | {"supersede", "context", "session"}
     librarian = scoring.resolve_weights("librarian")
     assert sum(librarian.values()) == pytest.approx(1.0) and librarian["vehemence"] == 0.15
     custom = scoring.resolve_weights("archivist", {"semantic": 0.7, "lexical": 0.3})

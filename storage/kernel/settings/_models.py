@@ -52,7 +52,8 @@ class EmbeddingSettings(BaseModel):
         False,
         description="embed each turn followed by its session's title, its date and the start "
         "of the turn it answers (the stored text stays the message; turns written from then "
-        "on). Off by default: recall up 0.012, embedding CPU per memory doubled "
+        "on, and every turn after `archivist reembed`). Off by default: the oldest evidence "
+        "and German questions lose recall, and embedding CPU per memory doubles "
         "(docs/concepts/ranking.md)",
     )
     base_url: str | None = Field(

@@ -14,7 +14,8 @@ class RetrievalSettings(BaseModel):
         "archivist",
         description="archivist: 1 semantic, 0.05 importance, 0.5 window (the time a question "
         "names), 0.3 supersede (asked about now, newer first), 0.7 context (the turns next to "
-        "the best turns); librarian: 0.40 semantic, 0.25 "
+        "the best turns), 0.7 session (the best turns of the sessions the best hits point "
+        "to); librarian: 0.40 semantic, 0.25 "
         "recency, 0.20 frequency, 0.15 vehemence",
     )
     weights: dict[str, float] | None = Field(

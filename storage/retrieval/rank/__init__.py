@@ -1,8 +1,9 @@
 """Steps 2 and 3 of a search: fuse and rank. Each candidate's dense and lexical relevance
 as shares of the query's best, fused with the other factors into one score
-(``_ranking``), which candidates newer ones restate (``_restated``), and the turns
-next to the best turn hits (``_context``). Pure but for the two statements that read
-candidate vectors and neighbouring turns.
+(``_ranking``), which candidates newer ones restate (``_restated``), the best turns of
+the sessions the best hits point to (``_sessions``), and the turns next to the best turn
+hits (``_context``). Pure but for the three statements that read candidate vectors, the
+pointed sessions' turns and neighbouring turns.
 """
 
 from storage.retrieval.rank._context import anchors, in_context, neighbour_rows, with_context
@@ -22,16 +23,19 @@ from storage.retrieval.rank._restated import (
     restated_for,
     restatements,
 )
+from storage.retrieval.rank._sessions import in_sessions, pointers, with_sessions
 
 __all__ = [
     "after_newer",
     "anchors",
     "candidate_vectors",
     "in_context",
+    "in_sessions",
     "make_hit",
     "memory_ids",
     "neighbour_rows",
     "one_per_source",
+    "pointers",
     "rank",
     "ranked",
     "relevance_parts",
@@ -40,4 +44,5 @@ __all__ = [
     "restatements",
     "weights_for",
     "with_context",
+    "with_sessions",
 ]

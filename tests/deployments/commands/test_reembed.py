@@ -89,7 +89,8 @@ def test_reembed_switches_the_local_model_graph_and_auto_finishes_a_run_under_wa
     assert done.exit_code == 0, done.output
     assert "2 memories and 0 document chunks re-embedded; the store now uses " in done.output
     assert done.output.rstrip().endswith("all-MiniLM-L6-v2/int8")
-    assert "uses all-MiniLM-L6-v2/int8; nothing to do" in runner.invoke(main, ["reembed"]).output
+    again = runner.invoke(main, ["reembed"]).output
+    assert "uses all-MiniLM-L6-v2/int8 (turns embedded alone); nothing to do" in again
 
     monkeypatch.setenv("ARCHIVIST_EMBEDDING__STORE_ENCODER", "float32")
     refused = runner.invoke(main, ["search", "alice", "dentist"])
@@ -100,3 +101,27 @@ def test_reembed_switches_the_local_model_graph_and_auto_finishes_a_run_under_wa
     monkeypatch.delenv("ARCHIVIST_EMBEDDING__STORE_ENCODER")
     found = runner.invoke(main, ["search", "alice", "dentist visit number 3", "--limit", "1"])
     assert found.exit_code == 0 and "dentist visit number 3" in found.output
+
+
+def test_toggling_turn_context_and_reembedding_re_embeds_the_turns(
+    env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    talk = ["I need flights to Lisbon", "TAP flies direct on Friday"]
+    put(open_store(env), "alice", talk, NOW, kind="turn", session_id="trip")
+    runner = CliRunner()
+    assert runner.invoke(main, ["reembed"]).exit_code == 0  # the store's facts recorded
+    alone = runner.invoke(main, ["reembed"]).output
+    assert "uses hashing-v1-384 (turns embedded alone); nothing to do" in alone
+
+    monkeypatch.setenv("ARCHIVIST_EMBEDDING__TURN_CONTEXT", "true")
+    done = runner.invoke(main, ["reembed"])
+    assert done.exit_code == 0, done.output
+    assert "2 memories and 0 document chunks re-embedded; the store now uses hashing-v1-384" in (
+        done.output
+    )
+    again = runner.invoke(main, ["reembed"]).output
+    assert "(turns embedded with their context); nothing to do" in again
+
+    monkeypatch.delenv("ARCHIVIST_EMBEDDING__TURN_CONTEXT")
+    back = runner.invoke(main, ["reembed"]).output
+    assert "2 memories and 0 document chunks re-embedded" in back

@@ -134,6 +134,25 @@ def test_one_namespace_at_a_time_swaps_only_when_all_are_done(store: Store) -> N
     assert_all_from(store, NEW)
 
 
+def test_a_run_under_way_for_other_turn_texts_starts_over(store: Store) -> None:
+    put(store, "alice", texts(12, "garden"), AS_OF, kind="turn", session_id="s1")
+    put(store, "bob", texts(5, "budget"), AS_OF)
+    first = reembed(store.engine, NEW, namespace="alice", turn_context=True)
+    assert (first.embedded, first.swapped) == (12, False)
+
+    # Resumed with the same texts: only bob's rows are left; with the other texts: all.
+    out = reembed(store.engine, NEW)
+
+    assert (out.resumed, out.embedded, out.swapped) == (False, 17, True)
+    assert_all_from(store, NEW)
+    assert read_facts_of(store)["embedding_turn_context"] == "off"
+
+
+def read_facts_of(store: Store) -> dict[str, str]:
+    with Session(store.engine) as session:
+        return read_facts(session)
+
+
 KILLABLE_REEMBED = """
 import sys
 from storage.kernel.settings import Settings

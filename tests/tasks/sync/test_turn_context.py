@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from storage.embedding import HashingEmbedder, lookup, text_hash
 from storage.embedding import store as cache_vectors
+from storage.meta import TURN_CONTEXT, check_compatible, read_facts
 from storage.server.engine import Store
 from tasks.files import open_memory_root
 from tasks.privacy import forget, purge_session
@@ -87,7 +88,7 @@ def test_a_turn_is_embedded_with_speaker_session_date_and_previous_turn(store: S
     answer = "aria: Sure. TAP has a direct flight on Friday morning and Iberia one via Madrid."
     assert answer in stored  # the stored text is the message alone
     expected = (
-        f"{answer}\n(Trip to Lisbon, 2026-11-20) replying to "
+        f"{answer}\n(Trip to Lisbon, 2026-11-20)\n> "
         "Alice: I need to book flights to Lisbon for the conference in March."
     )
     assert expected in embedder.texts
@@ -97,11 +98,12 @@ def test_a_turn_is_embedded_with_speaker_session_date_and_previous_turn(store: S
     # A long message's chunks all answer the turn before the message; the header is capped.
     chunks = [t for t in embedder.texts if t.startswith("aria: ") and "fare rules" in t]
     window = "Alice: I prefer window seats. Let's go with the TAP one on Friday."
-    assert len(chunks) >= 2 and all(t.endswith(f"replying to {window}") for t in chunks)
+    assert len(chunks) >= 2 and all(t.endswith(f"\n> {window}") for t in chunks)
     thanks = next(t for t in embedder.texts if t.startswith("Alice: Thanks"))
-    header = thanks.split("\n")[-1]
-    assert header.startswith("(Trip to Lisbon, 2026-11-20) replying to aria: ")  # the last chunk
-    assert len(header) == len("(Trip to Lisbon, 2026-11-20) replying to ") + 100
+    header, quoted = thanks.split("\n")[-2:]
+    assert header == "(Trip to Lisbon, 2026-11-20)"
+    assert quoted.startswith("> aria: ")  # the last chunk
+    assert len(quoted) == len("> ") + 100
 
 
 def test_without_the_setting_a_turn_is_embedded_as_stored(store: Store) -> None:
@@ -112,7 +114,7 @@ def test_without_the_setting_a_turn_is_embedded_as_stored(store: Store) -> None:
 
     contents = [content for _, content, _ in turns(store)]
     assert contents and set(contents) <= set(embedder.texts)
-    assert not [t for t in embedder.texts if "replying to" in t]
+    assert not [t for t in embedder.texts if "\n> " in t or "\n(" in t]
 
 
 def test_reembed_makes_the_texts_the_sync_embedded(store: Store) -> None:
@@ -128,6 +130,53 @@ def test_reembed_makes_the_texts_the_sync_embedded(store: Store) -> None:
     for _, content, vector in turns(store):
         assert len(vector) == 128
         assert content in "\n".join(again.texts)
+
+
+def adopted(store: Store) -> HashingEmbedder:
+    """The store's embedder, its model recorded as connecting to a new store records it."""
+    embedder = HashingEmbedder(store.settings.embedding.dim)
+    with Session(store.engine) as session, session.begin():
+        check_compatible(session, embedder)
+    return embedder
+
+
+def test_toggling_the_setting_and_reembedding_re_embeds_the_turns(store: Store) -> None:
+    seed(store)
+    embedder = adopted(store)
+    run_sync(store, AS_OF, embedder=embedder, min_user_messages=1, turn_context=False)
+    assert facts(store)[TURN_CONTEXT] == "off"  # recorded by the sync that wrote the turns
+    assert reembed(store.engine, embedder, turn_context=False).already_current
+
+    on = Recording(embedder.dim)
+    out = reembed(store.engine, on, turn_context=True)
+
+    assert out.swapped and not out.already_current
+    assert facts(store)[TURN_CONTEXT] == "on"
+    contextual = {t.split("\n")[0]: t for t in on.texts if "\n(" in t}
+    for _, content, vector in turns(store):
+        assert np.allclose(vector, embedder.embed([contextual[content]])[0])
+    assert reembed(store.engine, embedder, turn_context=True).already_current
+
+    off = Recording(embedder.dim)
+    assert reembed(store.engine, off, turn_context=False).swapped
+    assert facts(store)[TURN_CONTEXT] == "off"
+    assert not [t for t in off.texts if "\n(" in t]
+    for _, content, vector in turns(store):
+        assert np.allclose(vector, embedder.embed([content])[0])
+
+
+def test_the_sync_records_turns_embedded_in_context(store: Store) -> None:
+    seed(store)
+    embedder = adopted(store)
+    run_sync(store, AS_OF, embedder=embedder, min_user_messages=1, turn_context=True)
+    assert facts(store)[TURN_CONTEXT] == "on"
+    assert reembed(store.engine, embedder, turn_context=True).already_current
+    assert reembed(store.engine, embedder, turn_context=False).swapped
+
+
+def facts(store: Store) -> dict[str, str]:
+    with Session(store.engine) as session:
+        return read_facts(session)
 
 
 @pytest.mark.parametrize("erase", ["purge", "forget"])
