@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/scale.py [--memories 1000000] [--namespaces 10000]
         [--chunks-per-memory 0.2] [--queries 400] [--tcp] [--reuse DIR]
-        [--skip-nightly] [--only small|large]
+        [--skip-nightly] [--only small|large] [--extra-indexes N]
 
 Builds two stores in one server, each in a database of its own: the large one
 (``--memories`` in ``--namespaces``) and a smaller one, a tenth of both (so 100,000 memories
@@ -90,6 +90,8 @@ def measure(server: BenchServer, plan: Plan, args: argparse.Namespace) -> Figure
     figures |= found
     figures |= query_embedding(local, queries)
     figures |= planning(engine, plan)
+    if args.extra_indexes:
+        figures |= planning(engine, plan, args.extra_indexes)
     figures |= catalog(engine)
     say(f"{plan.label}: archivist status, VACUUM")
     figures |= status_figures(url, args.workdir)
@@ -154,6 +156,12 @@ def main() -> None:
     parser.add_argument("--reuse", type=Path, help="the run's directory, made or reused")
     parser.add_argument("--skip-nightly", action="store_true", help="no sync and ageing")
     parser.add_argument("--only", choices=["small", "large"], help="one of the two stores")
+    parser.add_argument(
+        "--extra-indexes",
+        type=int,
+        default=0,
+        help="planning again with this many more namespace HNSW indexes (rolled back)",
+    )
     args = parser.parse_args()
     # Started in the background (nohup ... &), this process ignores SIGINT, and so would
     # its Prefect workers, which then outlive the SIGTERM that stops them: handle it.
