@@ -53,7 +53,8 @@ NEIGHBOUR_TURNS = text(
            1 - (m.embedding <=> CAST(:qvec AS vector)) AS cosine, 0.0 AS bm25
     FROM a CROSS JOIN LATERAL (
         (SELECT n.id FROM memories n
-         WHERE n.session_id = a.session_id AND n.kind = 'turn' AND (n.namespace = :namespace) IS TRUE
+         WHERE n.session_id = a.session_id AND n.kind = 'turn'
+           AND (n.namespace = :namespace) IS TRUE
            AND n.occurred_at < a.occurred_at
            AND n.tier = ANY(CAST(:tiers AS text[]))
            AND (CAST(:kinds AS text[]) IS NULL OR 'turn' = ANY(CAST(:kinds AS text[])))
@@ -62,7 +63,8 @@ NEIGHBOUR_TURNS = text(
          ORDER BY n.occurred_at DESC, n.id DESC LIMIT 1)
         UNION ALL
         (SELECT n.id FROM memories n
-         WHERE n.session_id = a.session_id AND n.kind = 'turn' AND (n.namespace = :namespace) IS TRUE
+         WHERE n.session_id = a.session_id AND n.kind = 'turn'
+           AND (n.namespace = :namespace) IS TRUE
            AND n.occurred_at > a.occurred_at
            AND n.tier = ANY(CAST(:tiers AS text[]))
            AND (CAST(:kinds AS text[]) IS NULL OR 'turn' = ANY(CAST(:kinds AS text[])))

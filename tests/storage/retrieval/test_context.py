@@ -109,7 +109,8 @@ def test_neighbours_are_the_namespaces_own(store: Store) -> None:
         with store.engine.begin() as conn:  # in alice's session, between TALK[1] and TALK[2]
             conn.execute(
                 text(
-                    "UPDATE memories SET session_id = 's-birthday', occurred_at = :at WHERE id = :id"
+                    "UPDATE memories SET session_id = 's-birthday', occurred_at = :at "
+                    "WHERE id = :id"
                 ),
                 {"at": start + timedelta(seconds=90), "id": other},
             )
