@@ -1,6 +1,7 @@
 """Each large namespace's document chunks have an HNSW index of their own (migration
-0027), as its memories do: a walk reads one namespace's chunks, look-alike namespaces
-("alice", "alice2", "alic") included, and forgetting a namespace drops its index."""
+0027, which also gives priming its indexes), as its memories do: a walk reads one
+namespace's chunks, look-alike namespaces ("alice", "alice2", "alic") included, and
+forgetting a namespace drops its index."""
 
 from __future__ import annotations
 
@@ -57,6 +58,17 @@ def _indexes(store: Store) -> dict[str, str]:
         return {str(name): str(definition) for name, definition in conn.execute(CHUNK_INDEXES)}
 
 
+def _priming_indexes(store: Store) -> set[str]:
+    """Priming's indexes of migration 0027, or the one it replaces."""
+    names = ("ix_episodes_namespace", "ix_episodes_namespace_ended", "ix_memories_top_facts")
+    with store.engine.connect() as conn:
+        found = conn.execute(
+            text("SELECT indexname FROM pg_indexes WHERE indexname = ANY(:names)"),
+            {"names": list(names)},
+        )
+        return {str(name) for name in found.scalars()}
+
+
 def _retriever(store: Store) -> Retriever:
     settings = RetrievalSettings(min_cosine=-1.0)
     return Retriever(store.engine, HashingEmbedder(384), settings, store.settings.tz)
@@ -103,11 +115,13 @@ def test_migration_0027_gives_each_namespace_its_chunk_index_and_back(store: Sto
         command.downgrade(config, "0026")
     shared = _indexes(store)
     assert list(shared) == ["ix_document_chunks_hnsw"]
+    assert _priming_indexes(store) == {"ix_episodes_namespace"}
     assert shared["ix_document_chunks_hnsw"].endswith("WHERE ann_indexed")
 
     with store.engine.begin() as conn:
         config.attributes["connection"] = conn
         command.upgrade(config, "head")
     assert set(_indexes(store)) == {namespace_index(ns, "document_chunks") for ns in LOOK_ALIKES}
+    assert _priming_indexes(store) == {"ix_episodes_namespace_ended", "ix_memories_top_facts"}
     after = [h.ref for h in r.search("alice2", "compost mix", options=DOCS, as_of=NOW)]
     assert after == before
