@@ -119,6 +119,20 @@ class Searcher:
         self.for_namespace(ns).prime(ns, query, as_of=AS_OF)
 
 
+def fold(engine: Engine) -> None:
+    """The searches' pending accesses added to their memories, as the queue drain does
+    every 30 s (left unfolded, each search reads them all)."""
+    from storage.operations.access import fold_accesses
+
+    with Session(engine) as session, session.begin():
+        fold_accesses(session)
+
+
+def load() -> str:
+    """The machine's load average over the last minute (the cores are shared)."""
+    return f"  (load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
+
+
 def latency(
     engine: Engine, plan: Plan, local: Embedder | None, queries: int
 ) -> tuple[Figures, list[str]]:
@@ -130,24 +144,26 @@ def latency(
     chunk_names = plan.names()[: len(chunk_sizes)]
     docs = workload(engine, chunk_names, chunk_sizes, queries, chunks=True) if chunk_sizes else None
     searcher = Searcher(engine, local, [work] + ([docs] if docs else []))
+    fold(engine)
     for ns, q in work.uniform[:50]:  # warm connections, caches, prepared statements
         searcher.search(ns, q)
     for label in ("uniform", "skewed"):
+        fold(engine)
         picks = getattr(work, label)
-        out[f"search, {label} namespaces"] = percentiles(
-            [timed(partial(searcher.search, ns, q)) for ns, q in picks]
-        )
+        samples = [timed(partial(searcher.search, ns, q)) for ns, q in picks]
+        out[f"search, {label} namespaces"] = percentiles(samples) + load()
     for label in ("uniform", "skewed"):
+        fold(engine)
         picks = getattr(work, label)
-        out[f"priming, {label} namespaces"] = percentiles(
-            [timed(partial(searcher.prime, ns, q)) for ns, q in picks]
-        )
+        samples = [timed(partial(searcher.prime, ns, q)) for ns, q in picks]
+        out[f"priming, {label} namespaces"] = percentiles(samples) + load()
     if docs is not None:
         for label in ("uniform", "skewed"):
+            fold(engine)
             picks = getattr(docs, label)
             samples = [timed(partial(searcher.search, ns, q, DOCS)) for ns, q in picks]
             out[f"document search, {label} namespaces with documents"] = (
-                f"{percentiles(samples)}  ({len(chunk_names):,} namespaces)"
+                f"{percentiles(samples)}{load()}, {len(chunk_names):,} namespaces"
             )
     return out, [q for _, q in work.uniform + work.skewed]
 
