@@ -21,6 +21,7 @@ from tasks.ann_index import refresh_ann_index
 from tasks.documents import Chunking, IngestRequest, ingest_documents
 from tasks.files import open_memory_root
 from tasks.privacy import forget
+from tasks.reembed import reembed
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import local_cold
 
@@ -125,3 +126,16 @@ def test_migration_0027_gives_each_namespace_its_chunk_index_and_back(store: Sto
     assert _priming_indexes(store) == {"ix_episodes_namespace_ended", "ix_memories_top_facts"}
     after = [h.ref for h in r.search("alice2", "compost mix", options=DOCS, as_of=NOW)]
     assert after == before
+
+
+def test_reembedding_rebuilds_each_namespace_chunk_index(store: Store, tmp_path: Path):
+    _fill(store, tmp_path)
+    new = HashingEmbedder(128)
+    assert reembed(store.engine, new, batch=100).swapped
+
+    assert set(_indexes(store)) == {namespace_index(ns, "document_chunks") for ns in LOOK_ALIKES}
+    r = Retriever(store.engine, new, RetrievalSettings(min_cosine=-1.0), store.settings.tz)
+    plan = r.explain_plan("alice2", "garden bed compost")
+    assert namespace_index("alice2", "document_chunks") in plan
+    hits = r.search("alice2", "garden bed compost", limit=10, options=DOCS, as_of=NOW)
+    assert len(hits) == 10 and {h.namespace for h in hits} == {"alice2"}
