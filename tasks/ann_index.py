@@ -56,9 +56,8 @@ def _flag_table(
         targets = large_namespaces(session, min_rows, table)
     flagged: dict[str, int] = {}
     for namespace, pending in targets.items():
-        if table == "memories":  # its index first: a flagged row is always in it
-            with Session(engine) as session, session.begin():
-                create_namespace_index(session, namespace)
+        with Session(engine) as session, session.begin():  # first: a flagged row is in it
+            create_namespace_index(session, namespace, table)
         done = 0
         while True:
             with Session(engine) as session, session.begin():

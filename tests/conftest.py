@@ -28,7 +28,7 @@ from sqlalchemy.engine import make_url
 from storage.kernel.settings import Settings
 from storage.server.engine import Store, get_engine, open_store
 from storage.server.migrate import upgrade
-from tests.pg_tcp import TcpServer, start_tcp_server
+from storage.server.standalone import TcpServer, start_tcp_server
 
 os.environ.setdefault("ARCHIVIST_EMBEDDING__PROVIDER", "hashing")
 # An embedded server stops with its last process, as the engine tests expect; the keeper's
@@ -286,8 +286,9 @@ class TcpTemplate:
 
 @pytest.fixture(scope="session")
 def tcp_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TcpTemplate]:
-    """A PostgreSQL server over TCP with passwords (``tests.pg_tcp``), a template database
-    migrated by its superuser (the owner), and the pipeline's and serving's logins."""
+    """A PostgreSQL server over TCP with passwords (``storage.server.standalone``), a
+    template database migrated by its superuser (the owner), and the pipeline's and
+    serving's logins."""
     server = start_tcp_server(tmp_path_factory.mktemp("tcp") / "pg")
     try:
         _admin(server.url(), f"CREATE DATABASE {TEMPLATE}")

@@ -8,8 +8,9 @@ large enough that an exact scan gets slow, moving index upkeep off the write pat
 Each large namespace's memories have an HNSW index of their own, partial on the namespace
 (migration 0019): a walk of one shared index, filtered to a namespace, visited the other
 namespaces' rows too (5 to 11 ms for 100 neighbours among 43,000 indexed memories, against
-1.8 ms in the namespace's own index). The index is made before any row of the namespace is
-flagged, so a flagged row is always in it. Document chunks share one partial index.
+1.8 ms in the namespace's own index). Document chunks have theirs the same way (migration
+0027), so a namespace's walk grows with its own chunks, not with every namespace's. The
+index is made before any row of the namespace is flagged, so a flagged row is always in it.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import hashlib
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-INDEX_PREFIX = "ix_memories_hnsw_"
-INDEXED_NAMESPACES = text("SELECT DISTINCT namespace FROM memories WHERE ann_indexed ORDER BY 1")
-
 # The tables whose rows the partial HNSW indexes cover: memories and document chunks.
 TABLES = ("memories", "document_chunks")
+INDEX_PREFIX = {table: f"ix_{table}_hnsw_" for table in TABLES}
+INDEXED_NAMESPACES = {
+    table: text(f"SELECT DISTINCT namespace FROM {table} WHERE ann_indexed ORDER BY 1")
+    for table in TABLES
+}
 LARGE_NAMESPACES = {
     table: text(
         f"SELECT namespace, count(*) FILTER (WHERE NOT ann_indexed) AS pending FROM {table} "
@@ -82,17 +85,19 @@ def flag_batch(session: Session, namespace: str, batch: int, table: str = "memor
     return int(getattr(result, "rowcount", 0))
 
 
-def namespace_index(namespace: str) -> str:
-    """The name of the namespace's HNSW index: a hash (a name has at most 63 bytes)."""
-    return INDEX_PREFIX + hashlib.md5(namespace.encode(), usedforsecurity=False).hexdigest()[:16]
+def namespace_index(namespace: str, table: str = "memories") -> str:
+    """The name of the namespace's HNSW index over ``table`` (memories or document chunks):
+    a hash (a name has at most 63 bytes)."""
+    digest = hashlib.md5(namespace.encode(), usedforsecurity=False).hexdigest()[:16]
+    return INDEX_PREFIX[table] + digest
 
 
-def create_namespace_index(session: Session, namespace: str) -> None:
-    """The namespace's HNSW index over its flagged memories, unless it exists."""
+def create_namespace_index(session: Session, namespace: str, table: str = "memories") -> None:
+    """The namespace's HNSW index over its flagged rows of ``table``, unless it exists."""
     literal = "'" + namespace.replace("'", "''") + "'"
     session.execute(
         text(
-            f"CREATE INDEX IF NOT EXISTS {namespace_index(namespace)} ON memories "
+            f"CREATE INDEX IF NOT EXISTS {namespace_index(namespace, table)} ON {table} "
             "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
             f"WHERE ann_indexed AND namespace = {literal}"
         )
@@ -100,10 +105,13 @@ def create_namespace_index(session: Session, namespace: str) -> None:
 
 
 def drop_namespace_index(session: Session, namespace: str) -> None:
-    session.execute(text(f"DROP INDEX IF EXISTS {namespace_index(namespace)}"))
+    """The namespace's HNSW indexes (memories' and document chunks'), if any."""
+    for table in TABLES:
+        session.execute(text(f"DROP INDEX IF EXISTS {namespace_index(namespace, table)}"))
 
 
 def create_namespace_indexes(session: Session) -> None:
-    """An HNSW index for each namespace with flagged memories (after a new vector column)."""
-    for namespace in session.execute(INDEXED_NAMESPACES).scalars().all():
-        create_namespace_index(session, namespace)
+    """An HNSW index for each namespace with flagged rows (after a new vector column)."""
+    for table in TABLES:
+        for namespace in session.execute(INDEXED_NAMESPACES[table]).scalars().all():
+            create_namespace_index(session, namespace, table)

@@ -74,11 +74,6 @@ _WRITE = {
     ).bindparams(bindparam("ids"), bindparam("vectors"))
     for table in TABLES
 }
-_CHUNKS_HNSW = (
-    "CREATE INDEX ix_document_chunks_hnsw ON document_chunks "
-    "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
-    "WHERE ann_indexed"
-)
 
 
 def start(session: Session, model: str, dim: int, *, turn_context: bool = False) -> bool:
@@ -138,7 +133,6 @@ def swap(session: Session, model: str, dim: int, *, turn_context: bool = False) 
     session.execute(text("LOCK TABLE memories, document_chunks IN ACCESS EXCLUSIVE MODE"))
     if pending(session):
         return False
-    session.execute(text("DROP INDEX IF EXISTS ix_document_chunks_hnsw"))
     for table in TABLES:
         for statement in (
             f"ALTER TABLE {table} DROP COLUMN embedding",
@@ -148,7 +142,6 @@ def swap(session: Session, model: str, dim: int, *, turn_context: bool = False) 
             session.execute(text(statement))
         session.execute(text(f"UPDATE {table} SET embedding_model = :model"), {"model": model})
     create_namespace_indexes(session)  # the old ones went with the old column
-    session.execute(text(_CHUNKS_HNSW))
     set_fact(session, EMBEDDING_MODEL, model)
     set_fact(session, EMBEDDING_DIM, str(dim))
     set_fact(session, TURN_CONTEXT, turn_context_fact(turn_context=turn_context))

@@ -11,7 +11,13 @@ from sqlalchemy import Connection
 from storage.kernel.settings import RetrievalSettings
 from storage.retrieval.candidates._prepared import rows
 from storage.retrieval.candidates._request import Request, neighbours, plan, pool_target
-from storage.retrieval.candidates._sql import CANDIDATES, EXPLAIN_ANN, EXPLAIN_CANDIDATES
+from storage.retrieval.candidates._sql import (
+    CANDIDATES,
+    EXPLAIN_ANN,
+    EXPLAIN_CANDIDATES,
+    EXPLAIN_CHUNK_ANN,
+    HAS_INDEXED_CHUNKS,
+)
 
 Place = tuple[str, tuple[str, ...]] | int
 
@@ -65,12 +71,16 @@ def _candidates(
 def plan_lines(
     conn: Connection, settings: RetrievalSettings, params: dict[str, Any], n_indexed: int
 ) -> list[str]:
-    """PostgreSQL's plans of a search's statements: the HNSW walk (if the namespace has
-    indexed rows) and the candidates' statement."""
+    """PostgreSQL's plans of a search's statements: the HNSW walks (memories', and
+    document chunks', if the namespace has indexed rows there) and the memories'
+    candidates statement."""
     lines: list[str] = []
     if n_indexed:
         plan(conn, settings, force_index=True, exact=False)
         lines += conn.execute(EXPLAIN_ANN, params).scalars().all()
+    if conn.execute(HAS_INDEXED_CHUNKS, params).scalar():
+        plan(conn, settings, force_index=True, exact=False)
+        lines += conn.execute(EXPLAIN_CHUNK_ANN, params).scalars().all()
     params |= {"ann_ids": [], "ann_dists": []}
     plan(conn, settings, force_index=False, exact=True)
     lines += conn.execute(EXPLAIN_CANDIDATES, params).scalars().all()

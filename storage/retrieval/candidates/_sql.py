@@ -218,6 +218,11 @@ CANDIDATES = candidates(MEMORIES)
 
 EXPLAIN_ANN = text("EXPLAIN (COSTS OFF) " + ANN_NEIGHBOURS.text)
 EXPLAIN_CANDIDATES = text("EXPLAIN (COSTS OFF) " + CANDIDATES.text)
+# The chunks' HNSW walk, for a namespace with indexed chunks (each its own index).
+HAS_INDEXED_CHUNKS = text(
+    "SELECT EXISTS (SELECT 1 FROM document_chunks WHERE namespace = :namespace AND ann_indexed)"
+)
+EXPLAIN_CHUNK_ANN = text("EXPLAIN (COSTS OFF) " + ann_neighbours(CHUNKS).text)
 
 # One round trip for all returned hits: the access-log row of the search (its hits' ids in
 # rank order, migration 0020), and a pending access (``storage.operations.access``) for

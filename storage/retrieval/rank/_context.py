@@ -35,11 +35,15 @@ _TURN = "turn"
 # The turn before and the turn after each anchor in its session (a long message's chunks
 # share its time: the neighbours are other messages), with what ranking reads of a
 # candidate; their own BM25 is not computed (0): their score comes from the anchor.
+# The namespace tests are filters (IS TRUE), not index conditions: planned generically,
+# the walk otherwise ANDed the namespace's (namespace, occurred_at) btree into each
+# session lookup, which grew with the namespace (3.5 ms a lookup at 18,000 memories,
+# 37 ms a search); the session's own index finds a handful of rows.
 NEIGHBOUR_TURNS = text(
     """
     WITH a AS (
         SELECT id, session_id, occurred_at FROM memories
-        WHERE namespace = :namespace AND id = ANY(CAST(:anchors AS bigint[]))
+        WHERE id = ANY(CAST(:anchors AS bigint[])) AND (namespace = :namespace) IS TRUE
           AND kind = 'turn' AND session_id IS NOT NULL
     )
     SELECT a.id AS anchor, m.id, m.namespace, m.kind, m.content, m.importance, m.vehemence,
@@ -49,7 +53,8 @@ NEIGHBOUR_TURNS = text(
            1 - (m.embedding <=> CAST(:qvec AS vector)) AS cosine, 0.0 AS bm25
     FROM a CROSS JOIN LATERAL (
         (SELECT n.id FROM memories n
-         WHERE n.namespace = :namespace AND n.session_id = a.session_id AND n.kind = 'turn'
+         WHERE n.session_id = a.session_id AND n.kind = 'turn'
+           AND (n.namespace = :namespace) IS TRUE
            AND n.occurred_at < a.occurred_at
            AND n.tier = ANY(CAST(:tiers AS text[]))
            AND (CAST(:kinds AS text[]) IS NULL OR 'turn' = ANY(CAST(:kinds AS text[])))
@@ -58,7 +63,8 @@ NEIGHBOUR_TURNS = text(
          ORDER BY n.occurred_at DESC, n.id DESC LIMIT 1)
         UNION ALL
         (SELECT n.id FROM memories n
-         WHERE n.namespace = :namespace AND n.session_id = a.session_id AND n.kind = 'turn'
+         WHERE n.session_id = a.session_id AND n.kind = 'turn'
+           AND (n.namespace = :namespace) IS TRUE
            AND n.occurred_at > a.occurred_at
            AND n.tier = ANY(CAST(:tiers AS text[]))
            AND (CAST(:kinds AS text[]) IS NULL OR 'turn' = ANY(CAST(:kinds AS text[])))

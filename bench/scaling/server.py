@@ -1,0 +1,81 @@
+"""The server a scale run builds its stores on, in the run's directory (kept for ``--reuse``):
+the embedded one, or a standalone PostgreSQL over TCP with password authentication
+(``--tcp``, ``storage.server.standalone``), tuned as the embedded one is."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from storage.kernel.settings import Settings
+from storage.server.engine import EMBEDDED_SETTINGS, open_store
+from storage.server.standalone import TcpServer, restart_tcp_server, start_tcp_server
+
+
+@dataclass
+class BenchServer:
+    """A running server: its superuser's URL of the ``postgres`` database."""
+
+    admin: str
+    tcp: TcpServer | None
+
+    def url(self, database: str) -> str:
+        return make_url(self.admin).set(database=database).render_as_string(hide_password=False)
+
+    def ensure_database(self, database: str) -> str:
+        """The database's URL, made first if it does not exist."""
+        engine = create_engine(self.admin, isolation_level="AUTOCOMMIT")
+        with engine.connect() as conn:
+            exists = conn.execute(
+                text("SELECT 1 FROM pg_database WHERE datname = :d"), {"d": database}
+            ).first()
+            if exists is None:
+                conn.execute(text(f'CREATE DATABASE "{database}"'))
+        engine.dispose()
+        return self.url(database)
+
+    def copy_database(self, source: str, target: str) -> str:
+        """A fresh copy of ``source`` (files copied, not WAL-logged: fast for gigabytes)."""
+        engine = create_engine(self.admin, isolation_level="AUTOCOMMIT")
+        with engine.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{target}" WITH (FORCE)'))
+            conn.execute(text(f'CREATE DATABASE "{target}" TEMPLATE "{source}" STRATEGY FILE_COPY'))
+        engine.dispose()
+        return self.url(target)
+
+    def drop_database(self, database: str) -> None:
+        engine = create_engine(self.admin, isolation_level="AUTOCOMMIT")
+        with engine.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
+        engine.dispose()
+
+    def stop(self) -> None:
+        if self.tcp is not None:
+            self.tcp.stop()
+
+
+def open_server(workdir: Path, *, tcp: bool) -> BenchServer:
+    """The run's server, started (or made) in ``workdir``."""
+    if not tcp:
+        store = open_store(Settings(data_dir=workdir / "embedded"))
+        admin = store.engine.url.set(database="postgres")
+        return BenchServer(admin.render_as_string(hide_password=False), None)
+    data, secret = workdir / "tcp", workdir / "tcp.json"
+    if secret.exists():
+        server = restart_tcp_server(data, json.loads(secret.read_text())["password"])
+        return BenchServer(server.url(), server)
+    server = start_tcp_server(data)
+    secret.write_text(json.dumps({"password": server.password}))
+    secret.chmod(0o600)
+    engine = create_engine(server.url(), isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:  # the embedded server's settings, for a like comparison
+        for name, value in EMBEDDED_SETTINGS.items():
+            conn.execute(text(f"ALTER SYSTEM SET {name} = '{value}'"))
+    engine.dispose()
+    server.stop()
+    server = restart_tcp_server(data, server.password)
+    return BenchServer(server.url(), server)
