@@ -1,4 +1,4 @@
-"""A memory's vector stays in its row (migration 0029): none goes to the TOAST table, where
+"""A memory's vector stays in its row (migration 0028): none goes to the TOAST table, where
 a search read each candidate's through another index and page. The migration brings the
 vectors an older version moved out back into their rows, and search finds the same."""
 
@@ -70,7 +70,7 @@ def test_a_row_over_a_page_still_moves_its_text_out(store: Store) -> None:
 
 
 def test_the_migration_moves_stored_vectors_into_their_rows(store: Store) -> None:
-    _migrate(store, "-1")  # the revision before 0029
+    _migrate(store, "-1")  # the revision before 0028
     put(store, "alice", TEXTS, AS_OF)
     with store.engine.connect() as conn:
         assert _toasted(conn) == (3, 0)  # before: every vector out of its row

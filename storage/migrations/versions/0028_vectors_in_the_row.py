@@ -1,7 +1,7 @@
 """A memory's vector stays in its row.
 
-Revision ID: 0029
-Revises: 0026
+Revision ID: 0028
+Revises: 0027
 
 A row of ``memories`` takes about 2.3 KB, 1.5 of them its vector (384 float4). PostgreSQL
 moves a row's large values out of line once the row is over ``toast_tuple_target`` (about
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0029"
-down_revision = "0026"
+revision = "0028"
+down_revision = "0027"
 branch_labels = None
 depends_on = None
 
