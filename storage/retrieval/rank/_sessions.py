@@ -47,6 +47,9 @@ _POINTERS = SESSION_KINDS | {"turn"}
 # The ``:turns`` turns of each session nearest the query's vector, within the search's
 # namespace, tiers, kinds and time range, with what ranking reads of a candidate; their
 # own BM25 is not computed (0): their score comes from the session's pointer.
+# The namespace is a filter (``IS TRUE``), not an index condition, as in ``_context``: the
+# session's own index finds its handful of turns; ANDed with the namespace's btree the lookup
+# grew with the namespace.
 SESSION_TURNS = text(
     """
     WITH s AS (
@@ -60,7 +63,8 @@ SESSION_TURNS = text(
            1 - t.dist AS cosine, 0.0 AS bm25
     FROM s CROSS JOIN LATERAL (
         SELECT n.id, n.embedding <=> CAST(:qvec AS vector) AS dist FROM memories n
-        WHERE n.namespace = :namespace AND n.session_id = s.session_id AND n.kind = 'turn'
+        WHERE n.session_id = s.session_id AND n.kind = 'turn'
+          AND (n.namespace = :namespace) IS TRUE
           AND n.tier = ANY(CAST(:tiers AS text[]))
           AND (CAST(:kinds AS text[]) IS NULL OR 'turn' = ANY(CAST(:kinds AS text[])))
           AND (CAST(:start AS timestamptz) IS NULL OR n.occurred_at >= :start)
