@@ -1,5 +1,10 @@
 """Shared fixtures: one embedded PostgreSQL per session, a fresh database per test.
 
+The README's command runs the tests in parallel processes (pytest-xdist, ``-n auto --dist
+loadfile``: each file on one worker). Session fixtures are per process, so every worker has
+its own PostgreSQL (in its own temp folder), template, Prefect server and S3 server, and no
+test sees another worker's.
+
 A template database is migrated once; each test gets its own copy (``CREATE DATABASE ...
 TEMPLATE``), so tests may commit freely and still never see each other's rows.
 
@@ -42,6 +47,17 @@ TEMPLATE = "archivist_template"
 # busy disk 1-2 s per test for the copy and drop alone). What PostgreSQL does is the same.
 NOT_DURABLE = ("fsync", "synchronous_commit", "full_page_writes")
 MEMORY_FOLDER_ROOM = 4 << 30
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker more than the cores this process may use, at most 6.
+
+    Many tests wait part of their time (a server starting, a process worker polling,
+    a subprocess's imports on the other core), so one more process than cores keeps both
+    busy; each worker costs a PostgreSQL and a Prefect server of its own (about 15 s of
+    CPU to start and collect), so not many more.
+    """
+    return min(6, len(os.sched_getaffinity(0)) + 1)
 
 
 def pytest_configure(config: pytest.Config) -> None:
