@@ -251,7 +251,9 @@ def prefect_harness() -> Iterator[None]:
     """A real, temporary Prefect server for the tests that run flows."""
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=60):
+    # Waited for, not spent: on a machine loaded by other work, with a server starting in
+    # each pytest-xdist worker at once, one took more than a minute to answer.
+    with prefect_test_harness(server_startup_timeout=600):
         yield
 
 
