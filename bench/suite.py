@@ -12,8 +12,12 @@ and charges the difference to the test's directory (``tests/storage``, ``tests/t
 ...; the first test of a directory carries the session fixtures it is the first to use).
 
 Printed at the end: per directory the tests, wall seconds and CPU seconds (user+sys of
-all processes), the collection phase, the total beside ``getrusage(RUSAGE_CHILDREN)`` of
+all processes), the 15 tests that cost the most CPU (setup, call and teardown, with every
+process they started), the collection phase, the total beside ``getrusage(RUSAGE_CHILDREN)`` of
 the whole run, and the load average before and after, since this machine is shared.
+Under pytest-xdist (``-n N``, as the README's command runs the tests) several directories
+run at once, so only the total is kept: for the figures per directory and per test, pass
+``-n 0``.
 """
 
 from __future__ import annotations
@@ -79,21 +83,32 @@ class _Meter:
         self.rows: dict[str, dict[str, float]] = defaultdict(
             lambda: {"tests": 0.0, "wall": 0.0, "cpu": 0.0}
         )
+        self.tests: dict[str, dict[str, float]] = {}
 
-    def charge(self, key: str, *, test: bool) -> None:
+    def charge(self, key: str, *, test: bool, nodeid: str | None = None) -> None:
         wall, cpu = time.monotonic(), tree_cpu(self.root)
         row = self.rows[key]
         row["wall"] += wall - self.last_wall
         row["cpu"] += cpu - self.last_cpu
         row["tests"] += 1 if test else 0
+        if nodeid is not None:
+            self.tests[nodeid] = {"wall": wall - self.last_wall, "cpu": cpu - self.last_cpu}
         self.last_wall, self.last_cpu = wall, cpu
 
 
+PARALLEL = "(all, in parallel)"
 _meter: _Meter | None = None
+_parallel = False
 
 
 def pytest_sessionstart(session: Any) -> None:
-    global _meter
+    global _meter, _parallel
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # a worker of pytest-xdist: the controller measures
+    # Under pytest-xdist (-n N) tests of several directories run at once: the CPU between
+    # two test ends is no one directory's. Then only the total is kept; per directory and
+    # per test, run with -n 0.
+    _parallel = session.config.pluginmanager.has_plugin("dsession")
     root = int(os.environ.get(ROOT_ENV, os.getpid()))
     _meter = _Meter(root)
 
@@ -105,7 +120,10 @@ def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
 
 def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
     if _meter is not None:
-        _meter.charge(_directory(nodeid), test=True)
+        if _parallel:
+            _meter.charge(PARALLEL, test=True)
+        else:
+            _meter.charge(_directory(nodeid), test=True, nodeid=nodeid)
         _write(_meter)
 
 
@@ -119,7 +137,7 @@ def _write(meter: _Meter) -> None:
     """The figures so far (after every test: an interrupted run still leaves them)."""
     out = os.environ.get(OUT_ENV)
     if out:
-        Path(out).write_text(json.dumps(meter.rows, indent=1))
+        Path(out).write_text(json.dumps({"directories": meter.rows, "tests": meter.tests}))
 
 
 def _give_up(signum: int, frame: object) -> None:
@@ -165,7 +183,8 @@ def main() -> int:
     wall, orphans = ended - started, time.monotonic() - ended
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     load_after = os.getloadavg()
-    rows = json.loads(known.out.read_text()) if known.out.exists() else {}
+    saved = json.loads(known.out.read_text()) if known.out.exists() else {}
+    rows, tests = saved.get("directories", {}), saved.get("tests", {})
     print(f"\n{'directory':<22}{'tests':>7}{'wall s':>9}{'cpu s':>9}")
     for key, row in sorted(rows.items(), key=lambda item: -item[1]["wall"]):
         print(f"{key:<22}{int(row['tests']):>7}{row['wall']:>9.1f}{row['cpu']:>9.1f}")
@@ -176,6 +195,10 @@ def main() -> int:
         f"{usage.ru_utime + usage.ru_stime:>9.1f}"
         f"   (user {usage.ru_utime:.1f} s, sys {usage.ru_stime:.1f} s, all processes)"
     )
+    print(f"\n{'the 15 tests that cost the most CPU':<70}{'wall s':>9}{'cpu s':>9}")
+    for nodeid, test in sorted(tests.items(), key=lambda item: -item[1]["cpu"])[:15]:
+        name = nodeid if len(nodeid) <= 68 else nodeid[:31] + "..." + nodeid[-34:]
+        print(f"{name:<70}{test['wall']:>9.1f}{test['cpu']:>9.1f}")
     print(f"pytest's own wall time {wall:.1f} s; processes it left ran {orphans:.1f} s more")
     print("load average before: {:.2f} {:.2f} {:.2f}".format(*load_before))
     print("load average after:  {:.2f} {:.2f} {:.2f}".format(*load_after))

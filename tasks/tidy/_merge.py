@@ -81,7 +81,10 @@ def decisive(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _is_decisive(word: str, *, opens_sentence: bool) -> bool:
+    # Cached: a text's words repeat, in it and across the texts of a tidy (a long text of
+    # one repeated symbol made hundreds of thousands of calls for a few distinct words).
     if any(ch.isdigit() for ch in word) or word.casefold() in _lexicon():
         return True
     if opens_sentence:

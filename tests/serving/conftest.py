@@ -24,6 +24,7 @@ from storage.kernel.settings import Settings
 from storage.keys import create_key
 from storage.public_ids import PublicIds
 from storage.server.engine import Store, get_engine, open_store
+from tests.conftest import COPY
 
 ARCHIVIST = str(Path(sys.executable).parent / "archivist")
 LISTENING = re.compile(r"running on (http://127\.0\.0\.1:\d+)")
@@ -89,7 +90,7 @@ def served(
     pg_url: str, template_db: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
     name = f"api_{uuid.uuid4().hex[:12]}"
-    _admin(pg_url, f"CREATE DATABASE {name} TEMPLATE {template_db}")
+    _admin(pg_url, f"CREATE DATABASE {name} TEMPLATE {template_db} {COPY}")
     url = make_url(pg_url).set(database=name).render_as_string(hide_password=False)
     folder = tmp_path_factory.mktemp("api")
     settings = Settings(

