@@ -16,7 +16,6 @@ It costs one statement (the neighbours, by the session index) and no model work.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -26,7 +25,7 @@ from storage.retrieval._timeframe import QueryTime
 from storage.retrieval._types import Hit
 from storage.retrieval.candidates import pool_target
 from storage.retrieval.candidates import rows as fetch
-from storage.retrieval.rank._ranking import factors_of, hit_of, one_per_source, weights_for
+from storage.retrieval.rank._ranking import one_per_source, weights_for, with_lifts
 
 # How many of the best turn hits bring their neighbours: the top of a first page.
 ANCHORS = 10
@@ -111,28 +110,13 @@ def in_context(
     first (ties: the newer, then the lower id); a neighbour's ``factors["context"]`` is
     that share of its anchor's score."""
     score = {h.memory_id: h.score for h in hits if h.memory_id is not None}
-    lifted: dict[int, float] = {}
-    rows: dict[int, Any] = {}
+    lifts: dict[int, tuple[float, float, Any]] = {}
     for row in neighbours:
         if row.anchor in score:
             value = share * score[row.anchor]
-            if value > lifted.get(row.id, 0.0):
-                lifted[row.id], rows[row.id] = value, row
-    out = [
-        replace(h, score=lifted[h.memory_id], factors=h.factors | {"context": share})
-        if h.memory_id in lifted and lifted[h.memory_id] > h.score
-        else h
-        for h in hits
-    ]
-    used = dict(weights)
-    for memory_id, value in lifted.items():
-        if memory_id in score:
-            continue
-        row = rows[memory_id]
-        factors = factors_of(row, 0.0, 0.0, 0.0, when, half_life) | {"context": share}
-        out.append(hit_of(row, value, factors, used, when=when))
-    out.sort(key=lambda h: (-h.score, -h.occurred_at.timestamp(), h.memory_id or 0))
-    return out
+            if value > lifts.get(row.id, (0.0,))[0]:
+                lifts[row.id] = (value, share, row)
+    return with_lifts(hits, lifts, "context", when, weights, half_life)
 
 
 def with_context(

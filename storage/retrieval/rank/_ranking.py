@@ -11,6 +11,7 @@ each keeps its own place.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -277,3 +278,29 @@ def hit_of(
         window=None if when is None else when.window,
         restated_by=restated_by,
     )
+
+
+def with_lifts(
+    hits: Sequence[Hit],
+    lifts: Mapping[int, tuple[float, float, Any]],
+    factor: str,
+    when: QueryTime,
+    weights: Mapping[str, float],
+    half_life: float,
+) -> list[Hit]:
+    """``hits`` with each memory of ``lifts`` (its id: the score it gets at least, its
+    ``factors[factor]``, its candidate row) lifted if it ranked lower, or taken in from its
+    row if the candidates missed it; best first (ties: the newer, then the lower id)."""
+    out: list[Hit] = []
+    for hit in hits:
+        value, part, _ = lifts.get(hit.memory_id or -1, (0.0, 0.0, None))
+        lift = value > hit.score
+        out.append(replace(hit, score=value, factors=hit.factors | {factor: part}) if lift else hit)
+    present = {h.memory_id for h in hits}
+    used = dict(weights)
+    for memory_id, (value, part, row) in lifts.items():
+        if memory_id not in present:
+            factors = factors_of(row, 0.0, 0.0, 0.0, when, half_life) | {factor: part}
+            out.append(hit_of(row, value, factors, used, when=when))
+    out.sort(key=lambda h: (-h.score, -h.occurred_at.timestamp(), h.memory_id or 0))
+    return out

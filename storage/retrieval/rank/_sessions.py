@@ -20,7 +20,6 @@ distance to the query) and no model work.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -30,13 +29,7 @@ from storage.retrieval._timeframe import QueryTime
 from storage.retrieval._types import Hit
 from storage.retrieval.candidates import pool_target
 from storage.retrieval.candidates import rows as fetch
-from storage.retrieval.rank._ranking import (
-    SESSION_KINDS,
-    factors_of,
-    hit_of,
-    one_per_source,
-    weights_for,
-)
+from storage.retrieval.rank._ranking import SESSION_KINDS, one_per_source, weights_for, with_lifts
 
 # How many sessions bring their turns (those of the best pointing hits), and how many turns
 # each brings.
@@ -117,29 +110,15 @@ def in_sessions(
     lower id). A lifted turn's ``factors["session"]`` is its multiplier of the score."""
     score = {h.memory_id: h.score for h in hits if h.memory_id is not None}
     cosine = {h.memory_id: h.factors.get("cosine", 0.0) for h in hits}
-    lifted: dict[int, tuple[float, float]] = {}
-    rows: dict[int, Any] = {}
+    lifts: dict[int, tuple[float, float, Any]] = {}
     for row in found:
         if row.anchor not in score or cosine[row.anchor] <= 0:
             continue
         part = share * min(1.0, max(0.0, float(row.cosine)) / cosine[row.anchor])
         value = part * score[row.anchor]
-        if value > lifted.get(row.id, (0.0, 0.0))[0]:
-            lifted[row.id], rows[row.id] = (value, part), row
-    out: list[Hit] = []
-    for h in hits:
-        value, part = lifted.get(h.memory_id or -1, (0.0, 0.0))
-        lift = value > h.score
-        out.append(replace(h, score=value, factors=h.factors | {"session": part}) if lift else h)
-    used = dict(weights)
-    for memory_id, (value, part) in lifted.items():
-        if memory_id in score:
-            continue
-        row = rows[memory_id]
-        factors = factors_of(row, 0.0, 0.0, 0.0, when, half_life) | {"session": part}
-        out.append(hit_of(row, value, factors, used, when=when))
-    out.sort(key=lambda h: (-h.score, -h.occurred_at.timestamp(), h.memory_id or 0))
-    return out
+        if value > lifts.get(row.id, (0.0,))[0]:
+            lifts[row.id] = (value, part, row)
+    return with_lifts(hits, lifts, "session", when, weights, half_life)
 
 
 def with_sessions(
