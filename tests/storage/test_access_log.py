@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from alembic import command
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
@@ -15,20 +14,10 @@ from storage.embedding import HashingEmbedder
 from storage.operations import purge
 from storage.retrieval import Retriever
 from storage.server.engine import Store
-from storage.server.migrate import _config
 from tests.storage.memory_factory import put
+from tests.storage.schema_steps import migrate
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
-
-
-def _migrate(store: Store, revision: str) -> None:
-    config = _config(store.settings)
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        if revision == "head":
-            command.upgrade(config, revision)
-        else:
-            command.downgrade(config, revision)
 
 
 def _rows(store: Store, sql: str) -> list[tuple[Any, ...]]:
@@ -53,11 +42,11 @@ def test_a_search_logs_one_row_and_the_migration_regroups_the_old_layout(store: 
     assert _rows(store, logged) == [tuple(row) for row in returned]
     assert all(len(ids) > 1 for _, ids, _ in returned)
 
-    _migrate(store, "0019")
+    migrate(store, "0019")
     per_hit = "SELECT namespace, memory_id, accessed_at FROM memory_access_log ORDER BY id"
     assert _rows(store, per_hit) == [(ns, i, at) for ns, ids, at in returned for i in ids]
 
-    _migrate(store, "head")
+    migrate(store, "head")
     assert _rows(store, logged) == [tuple(row) for row in returned]
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from alembic import command
 from sqlalchemy import text
 
 from storage.embedding import HashingEmbedder
@@ -16,13 +15,13 @@ from storage.kernel.settings import RetrievalSettings
 from storage.operations.ann import namespace_index
 from storage.retrieval import Retriever, SearchOptions
 from storage.server.engine import Store
-from storage.server.migrate import _config
 from tasks.ann_index import refresh_ann_index
 from tasks.documents import Chunking, IngestRequest, ingest_documents
 from tasks.files import open_memory_root
 from tasks.privacy import forget
 from tasks.reembed import reembed
 from tests.storage.memory_factory import put
+from tests.storage.schema_steps import migrate
 from tests.tasks.aging.helpers import local_cold
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -109,19 +108,14 @@ def test_migration_0027_gives_each_namespace_its_chunk_index_and_back(store: Sto
     _fill(store, tmp_path)
     r = _retriever(store)
     before = [h.ref for h in r.search("alice2", "compost mix", options=DOCS, as_of=NOW)]
-    config = _config(store.settings)
 
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0026")
+    migrate(store, "0026")
     shared = _indexes(store)
     assert list(shared) == ["ix_document_chunks_hnsw"]
     assert _priming_indexes(store) == {"ix_episodes_namespace"}
     assert shared["ix_document_chunks_hnsw"].endswith("WHERE ann_indexed")
 
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, "head")
+    migrate(store, "head")
     assert set(_indexes(store)) == {namespace_index(ns, "document_chunks") for ns in LOOK_ALIKES}
     assert _priming_indexes(store) == {"ix_episodes_namespace_ended", "ix_memories_top_facts"}
     after = [h.ref for h in r.search("alice2", "compost mix", options=DOCS, as_of=NOW)]

@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from alembic import command
 from sqlalchemy import text
 
 from storage.embedding import HashingEmbedder
@@ -15,11 +14,11 @@ from storage.kernel.settings import RetrievalSettings
 from storage.operations.ann import namespace_index
 from storage.retrieval import Retriever
 from storage.server.engine import Store
-from storage.server.migrate import _config
 from tasks.ann_index import refresh_ann_index
 from tasks.files import open_memory_root
 from tasks.privacy import forget
 from tests.storage.memory_factory import put
+from tests.storage.schema_steps import migrate
 from tests.tasks.aging.helpers import local_cold
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -78,17 +77,12 @@ def test_migration_0019_gives_each_indexed_namespace_its_index_and_back(store: S
     _fill(store)
     r = _retriever(store)
     before = [h.memory_id for h in r.search("big2", "atlas ledger line 7", as_of=NOW)]
-    config = _config(store.settings)
 
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0018")
+    migrate(store, "0018")
     shared = _indexes(store)
     assert list(shared) == ["ix_memories_hnsw"]
     assert shared["ix_memories_hnsw"].endswith("WHERE ann_indexed")
 
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, "head")
+    migrate(store, "head")
     assert set(_indexes(store)) == {namespace_index("big"), namespace_index("big2")}
     assert [h.memory_id for h in r.search("big2", "atlas ledger line 7", as_of=NOW)] == before

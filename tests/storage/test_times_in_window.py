@@ -7,31 +7,20 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from alembic import command
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from storage.embedding import HashingEmbedder
 from storage.retrieval import Retriever
 from storage.server.engine import Store
-from storage.server.migrate import _config
 from tests.helpers import add_session, chat, run_sync
 from tests.storage.memory_factory import put
+from tests.storage.schema_steps import migrate
 
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)
 # What 0001-01-01T00:00:00+01:00 and 9999-12-31T23:59:59-14:00 were stored as.
 BC_1 = "0001-01-01 00:00:00+01"
 YEAR_10000 = "9999-12-31 23:59:59-14"
-
-
-def _migrate(store: Store, revision: str) -> None:
-    config = _config(store.settings)
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        if revision == "head":
-            command.upgrade(config, revision)
-        else:
-            command.downgrade(config, revision)
 
 
 @pytest.mark.parametrize("moment", [BC_1, YEAR_10000, "1899-12-31 23:59:59+00"])
@@ -58,7 +47,7 @@ def test_the_migration_brings_stored_times_into_the_window(store: Store) -> None
         store, "poisoned", "alice", chat(AS_OF - timedelta(hours=1), "pack the tent", "yes")
     )
     (memory,) = put(store, "alice", ["a memory dated 1 BC"], AS_OF - timedelta(days=1))
-    _migrate(store, "0020")
+    migrate(store, "0020")
     with store.engine.begin() as conn:
         conn.execute(
             text("UPDATE chat_messages SET ts = CAST(:ts AS timestamptz) WHERE id = 'm1' "
@@ -69,7 +58,7 @@ def test_the_migration_brings_stored_times_into_the_window(store: Store) -> None
             text("UPDATE memories SET occurred_at = CAST(:ts AS timestamptz) WHERE id = :id"),
             {"ts": YEAR_10000, "id": memory},
         )
-    _migrate(store, "head")
+    migrate(store, "head")
 
     with store.engine.connect() as conn:
         ts = conn.execute(

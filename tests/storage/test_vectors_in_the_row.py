@@ -7,14 +7,13 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime
 
-from alembic import command
 from sqlalchemy import Connection, text
 
 from storage.embedding import HashingEmbedder
 from storage.retrieval import Retriever
 from storage.server.engine import Store
-from storage.server.migrate import _config
 from tests.storage.memory_factory import put
+from tests.storage.schema_steps import migrate
 
 AS_OF = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)
 OUT_OF_ROW = text(
@@ -28,16 +27,6 @@ TEXTS = [
     f"{words} {' '.join(hashlib.sha256(f'{words}{i}'.encode()).hexdigest() for i in range(10))}"
     for words in ("the dentist is on friday at 4", "pack the tent", "call bob")
 ]
-
-
-def _migrate(store: Store, revision: str) -> None:
-    config = _config(store.settings)
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        if revision == "head":
-            command.upgrade(config, revision)
-        else:
-            command.downgrade(config, revision)
 
 
 def _toasted(conn: Connection) -> tuple[int, int]:
@@ -70,13 +59,13 @@ def test_a_row_over_a_page_still_moves_its_text_out(store: Store) -> None:
 
 
 def test_the_migration_moves_stored_vectors_into_their_rows(store: Store) -> None:
-    _migrate(store, "-1")  # the revision before 0028
+    migrate(store, "-1")  # the revision before 0028
     put(store, "alice", TEXTS, AS_OF)
     with store.engine.connect() as conn:
         assert _toasted(conn) == (3, 0)  # before: every vector out of its row
     before = _search(store)
 
-    _migrate(store, "head")
+    migrate(store, "head")
     with store.engine.connect() as conn:
         assert _toasted(conn) == (0, 0)
         options = conn.execute(
