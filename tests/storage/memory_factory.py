@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TypedDict, Unpack
 
 from sqlalchemy import text
@@ -18,13 +18,15 @@ from storage.sessions import record_session
 
 
 class MemoryFields(TypedDict, total=False):
-    """A test memory's fields beyond its text and time (defaults: a fact, importance 0.5)."""
+    """A test memory's fields beyond its text and time (defaults: a fact, importance 0.5;
+    ``spacing``: the i-th memory occurs i spacings after the first, created with it)."""
 
     kind: str
     importance: float
     vehemence: float
     access_count: int
     session_id: str
+    spacing: timedelta
 
 
 def put(
@@ -37,6 +39,7 @@ def put(
     """Insert memories (of no session unless given) and return their ids."""
     kind, importance = fields.get("kind", "fact"), fields.get("importance", 0.5)
     vehemence, access_count = fields.get("vehemence", 0.0), fields.get("access_count", 0)
+    spacing = fields.get("spacing", timedelta(0))
     embedder = HashingEmbedder(store.settings.embedding.dim)
     vectors = embedder.embed(list(contents))
     rows = [
@@ -53,7 +56,7 @@ def put(
             message_ids=(f"m{i}",),
             run_id=None,
             extractor="test",
-            occurred_at=occurred_at,
+            occurred_at=occurred_at + i * spacing,
             created_at=occurred_at,
         )
         for i, content in enumerate(contents)

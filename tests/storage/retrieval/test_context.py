@@ -30,14 +30,8 @@ OTHERS = [f"the moon was bright over the harbour on night {i}" for i in range(12
 
 def _put_talk(store: Store, session: str, start: datetime) -> list[int]:
     """The conversation's turns (messages m0..m3), a minute apart."""
-    ids = put(store, "alice", TALK, start, kind="turn", session_id=session)
-    with store.engine.begin() as conn:
-        for i, memory_id in enumerate(ids):
-            conn.execute(
-                text("UPDATE memories SET occurred_at = :at WHERE id = :id"),
-                {"at": start + timedelta(minutes=i), "id": memory_id},
-            )
-    return ids
+    spacing = timedelta(minutes=1)
+    return put(store, "alice", TALK, start, kind="turn", session_id=session, spacing=spacing)
 
 
 def _search(

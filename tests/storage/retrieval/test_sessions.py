@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import text
-
 from storage.embedding import HashingEmbedder
 from storage.kernel.scoring import resolve_weights
 from storage.kernel.settings import RetrievalSettings
@@ -40,14 +38,8 @@ def _put_session(store: Store, namespace: str = "alice", at: datetime = WHEN) ->
     put(
         store, namespace, [SUMMARY], at + timedelta(minutes=10), kind="episode", session_id="s-lake"
     )
-    ids = put(store, namespace, TURNS, at, kind="turn", session_id="s-lake")
-    with store.engine.begin() as conn:
-        for i, memory_id in enumerate(ids):
-            conn.execute(
-                text("UPDATE memories SET occurred_at = :at WHERE id = :id"),
-                {"at": at + timedelta(minutes=i), "id": memory_id},
-            )
-    return ids
+    spacing = timedelta(minutes=1)
+    return put(store, namespace, TURNS, at, kind="turn", session_id="s-lake", spacing=spacing)
 
 
 def _put_others(store: Store) -> None:
