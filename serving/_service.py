@@ -69,6 +69,7 @@ class MemoryService:
         retriever.shown = ids.hit  # hits leave with public ids
         self.documents = Documents(self)
         self.accesses = Accesses(self.engine, settings.serving.access_batch_seconds)
+        self._prepare = settings.retrieval.prepared_statements
 
     @classmethod
     def open(cls, settings: Settings) -> MemoryService:
@@ -89,7 +90,8 @@ class MemoryService:
         """The grant of a presented key; ``Unauthorized`` without a valid one."""
         # One statement in autocommit: no BEGIN and COMMIT round trips on every request.
         with self._database(), self.engine.connect() as conn:
-            return resolved(conn.execution_options(isolation_level="AUTOCOMMIT"), key)
+            autocommit = conn.execution_options(isolation_level="AUTOCOMMIT")
+            return resolved(autocommit, key, prepare=self._prepare)
 
     def check(
         self, presented: KeyFor, *, write: bool = False, conn: Connection | None = None
@@ -97,7 +99,10 @@ class MemoryService:
         """The grant of a key presented for a namespace: 401 without a valid key, 403 for
         another namespace or a read-only key's write. ``conn``: resolve the key there (the
         caller's transaction) rather than on a connection of its own."""
-        grant = self.authenticate(presented.key) if conn is None else resolved(conn, presented.key)
+        if conn is None:
+            grant = self.authenticate(presented.key)
+        else:
+            grant = resolved(conn, presented.key, prepare=self._prepare)
         self.authorize(grant, presented.namespace, write=write)
         return grant
 
