@@ -14,8 +14,11 @@ batch returned it.
 The serving role cannot scope one transaction to many namespaces, so the function runs as
 the owner (``SECURITY DEFINER``) and checks each search as the scope would: a search
 counts only if the key whose hash it carries exists, is not revoked and is a key of the
-search's namespace; a hit counts only if its memory is in that namespace's hot table.
-A search of a key revoked since, or named under a look-alike namespace, is not recorded.
+search's namespace; a hit counts only if its memory is still in that namespace, hot or
+archived (pending counts: hot only). A search of a key revoked since, or named under a
+look-alike namespace, is not recorded; nor is a memory forgotten or purged between the
+search and its batch (erasure: no access-log row names it afterwards), and a search none
+of whose hits is left writes no row, as a search without hits never did.
 """
 
 from __future__ import annotations
@@ -49,11 +52,16 @@ RECORD_SEARCHES = f"""
             SELECT s.i, s.namespace, s.at, h.id, h.n
             FROM unnest(hit_search, hit_ids) WITH ORDINALITY AS h(i, id, n)
             JOIN searches s ON s.i = h.i
+            WHERE EXISTS (SELECT 1 FROM memories m
+                          WHERE m.id = h.id AND m.namespace = s.namespace)
+               OR EXISTS (SELECT 1 FROM archived_memories a
+                          WHERE a.memory_id = h.id AND a.namespace = s.namespace)
         ), logged AS (
             INSERT INTO memory_access_log (namespace, context, accessed_at, memory_ids)
             SELECT s.namespace, s.context, s.at,
                    ARRAY(SELECT h.id FROM hits h WHERE h.i = s.i ORDER BY h.n)
-            FROM searches s ORDER BY s.i
+            FROM searches s WHERE EXISTS (SELECT 1 FROM hits h WHERE h.i = s.i)
+            ORDER BY s.i
             RETURNING 1
         ), counted AS (
             SELECT m.id, m.namespace, count(DISTINCT h.i) AS hits,
