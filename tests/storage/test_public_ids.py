@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.public_ids import LARGEST, SHOWN, PublicIds
+from storage.public_ids import LARGEST, SHOWN, Kind, PublicIds
 from storage.server.engine import Store
 
 KEY = bytes(range(32))
@@ -47,7 +47,8 @@ def test_the_kind_and_the_key_each_give_other_ids() -> None:
 
 def test_an_id_shown_again_is_the_same_whatever_was_kept_meanwhile() -> None:
     ids, other = PublicIds(KEY), PublicIds(bytes(range(1, 33)))
-    first = {(kind, real): ids.show(kind, real) for kind in ("memory", "queue") for real in (7, 8)}
+    kinds: tuple[Kind, ...] = ("memory", "queue")
+    first = {(kind, real): ids.show(kind, real) for kind in kinds for real in (7, 8)}
     for real in range(SHOWN + 10):  # more than are kept: 7 and 8 are shown afresh below
         ids.show("chunk", real)
     for _ in range(2):  # afresh, then as kept
