@@ -3,6 +3,7 @@
 role. Imports no Prefect, no flows and no tasks: it starts fast and carries no pipeline.
 """
 
+from serving._accesses import Accesses
 from serving._api_models import SearchAnswer
 from serving._errors import (
     UNAVAILABLE,
@@ -25,6 +26,7 @@ from serving._views import (
 )
 
 __all__ = [
+    "Accesses",
     "Conflict",
     "Forbidden",
     "MAX_TRACED",

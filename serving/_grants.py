@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, TextClause
 
 from serving._errors import Unauthorized
 from storage.keys import Grant, resolve_key
+from storage.retrieval.candidates import rows
 
 
 @dataclass(frozen=True)
@@ -25,10 +28,17 @@ def presented(key: str | None) -> str:
     return key
 
 
-def resolved(conn: Connection, key: str | None) -> Grant:
+def resolved(conn: Connection, key: str | None, *, prepare: bool = True) -> Grant:
     """The grant of a presented key, with the transaction scoped by it; ``Unauthorized``
-    without a valid one."""
-    grant = resolve_key(conn, presented(key))
+    without a valid one. The scoping statement runs as a search's statements do: prepared
+    once per connection (unless ``prepare`` is False), on the driver's cursor (through
+    SQLAlchemy's execution it cost the server about 0.2 ms more per request)."""
+
+    def first(conn: Connection, statement: TextClause, params: Mapping[str, Any]) -> Any:
+        found = rows(conn, statement, params, prepare=prepare)
+        return found[0] if found else None
+
+    grant = resolve_key(conn, presented(key), first=first)
     if grant is None:
         raise Unauthorized("unknown or revoked key")
     return grant

@@ -9,20 +9,22 @@ transaction scoped for writing. Writes go through the durable write queue (``rem
 ``documents.add``) or change one row in place (pin, unpin, forget, ``documents.delete``);
 each change is audited with the key's id, never the key. Every id it shows or takes is a
 public one (``serving._ids``): the real ids would tell a tenant how much the others wrote.
-The documents' part is ``serving._documents``.
+The documents' part is ``serving._documents``. A search's accesses are handed to
+``accesses`` (``serving._accesses``), which writes them in batches once started.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from serving._accesses import Accesses
 from serving._api_models import SearchRequest
 from serving._documents import Documents
 from serving._errors import Conflict, Forbidden, NotFound, ServiceUnavailable, Unauthorized
@@ -36,10 +38,13 @@ from storage.kernel.errors import InputError
 from storage.kernel.settings import Settings
 from storage.keys import Grant, scope
 from storage.operations import serving_reads
+from storage.operations.access import SearchAccess
 from storage.public_ids import PublicIds
 from storage.retrieval import (
+    DOC_KIND,
     Citation,
     Context,
+    Hit,
     Retriever,
     SearchOptions,
     TimeRange,
@@ -63,6 +68,8 @@ class MemoryService:
         self.ids = ids
         retriever.shown = ids.hit  # hits leave with public ids
         self.documents = Documents(self)
+        self.accesses = Accesses(self.engine, settings.serving.access_batch_seconds)
+        self._prepare = settings.retrieval.prepared_statements
 
     @classmethod
     def open(cls, settings: Settings) -> MemoryService:
@@ -83,7 +90,8 @@ class MemoryService:
         """The grant of a presented key; ``Unauthorized`` without a valid one."""
         # One statement in autocommit: no BEGIN and COMMIT round trips on every request.
         with self._database(), self.engine.connect() as conn:
-            return resolved(conn.execution_options(isolation_level="AUTOCOMMIT"), key)
+            autocommit = conn.execution_options(isolation_level="AUTOCOMMIT")
+            return resolved(autocommit, key, prepare=self._prepare)
 
     def check(
         self, presented: KeyFor, *, write: bool = False, conn: Connection | None = None
@@ -91,7 +99,10 @@ class MemoryService:
         """The grant of a key presented for a namespace: 401 without a valid key, 403 for
         another namespace or a read-only key's write. ``conn``: resolve the key there (the
         caller's transaction) rather than on a connection of its own."""
-        grant = self.authenticate(presented.key) if conn is None else resolved(conn, presented.key)
+        if conn is None:
+            grant = self.authenticate(presented.key)
+        else:
+            grant = resolved(conn, presented.key, prepare=self._prepare)
         self.authorize(grant, presented.namespace, write=write)
         return grant
 
@@ -120,17 +131,23 @@ class MemoryService:
         include_archived: bool = False,
     ) -> list[Citation]:
         """The best memories for ``query``, labelled ``[Memory 1]`` on, with their provenance
-        (a ``KeyFor`` checked in the search's own transaction: ``_reading``)."""
+        (a ``KeyFor`` checked in the search's own transaction: ``_reading``). The hits'
+        accesses go to ``accesses`` when a key scoped the search, else are written in it."""
+        now = datetime.now(UTC)
         with self._reading(grant) as (conn, granted):
             hits = self.retriever.search(
                 granted.namespace,
                 query,
                 limit=limit,
+                as_of=now,
+                record_access=granted.credential is None,
                 conn=conn,
                 options=SearchOptions(
                     time_range=time_range, kinds=kinds, include_archived=include_archived
                 ),
             )
+        if granted.credential is not None:
+            self._accessed(granted.credential, granted.namespace, query, now, hits)
         return cite(self.ids.hit(hit) for hit in hits)
 
     def search_within(
@@ -260,6 +277,16 @@ class MemoryService:
         return {"memory_id": memory_id, "deleted": True}
 
     # -- plumbing --------------------------------------------------------------------------
+
+    def _accessed(
+        self, credential: str, namespace: str, query: str, at: datetime, hits: Sequence[Hit]
+    ) -> None:
+        """Hand a search's memory hits to ``accesses``, as ``record_hits`` would write them."""
+        # Document chunks are not memories.
+        ids = tuple(h.memory_id for h in hits if h.kind != DOC_KIND and h.memory_id is not None)
+        if ids:
+            context = f"search: {query[:500]}"
+            self.accesses.add(SearchAccess(credential, namespace, context, at, ids))
 
     @contextmanager
     def session(self, grant: Grant, *, write: bool = False) -> Iterator[Session]:

@@ -76,17 +76,24 @@ class Json(JSONResponse):
         return orjson.dumps(content)
 
 
-def threads_as_connections(pool_size: int) -> Any:
+def lifespan_of(service: MemoryService) -> Any:
     """A lifespan that runs at most ``pool_size`` requests' endpoints at once (the worker
     threads they run in), as many as the process's pool holds connections: one request
     more would open a connection past the pool, closed again when returned, and each cost
     PostgreSQL a backend start (15 to 70 per 30 s of ``bench/api.py`` before, with the
-    default 40 threads); a request past them waits for a thread instead."""
+    default 40 threads); a request past them waits for a thread instead. While it runs,
+    the searches' accesses are written in batches (``serving._accesses``), and what waits
+    is written when it ends."""
+    pool_size = service.settings.serving.pool_size
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         anyio.to_thread.current_default_thread_limiter().total_tokens = pool_size
-        yield
+        service.accesses.start()
+        try:
+            yield
+        finally:
+            await anyio.to_thread.run_sync(service.accesses.close)
 
     return lifespan
 
@@ -98,7 +105,7 @@ def create_app(service: MemoryService) -> FastAPI:
         title="Archivist",
         version="1",
         summary="Search, prime and write one namespace's memory.",
-        lifespan=threads_as_connections(service.settings.serving.pool_size),
+        lifespan=lifespan_of(service),
     )
     app.state.service = service
     settings = service.settings

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, text
 from sqlalchemy.orm import Session
 
 from storage.kernel.errors import InputError
@@ -112,14 +114,25 @@ def revoke_key(session: Session, key_id: int, now: datetime) -> str | None:
     return None if found is None else str(found)
 
 
-def resolve_key(conn: Connection, key: str, *, write: bool = False) -> Grant | None:
+# Runs a statement on a connection and returns its first row (or None).
+FirstRow = Callable[[Connection, TextClause, Mapping[str, Any]], Any]
+
+
+def _first(conn: Connection, statement: TextClause, params: Mapping[str, Any]) -> Any:
+    return conn.execute(statement, params).first()
+
+
+def resolve_key(
+    conn: Connection, key: str, *, write: bool = False, first: FirstRow = _first
+) -> Grant | None:
     """The grant of a valid key, with this transaction scoped to its namespace (for writing
     too with ``write``, if the key may write); None for an unknown or revoked one (or not a
-    key at all), and then the transaction has no scope."""
+    key at all), and then the transaction has no scope. ``first`` runs the scoping statement
+    (a search runs it as its own statements: ``serving._grants``)."""
     if not key.startswith(PREFIX) or len(key) > 200:
         return None
     hashed = key_hash(key)
-    row = conn.execute(SCOPE, {"hash": hashed, "write": write}).first()
+    row = first(conn, SCOPE, {"hash": hashed, "write": write})
     if row is None or row.revoked:
         return None
     return Grant(int(row.key_id), str(row.namespace), row.read_only, credential=hashed)

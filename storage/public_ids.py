@@ -18,6 +18,7 @@ taken in between.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Literal, get_args
 
@@ -30,6 +31,7 @@ HALF = BITS // 2
 MASK = (1 << HALF) - 1
 ROUNDS = 10
 LARGEST = 1 << BITS  # the largest public id; real ids must be below it
+SHOWN = 1 << 16  # public ids kept for the next time (about 100 bytes each)
 KEY = text("SELECT key FROM archivist_public_ids")
 
 
@@ -46,6 +48,9 @@ class PublicIds:
             kind: hashlib.blake2b(digest_size=4, key=key, person=kind.encode())
             for kind in get_args(Kind)
         }
+        # The same memories come back search after search: each showing of an id costs
+        # ten rounds (about 20 us), a search's ten to thirty of them 0.2 to 0.6 ms.
+        self._shown = functools.lru_cache(maxsize=SHOWN)(self._show)
 
     @classmethod
     def load(cls, session: Session | Connection) -> PublicIds:
@@ -53,7 +58,10 @@ class PublicIds:
         return cls(bytes(session.execute(KEY).scalar_one()))
 
     def show(self, kind: Kind, real: int) -> int:
-        """The public id of real id ``real`` of ``kind``."""
+        """The public id of real id ``real`` of ``kind`` (the last ``SHOWN`` kept)."""
+        return self._shown(kind, real)
+
+    def _show(self, kind: Kind, real: int) -> int:
         if not 0 <= real < LARGEST:
             raise ValueError(f"id {real} is outside what public ids cover")
         left, right = real >> HALF, real & MASK

@@ -11,14 +11,18 @@ The access log keeps one row per search and priming (migration 0020) for
 ``AgingSettings.access_log_days``; ``prune_access_log`` moves older rows into
 ``memory_access_daily`` as counts per namespace and day (migration 0025), one batch of
 rows in one statement, so a crash leaves each row either logged or counted, never both.
+
+``record_searches`` writes many searches' accesses in one statement (migration 0030), each
+checked against its key: the serving processes batch them (``serving._accesses``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
 from storage.kernel.shards import Shard, in_shard, shard_params
@@ -140,3 +144,46 @@ def prune_access_log(session: Session, window: LogWindow, batch: int) -> Pruned:
 def old_access_rows(session: Session, window: LogWindow) -> int:
     """How many access-log rows are past the window (what a prune would delete)."""
     return int(session.execute(COUNT_OLD, window.params()).scalar_one())
+
+
+# A batch's commit need not wait for the WAL flush, as a search's does not
+# (``storage.retrieval.candidates._sql.SEARCH_SETTINGS``): only access statistics.
+RECORD_SEARCHES = text(
+    """
+    SELECT set_config('synchronous_commit', 'off', true),
+           archivist_record_searches(
+               CAST(:hashes AS text[]), CAST(:namespaces AS text[]),
+               CAST(:contexts AS text[]), CAST(:ats AS timestamptz[]),
+               CAST(:hit_search AS integer[]), CAST(:hit_ids AS bigint[])) AS recorded
+    """
+)
+
+
+@dataclass(frozen=True)
+class SearchAccess:
+    """One search's accesses, to record: the key's hash (``storage.keys.Grant.credential``)
+    that scoped it, its namespace, the access log's context, when, and the memories it
+    returned in rank order (document chunks are not memories)."""
+
+    credential: str
+    namespace: str
+    context: str
+    at: datetime
+    memory_ids: tuple[int, ...]
+
+
+def record_searches(conn: Connection, searches: Sequence[SearchAccess]) -> int:
+    """Record ``searches`` in one statement (``archivist_record_searches``, migration 0030):
+    one access-log row each, a pending access per memory and search; a search whose key no
+    longer holds or is not its namespace's is left out. Returns the searches recorded."""
+    if not searches:
+        return 0
+    params = {
+        "hashes": [s.credential for s in searches],
+        "namespaces": [s.namespace for s in searches],
+        "contexts": [s.context for s in searches],
+        "ats": [s.at for s in searches],
+        "hit_search": [i for i, s in enumerate(searches, 1) for _ in s.memory_ids],
+        "hit_ids": [m for s in searches for m in s.memory_ids],
+    }
+    return int(conn.execute(RECORD_SEARCHES, params).one().recorded)

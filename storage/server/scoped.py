@@ -59,7 +59,10 @@ def open_serving_engine(settings: Settings) -> Engine:
     """The pool that serving uses: the serving role when row-level security is on (the
     default), else the pipeline's role. Refuses a role that would bypass the policies."""
     install_signal_handlers()
-    size = settings.serving.pool_size
+    # One connection per request served at once, and one for the batches of the searches'
+    # accesses (``serving._accesses``), which would otherwise open one past the pool while
+    # every request's is taken (and PostgreSQL start a backend for it).
+    size = settings.serving.pool_size + 1
     if not settings.serving.row_level_security:
         return get_engine(resolve_url(settings), size)
     engine = get_engine(serving_url(settings), size)

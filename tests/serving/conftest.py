@@ -11,6 +11,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,23 +86,25 @@ def wait_for_line(process: subprocess.Popen[bytes], log: Path, pattern: re.Patte
     raise AssertionError(f"no {pattern.pattern!r} within a minute:\n{log.read_text()}")
 
 
-@pytest.fixture(scope="module")
-def served(
-    pg_url: str, template_db: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Served]:
+@contextmanager
+def _serving(pg_url: str, template_db: str, folder: Path, batch_seconds: float) -> Iterator[Served]:
+    """``archivist api`` over a database of its own, its searches' accesses written every
+    ``batch_seconds`` (0: by each search, so a test reads them right after it)."""
     name = f"api_{uuid.uuid4().hex[:12]}"
     _admin(pg_url, f"CREATE DATABASE {name} TEMPLATE {template_db} {COPY}")
     url = make_url(pg_url).set(database=name).render_as_string(hide_password=False)
-    folder = tmp_path_factory.mktemp("api")
     settings = Settings(
         database_url=url, data_dir=folder / "data", memory_root=str(folder / "memory")
     )
     log = folder / "api.log"
     served = Served("", settings, open_store(settings), None, log)  # type: ignore[arg-type]
+    environment = served.environment() | {
+        "ARCHIVIST_SERVING__ACCESS_BATCH_SECONDS": str(batch_seconds)
+    }
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [ARCHIVIST, "api", "--port", "0"],
-            env=served.environment(),
+            env=environment,
             stdout=sink,
             stderr=subprocess.STDOUT,
         )
@@ -114,3 +117,18 @@ def served(
         process.wait(timeout=30)
         get_engine(url).dispose()
         _admin(pg_url, f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="module")
+def served(
+    pg_url: str, template_db: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    with _serving(pg_url, template_db, tmp_path_factory.mktemp("api"), 0) as served:
+        yield served
+
+
+@pytest.fixture
+def served_batched(pg_url: str, template_db: str, tmp_path: Path) -> Iterator[Served]:
+    """A server of one test that writes its searches' accesses once a minute."""
+    with _serving(pg_url, template_db, tmp_path, 60) as served:
+        yield served

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.public_ids import LARGEST, PublicIds
+from storage.public_ids import LARGEST, SHOWN, Kind, PublicIds
 from storage.server.engine import Store
 
 KEY = bytes(range(32))
@@ -43,6 +43,17 @@ def test_the_kind_and_the_key_each_give_other_ids() -> None:
     assert ids.show("memory", 42) != ids.show("queue", 42) != ids.show("chunk", 42)
     assert ids.show("memory", 42) != other.show("memory", 42)
     assert ids.take("queue", ids.show("memory", 42)) != 42
+
+
+def test_an_id_shown_again_is_the_same_whatever_was_kept_meanwhile() -> None:
+    ids, other = PublicIds(KEY), PublicIds(bytes(range(1, 33)))
+    kinds: tuple[Kind, ...] = ("memory", "queue")
+    first = {(kind, real): ids.show(kind, real) for kind in kinds for real in (7, 8)}
+    for real in range(SHOWN + 10):  # more than are kept: 7 and 8 are shown afresh below
+        ids.show("chunk", real)
+    for _ in range(2):  # afresh, then as kept
+        assert {key: ids.show(*key) for key in first} == first
+    assert other.show("memory", 7) != first[("memory", 7)]  # each key keeps its own
 
 
 def test_the_store_keeps_one_key_for_every_serving_process(store: Store) -> None:

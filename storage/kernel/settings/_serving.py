@@ -91,3 +91,11 @@ class ServingSettings(BaseModel):
         "--workers processes, each serving as many requests at once) or by one MCP server",
     )
     max_body_bytes: int = Field(65_536, ge=1024, le=16_777_216, description="larger: 413")
+    access_batch_seconds: float = Field(
+        1.0,
+        ge=0,
+        le=60,
+        description="archivist api writes its searches' accesses (the counts ranking reads) "
+        "together about this often; a crash loses at most this long's (0: each search writes "
+        "its own)",
+    )
