@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import math
-import struct
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 import numpy as np
-import psycopg
-from psycopg.adapt import Dumper
-from psycopg.pq import Format
 
 from storage.kernel import scoring
 from storage.kernel.errors import ConfigurationError, RetrievalError
 from storage.kernel.inputs import check_instant, storable
 from storage.kernel.records import NAMESPACE
 from storage.retrieval._types import TimeRange
+from storage.server.query_vector import QueryVector
 
 KINDS = (
     "episode",
@@ -83,28 +80,6 @@ def aware(moment: datetime, what: str = "as_of") -> datetime:
         return check_instant(moment)
     except ValueError as exc:
         raise RetrievalError(f"{what} {moment.isoformat()} {exc}") from None
-
-
-class QueryVector:
-    """A query's vector as a statement's parameter (``CAST(:qvec AS vector)``), sent in
-    pgvector's binary form: its float32 values as they are, neither printed here (0.13 ms
-    for 384 values) nor parsed by PostgreSQL in each statement that takes it."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, vector: np.ndarray) -> None:
-        values = np.asarray(vector, dtype=">f4")
-        self.data = struct.pack(">HH", values.shape[0], 0) + values.tobytes()
-
-
-class _QueryVectorDumper(Dumper):
-    format = Format.BINARY  # the type is the statement's cast: vector_recv reads it
-
-    def dump(self, obj: QueryVector) -> bytes:
-        return obj.data
-
-
-psycopg.adapters.register_dumper(QueryVector, _QueryVectorDumper)
 
 
 def vector_literal(vector: np.ndarray) -> QueryVector:
