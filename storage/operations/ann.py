@@ -1,5 +1,5 @@
 """Upkeep for large namespaces: which memories and document chunks the partial HNSW
-indexes cover, and the common words' counts that BM25 needs.
+indexes cover, and the common words' counts and the sizes that BM25 needs.
 
 Inserting into HNSW costs about 2 ms a row here, too much for the sync's write path. Rows
 are written unflagged and found by an exact scan; this step flags the rows of namespaces
@@ -62,6 +62,28 @@ STORE_TERMS = text(
     WHERE ndoc >= :min_df
     """
 )
+
+
+# The count and total lexical length of the namespace's rows in its HNSW index, which BM25
+# needs (search adds the rows not in it yet: migration 0029).
+STORE_SIZE = {
+    table: text(
+        f"""
+        INSERT INTO namespace_sizes (namespace, source, rows, lex_len)
+        SELECT CAST(:namespace AS text), '{table}', count(*), coalesce(sum(lex_len), 0)
+        FROM {table} WHERE namespace = :namespace AND ann_indexed
+        ON CONFLICT (namespace, source)
+        DO UPDATE SET rows = excluded.rows, lex_len = excluded.lex_len
+        """
+    )
+    for table in TABLES
+}
+
+
+def refresh_size(session: Session, namespace: str, table: str = "memories") -> None:
+    """Store the size of the namespace's indexed rows of ``table`` (memories or document
+    chunks), which search reads instead of counting the namespace."""
+    session.execute(STORE_SIZE[table], {"namespace": namespace})
 
 
 def refresh_terms(session: Session, namespace: str, min_df: int) -> int:
