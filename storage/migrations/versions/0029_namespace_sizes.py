@@ -15,6 +15,11 @@ before. Filled here for the namespaces that have indexed rows.
 
 Its row-level security and grants are those of ``namespace_terms``, copied from the
 catalog: the serving role reads its namespace's rows, the pipeline role all.
+
+The index step of this revision also gives each large namespace a second HNSW index, of its
+memories but turns (``storage.operations.ann.kinds_index``), made by the next
+``archivist index`` (not here: it takes minutes in a large store, and search does without
+it meanwhile); the downgrade drops them.
 """
 
 from __future__ import annotations
@@ -78,5 +83,15 @@ def upgrade() -> None:
         op.execute(FILL.format(table=table))
 
 
+KINDS_INDEXES = text(
+    "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+    "AND tablename = 'memories' AND starts_with(indexname, 'ix_memories_kinds_')"
+)
+
+
 def downgrade() -> None:
     op.execute("DROP TABLE namespace_sizes")
+    # The index step of this revision's code gives large namespaces a second HNSW index,
+    # of their memories but turns (storage.operations.ann.kinds_index): they go too.
+    for name in op.get_bind().execute(KINDS_INDEXES).scalars().all():
+        op.execute(f'DROP INDEX "{name}"')
