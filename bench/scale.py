@@ -86,7 +86,7 @@ def measure(server: BenchServer, plan: Plan, args: argparse.Namespace) -> Figure
     local = local_model()
     figures: Figures = {}
     say(f"{plan.label}: search, priming and document search latency")
-    found, queries = latency(engine, plan, local, args.queries)
+    found, queries = latency(engine, plan, local, args.queries, server.cpu_seconds)
     figures |= found
     figures |= query_embedding(local, queries)
     figures |= planning(engine, plan)
