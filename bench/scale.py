@@ -18,6 +18,7 @@ Then for each store, smaller first: search p50/p95/p99 with the query's vector c
 beforehand (the embedding's own cost printed apart, hashing and the local model), over
 namespaces picked uniformly and in proportion to their size; priming (with a first
 message) the same way; document-chunk-only search over the namespaces with documents;
+each of these with its CPU per query (the bench process's, and over TCP the server's);
 planning time on ``memories``; the catalog (pg_class rows, indexes) and table and index
 sizes; ``archivist status`` as a process; a plain VACUUM of memories and chunks. Then on a
 copy of the store (dropped after): the day's sync of one new session per namespace as
