@@ -161,7 +161,7 @@ def main() -> None:
         "--extra-indexes",
         type=int,
         default=0,
-        help="planning again with this many more namespace HNSW indexes (rolled back)",
+        help="planning again with this many more large namespaces' HNSW indexes (rolled back)",
     )
     args = parser.parse_args()
     # Started in the background (nohup ... &), this process ignores SIGINT, and so would

@@ -284,8 +284,9 @@ def planning(engine: Engine, plan: Plan, extra: int = 0) -> Figures:
     memories pays (the planner reads every index's definition, partial ones included).
 
     ``extra``: measured again inside a transaction (rolled back) that first gave that many
-    more namespaces (the smallest) an HNSW index of their own, empty (none of their rows
-    is flagged): what planning would pay with that many large namespaces."""
+    more namespaces (the smallest) the HNSW indexes of a large one (two on memories: all
+    its rows, and those but turns), empty (none of their rows is flagged): what planning
+    would pay with that many more large namespaces."""
     out: Figures = {}
     q = "[" + ",".join(["0.05"] * 384) + "]"
     with engine.connect() as conn:
