@@ -18,6 +18,7 @@ Then for each store, smaller first: search p50/p95/p99 with the query's vector c
 beforehand (the embedding's own cost printed apart, hashing and the local model), over
 namespaces picked uniformly and in proportion to their size; priming (with a first
 message) the same way; document-chunk-only search over the namespaces with documents;
+each of these with its CPU per query (the bench process's, and over TCP the server's);
 planning time on ``memories``; the catalog (pg_class rows, indexes) and table and index
 sizes; ``archivist status`` as a process; a plain VACUUM of memories and chunks. Then on a
 copy of the store (dropped after): the day's sync of one new session per namespace as
@@ -86,7 +87,7 @@ def measure(server: BenchServer, plan: Plan, args: argparse.Namespace) -> Figure
     local = local_model()
     figures: Figures = {}
     say(f"{plan.label}: search, priming and document search latency")
-    found, queries = latency(engine, plan, local, args.queries)
+    found, queries = latency(engine, plan, local, args.queries, server.cpu_seconds)
     figures |= found
     figures |= query_embedding(local, queries)
     figures |= planning(engine, plan)
@@ -160,7 +161,7 @@ def main() -> None:
         "--extra-indexes",
         type=int,
         default=0,
-        help="planning again with this many more namespace HNSW indexes (rolled back)",
+        help="planning again with this many more large namespaces' HNSW indexes (rolled back)",
     )
     args = parser.parse_args()
     # Started in the background (nohup ... &), this process ignores SIGINT, and so would

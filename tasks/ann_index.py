@@ -13,6 +13,7 @@ from storage.operations.ann import (
     create_namespace_index,
     flag_batch,
     large_namespaces,
+    refresh_size,
     refresh_terms,
 )
 
@@ -68,7 +69,8 @@ def _flag_table(
             if on_progress is not None:
                 on_progress(namespace, done, pending)
         flagged[namespace] = done
-        if table == "memories":  # chunks' term counts are counted live (and cached)
-            with Session(engine) as session, session.begin():
+        with Session(engine) as session, session.begin():
+            refresh_size(session, namespace, table)
+            if table == "memories":  # chunks' term counts are counted live (and cached)
                 refresh_terms(session, namespace, TERM_MIN_DF)
     return flagged

@@ -40,6 +40,23 @@ def percentiles(samples: Sequence[float]) -> str:
     return f"p50 {q[49]:6.2f}  p95 {q[94]:6.2f}  p99 {q[98]:6.2f} ms"
 
 
+class CpuMeter:
+    """CPU per query of a timed phase: this process's (the retriever's Python and driver)
+    and, where ``server`` reads it, the database server's (its processes, from /proc)."""
+
+    def __init__(self, server: Callable[[], float | None]) -> None:
+        self.server = server
+        self.started = (time.process_time(), server())
+
+    def per_query(self, queries: int) -> str:
+        client = (time.process_time() - self.started[0]) * 1000 / queries
+        then, now = self.started[1], self.server()
+        served = (
+            "" if then is None or now is None else f", server {(now - then) * 1000 / queries:.1f}"
+        )
+        return f"; CPU/query: client {client:.1f}{served} ms"
+
+
 def timed(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
     fn()
@@ -134,9 +151,14 @@ def load() -> str:
 
 
 def latency(
-    engine: Engine, plan: Plan, local: Embedder | None, queries: int
+    engine: Engine,
+    plan: Plan,
+    local: Embedder | None,
+    queries: int,
+    server_cpu: Callable[[], float | None] = lambda: None,
 ) -> tuple[Figures, list[str]]:
-    """Search, priming and document search over uniform and size-skewed picks; and the
+    """Search, priming and document search over uniform and size-skewed picks, with the
+    CPU per query (``server_cpu``: the server's CPU seconds so far, if known); and the
     queries' texts."""
     out: Figures = {}
     work = workload(engine, plan.names(), plan.sizes(), queries)
@@ -150,20 +172,28 @@ def latency(
     for label in ("uniform", "skewed"):
         fold(engine)
         picks = getattr(work, label)
+        cpu = CpuMeter(server_cpu)
         samples = [timed(partial(searcher.search, ns, q)) for ns, q in picks]
-        out[f"search, {label} namespaces"] = percentiles(samples) + load()
+        out[f"search, {label} namespaces"] = (
+            percentiles(samples) + load() + cpu.per_query(len(picks))
+        )
     for label in ("uniform", "skewed"):
         fold(engine)
         picks = getattr(work, label)
+        cpu = CpuMeter(server_cpu)
         samples = [timed(partial(searcher.prime, ns, q)) for ns, q in picks]
-        out[f"priming, {label} namespaces"] = percentiles(samples) + load()
+        out[f"priming, {label} namespaces"] = (
+            percentiles(samples) + load() + cpu.per_query(len(picks))
+        )
     if docs is not None:
         for label in ("uniform", "skewed"):
             fold(engine)
             picks = getattr(docs, label)
+            cpu = CpuMeter(server_cpu)
             samples = [timed(partial(searcher.search, ns, q, DOCS)) for ns, q in picks]
             out[f"document search, {label} namespaces with documents"] = (
-                f"{percentiles(samples)}{load()}, {len(chunk_names):,} namespaces"
+                f"{percentiles(samples)}{load()}{cpu.per_query(len(picks))}, "
+                f"{len(chunk_names):,} namespaces"
             )
     return out, [q for _, q in work.uniform + work.skewed]
 
@@ -254,8 +284,9 @@ def planning(engine: Engine, plan: Plan, extra: int = 0) -> Figures:
     memories pays (the planner reads every index's definition, partial ones included).
 
     ``extra``: measured again inside a transaction (rolled back) that first gave that many
-    more namespaces (the smallest) an HNSW index of their own, empty (none of their rows
-    is flagged): what planning would pay with that many large namespaces."""
+    more namespaces (the smallest) the HNSW indexes of a large one (two on memories: all
+    its rows, and those but turns), empty (none of their rows is flagged): what planning
+    would pay with that many more large namespaces."""
     out: Figures = {}
     q = "[" + ",".join(["0.05"] * 384) + "]"
     with engine.connect() as conn:

@@ -4,7 +4,9 @@ the embedded one, or a standalone PostgreSQL over TCP with password authenticati
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +58,25 @@ class BenchServer:
     def stop(self) -> None:
         if self.tcp is not None:
             self.tcp.stop()
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time the server's processes have used so far (Linux, ``--tcp`` only: the
+        postmaster and its children, from /proc); None where it cannot be read."""
+        if self.tcp is None:
+            return None
+        try:
+            postmaster = int((self.tcp.data / "postmaster.pid").read_text().split()[0])
+            ticks = 0
+            for entry in Path("/proc").iterdir():
+                if not entry.name.isdigit():
+                    continue
+                with contextlib.suppress(OSError):
+                    fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                    if int(entry.name) == postmaster or int(fields[1]) == postmaster:
+                        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+            return ticks / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
 
 
 def open_server(workdir: Path, *, tcp: bool) -> BenchServer:

@@ -1,5 +1,5 @@
 """Upkeep for large namespaces: which memories and document chunks the partial HNSW
-indexes cover, and the common words' counts that BM25 needs.
+indexes cover, and the common words' counts and the sizes that BM25 needs.
 
 Inserting into HNSW costs about 2 ms a row here, too much for the sync's write path. Rows
 are written unflagged and found by an exact scan; this step flags the rows of namespaces
@@ -23,6 +23,13 @@ from sqlalchemy.orm import Session
 # The tables whose rows the partial HNSW indexes cover: memories and document chunks.
 TABLES = ("memories", "document_chunks")
 INDEX_PREFIX = {table: f"ix_{table}_hnsw_" for table in TABLES}
+# A large namespace's memories but turns (facts, preferences, decisions, episodes, task
+# cards) have a second index: a walk for those kinds alone (priming's facts and episodes)
+# went through the turns of the namespace's index and dropped them, more of them the larger
+# the namespace (3,810 rows dropped for 100 facts among 156,000 memories, 40-90 ms; 1,512
+# among 18,000); in its own graph it drops a few (224 and 4.5 ms instead of 15 at 18,000).
+# The planner takes it whenever the walk's kinds exclude turns (its predicate is implied).
+KINDS_PREFIX = "ix_memories_kinds_"
 INDEXED_NAMESPACES = {
     table: text(f"SELECT DISTINCT namespace FROM {table} WHERE ann_indexed ORDER BY 1")
     for table in TABLES
@@ -64,6 +71,28 @@ STORE_TERMS = text(
 )
 
 
+# The count and total lexical length of the namespace's rows in its HNSW index, which BM25
+# needs (search adds the rows not in it yet: migration 0029).
+STORE_SIZE = {
+    table: text(
+        f"""
+        INSERT INTO namespace_sizes (namespace, source, rows, lex_len)
+        SELECT CAST(:namespace AS text), '{table}', count(*), coalesce(sum(lex_len), 0)
+        FROM {table} WHERE namespace = :namespace AND ann_indexed
+        ON CONFLICT (namespace, source)
+        DO UPDATE SET rows = excluded.rows, lex_len = excluded.lex_len
+        """
+    )
+    for table in TABLES
+}
+
+
+def refresh_size(session: Session, namespace: str, table: str = "memories") -> None:
+    """Store the size of the namespace's indexed rows of ``table`` (memories or document
+    chunks), which search reads instead of counting the namespace."""
+    session.execute(STORE_SIZE[table], {"namespace": namespace})
+
+
 def refresh_terms(session: Session, namespace: str, min_df: int) -> int:
     """Replace the namespace's stored common words and counts; returns how many."""
     # Two statements: a DELETE in a CTE runs unordered with the INSERT beside it.
@@ -88,26 +117,44 @@ def flag_batch(session: Session, namespace: str, batch: int, table: str = "memor
 def namespace_index(namespace: str, table: str = "memories") -> str:
     """The name of the namespace's HNSW index over ``table`` (memories or document chunks):
     a hash (a name has at most 63 bytes)."""
-    digest = hashlib.md5(namespace.encode(), usedforsecurity=False).hexdigest()[:16]
-    return INDEX_PREFIX[table] + digest
+    return INDEX_PREFIX[table] + _digest(namespace)
+
+
+def kinds_index(namespace: str) -> str:
+    """The name of the namespace's second HNSW index, over its memories but turns."""
+    return KINDS_PREFIX + _digest(namespace)
+
+
+def _digest(namespace: str) -> str:
+    return hashlib.md5(namespace.encode(), usedforsecurity=False).hexdigest()[:16]
+
+
+def _namespace_indexes(namespace: str, table: str) -> list[tuple[str, str]]:
+    """The namespace's HNSW indexes over ``table``: names and what each adds to the
+    namespace's flagged rows."""
+    own = [(namespace_index(namespace, table), "")]
+    return own + [(kinds_index(namespace), " AND kind <> 'turn'")] if table == "memories" else own
 
 
 def create_namespace_index(session: Session, namespace: str, table: str = "memories") -> None:
-    """The namespace's HNSW index over its flagged rows of ``table``, unless it exists."""
+    """The namespace's HNSW indexes over its flagged rows of ``table`` (for memories, also
+    the one of its memories but turns), unless they exist."""
     literal = "'" + namespace.replace("'", "''") + "'"
-    session.execute(
-        text(
-            f"CREATE INDEX IF NOT EXISTS {namespace_index(namespace, table)} ON {table} "
-            "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
-            f"WHERE ann_indexed AND namespace = {literal}"
+    for name, only in _namespace_indexes(namespace, table):
+        session.execute(
+            text(
+                f"CREATE INDEX IF NOT EXISTS {name} ON {table} "
+                "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
+                f"WHERE ann_indexed AND namespace = {literal}{only}"
+            )
         )
-    )
 
 
 def drop_namespace_index(session: Session, namespace: str) -> None:
     """The namespace's HNSW indexes (memories' and document chunks'), if any."""
     for table in TABLES:
-        session.execute(text(f"DROP INDEX IF EXISTS {namespace_index(namespace, table)}"))
+        for name, _ in _namespace_indexes(namespace, table):
+            session.execute(text(f"DROP INDEX IF EXISTS {name}"))
 
 
 def create_namespace_indexes(session: Session) -> None:

@@ -11,6 +11,8 @@ Derived from a session, besides its own memories, episode, state, messages and b
 - the queued writes into the session (their payload holds its id and text);
 - the namespace's counts of common words (``namespace_terms``, large namespaces only),
   counted again without it: a word only the session used goes.
+- the namespace's stored size (``namespace_sizes``, large namespaces only): search counts
+  the namespace whole until the index step stores it again.
 
 The caller runs ``purge_session_rows`` in one transaction with the changes to the files
 (``tasks.privacy``), and ``weekly_summaries`` tells it which weekly summaries to rebuild.
@@ -77,6 +79,7 @@ RECOUNT_TERMS = text(
     WHERE t.namespace = :namespace AND t.lexeme NOT IN (SELECT lexeme FROM kept)
     """
 )
+FORGET_SIZES = text("DELETE FROM namespace_sizes WHERE namespace = :namespace")
 # The searches that returned one of the session's memories, hot or archived (migration
 # 0020: one row per search, its hits' ids).
 PURGE_ACCESS_LOG = text(
@@ -162,6 +165,9 @@ def purge_session_rows(
         queued = session.execute(PURGE_QUEUE, {"session_id": session_id})
         out.counts["memory_write_queue"] = _rowcount(queued)
     out.counts["namespace_terms"] = _recount_terms(session, namespace)
+    if namespace is not None and table_exists(session, "namespace_sizes"):
+        sizes = session.execute(FORGET_SIZES, {"namespace": namespace})
+        out.counts["namespace_sizes"] = _rowcount(sizes)
     return out
 
 

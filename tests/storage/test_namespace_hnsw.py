@@ -1,6 +1,7 @@
-"""Each large namespace's memories have an HNSW index of their own (migration 0019): a walk
-reads one namespace's graph, look-alike namespaces included, and forgetting a namespace
-drops its index."""
+"""Each large namespace's memories have an HNSW index of their own (migration 0019), and
+one of their memories but turns: a walk reads one namespace's graph, look-alike namespaces
+included, a walk for kinds without turns the second one, and forgetting a namespace drops
+them."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from sqlalchemy import text
 
 from storage.embedding import HashingEmbedder
 from storage.kernel.settings import RetrievalSettings
-from storage.operations.ann import namespace_index
-from storage.retrieval import Retriever
+from storage.operations.ann import kinds_index, namespace_index
+from storage.retrieval import Retriever, SearchOptions
 from storage.server.engine import Store
 from tasks.ann_index import refresh_ann_index
 from tasks.files import open_memory_root
@@ -26,6 +27,12 @@ OWN = text(
     "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'memories' "
     "AND indexname LIKE 'ix\\_memories\\_hnsw%' ORDER BY 1"
 )
+
+KINDS = text(
+    "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'memories' "
+    "AND indexname LIKE 'ix\\_memories\\_kinds%' ORDER BY 1"
+)
+FACTS = SearchOptions(kinds=["fact"])
 
 
 def _fill(store: Store) -> None:
@@ -64,11 +71,42 @@ def test_each_large_namespace_walks_an_index_of_its_own(store: Store) -> None:
     assert len(hits) == 10 and {h.namespace for h in hits} == {"big"}
 
 
+def test_a_walk_for_kinds_without_turns_reads_the_namespaces_index_of_them(
+    store: Store,
+) -> None:
+    old = NOW - timedelta(days=3)
+    turns = [f"turn {i} about atlas budget item {i % 37}" for i in range(1000)]
+    put(store, "big", turns, old, kind="turn", session_id="s-big")
+    put(store, "big", [f"fact {i} about atlas budget item {i % 37}" for i in range(60)], old)
+    put(store, "big2", [f"fact {i} about atlas budget item {i % 37}" for i in range(1050)], old)
+    refresh_ann_index(store.engine, min_rows=1000)
+    with store.engine.connect() as conn:
+        found = conn.execute(KINDS).all()
+    assert [name for name, _ in found] == sorted([kinds_index("big"), kinds_index("big2")])
+    definition = {str(name): str(sql) for name, sql in found}[kinds_index("big")]
+    assert "(namespace)::text = 'big'::text" in definition and "<> 'turn'" in definition
+    r = _retriever(store)
+
+    for kinds in (["fact"], ["episode", "preference"]):
+        plan = r.explain_plan("big", "atlas budget", kinds=kinds)
+        assert kinds_index("big") in plan and namespace_index("big") not in plan
+        assert kinds_index("big2") not in plan
+    every: list[list[str] | None] = [None, ["turn"], ["turn", "fact"]]
+    for walked in every:
+        plan = r.explain_plan("big", "atlas budget", kinds=walked)
+        assert namespace_index("big") in plan and kinds_index("big") not in plan
+    facts = r.search("big", "atlas budget item 7", as_of=NOW, record_access=False, options=FACTS)
+    assert len(facts) == 10 and {(h.namespace, h.kind) for h in facts} == {("big", "fact")}
+    assert facts[0].content.endswith("item 7")
+
+
 def test_forgetting_a_namespace_drops_its_index(store: Store, tmp_path: Path) -> None:
     _fill(store)
     root = open_memory_root(store.settings)
     forget(store.engine, local_cold(tmp_path), root, "big", actor="test")
     assert set(_indexes(store)) == {namespace_index("big2")}
+    with store.engine.connect() as conn:
+        assert [name for name, _ in conn.execute(KINDS)] == [kinds_index("big2")]
     hits = _retriever(store).search("big2", "atlas ledger", as_of=NOW, record_access=False)
     assert len(hits) == 10
 

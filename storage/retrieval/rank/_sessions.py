@@ -141,7 +141,11 @@ def with_sessions(
     pointed = pointers(pool)
     if not pointed:
         return pool
-    found = session_turn_rows(conn, params, pointed, prepare=settings.prepared_statements)
+    # A search of kinds without turns finds none there (the statement tests it): no
+    # round trip, the same ranking.
+    turns = params["kinds"] is None or "turn" in params["kinds"]
+    prepare = settings.prepared_statements
+    found = session_turn_rows(conn, params, pointed, prepare=prepare) if turns else []
     used = weights_for(weights, when)
     lifted = in_sessions(pool, found, share, when, used, settings.half_life_days)
     return one_per_source(lifted, pool_target(limit))

@@ -75,6 +75,47 @@ def test_the_index_step_stores_common_words_and_search_uses_them(store: Store) -
     assert hits[0].content == "samovar from Tbilisi"  # the rare word outweighs the common one
 
 
+def test_a_large_namespace_is_sized_from_the_index_step_plus_its_unindexed_rows(
+    store: Store,
+) -> None:
+    from sqlalchemy import text
+
+    from tasks.ann_index import refresh_ann_index
+
+    now = datetime(2026, 11, 20, tzinfo=UTC)
+    put(store, "big", [f"kettle note number {i}" for i in range(120)], now)
+    put(store, "big2", [f"kettle {i}" for i in range(30)], now)  # look-alike, small
+    put(store, "bi", ["kettle"], now)
+    refresh_ann_index(store.engine, min_rows=100)
+    with store.engine.connect() as conn:
+        stored = conn.execute(
+            text("SELECT namespace, rows, lex_len FROM namespace_sizes ORDER BY 1")
+        ).all()
+        live = conn.execute(
+            text("SELECT sum(lex_len) FROM memories WHERE namespace = 'big'")
+        ).scalar_one()
+    assert [tuple(r) for r in stored] == [("big", 120, live)]  # small namespaces: none
+    with store.engine.begin() as conn:  # what search reads is the stored row, not a count
+        conn.execute(text("UPDATE namespace_sizes SET rows = 1000, lex_len = 4000"))
+    put(store, "big", ["a new kettle story", "and one more"], now)  # not indexed yet
+
+    def size(namespace: str) -> tuple[int, float] | None:
+        retriever = Retriever(store.engine, HashingEmbedder(384), RetrievalSettings())
+        retriever.search(namespace, "kettle", as_of=now, record_access=False)
+        return retriever.stats.size(namespace)
+
+    def lengths(where: str) -> int:
+        with store.engine.connect() as conn:
+            return int(
+                conn.execute(text(f"SELECT sum(lex_len) FROM memories WHERE {where}")).scalar_one()
+            )
+
+    new = lengths("namespace = 'big' AND NOT ann_indexed")
+    assert new > 0 and size("big") == (1002, (4000 + new) / 1002)
+    assert size("big2") == (30, lengths("namespace = 'big2'") / 30)  # counted whole
+    assert size("bi") == (1, lengths("namespace = 'bi'") / 1)
+
+
 def test_lexical_candidates_come_from_the_words_that_narrow_the_search() -> None:
     # 1,000 memories: a word in more than 50 of them is common.
     mixed = lexical_params([("budget", 200), ("samovar", 3), ("tbilisi", 7)], 1000, "ns")

@@ -15,7 +15,7 @@ from storage.embedding import HashingEmbedder
 from storage.kernel.errors import InputError
 from storage.kernel.shards import Scope
 from storage.keys import create_key
-from storage.operations.ann import refresh_terms
+from storage.operations.ann import refresh_size, refresh_terms
 from storage.queue import enqueue
 from storage.retrieval import Retriever
 from storage.server.engine import Store
@@ -378,6 +378,8 @@ def test_purge_counts_the_namespaces_common_words_again_without_the_session(
     run_sync(store, RECENTLY.replace(hour=23))
     with Session(store.engine) as session, session.begin():
         refresh_terms(session, "alice", 1)  # as the index step does for a large namespace
+        refresh_size(session, "alice")
+        refresh_size(session, "alice2")  # a look-alike's size stays
     terms = "SELECT lexeme, df FROM namespace_terms WHERE lexeme IN ('lisbon', 'dentist')"
     before = dict(column_pairs(store, terms))
     assert before["lisbon"] > 0 and before["dentist"] > 0
@@ -392,6 +394,9 @@ def test_purge_counts_the_namespaces_common_words_again_without_the_session(
         store, "SELECT count(*) FROM memories WHERE tsv @@ to_tsquery('simple', 'dentist')"
     )
     assert after == {"dentist": dentist}
+    # The namespace's stored size goes (counted whole until the index step stores it again).
+    sizes = column(store, "SELECT namespace FROM namespace_sizes")
+    assert counts["namespace_sizes"] == 1 and sizes == ["alice2"]
 
 
 def column_pairs(store: Store, sql: str) -> list[tuple[str, int]]:
