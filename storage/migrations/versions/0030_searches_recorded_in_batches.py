@@ -1,7 +1,7 @@
 """Searches' accesses recorded in batches: one statement for many searches.
 
 Revision ID: 0030
-Revises: 0028
+Revises: 0029
 
 Each search of the HTTP API counted its hits in a statement of its own (migration 0020's
 access-log row and the pending counts of migration 0016), in its own transaction's scope:
@@ -26,7 +26,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0030"
-down_revision = "0028"
+down_revision = "0029"
 branch_labels = None
 depends_on = None
 
