@@ -62,6 +62,42 @@ def rows(
     return _run(conn, statement, params, prepare=prepare, fetch=True)
 
 
+Step = tuple[TextClause, Mapping[str, Any]]
+
+
+def pipelined(conn: Connection, steps: Sequence[Step], *, prepare: bool) -> list[list[Any]]:
+    """Each step's rows, the steps sent together in one round trip (psycopg's pipeline
+    mode) and run in order, as ``rows`` runs each: for statements none of which needs
+    another's result here (planner settings and the statement they serve). The first
+    failure fails them all, as the first of separate statements would."""
+    driver = cast(psycopg.Connection[Any], conn.connection.driver_connection)
+    before = driver.prepare_threshold
+    if prepare:
+        driver.prepare_threshold = 0
+    events: Any = conn.dispatch
+    sql, params = "", {}
+    cursors: list[psycopg.Cursor[Any]] = []
+    try:
+        with driver.pipeline():
+            for statement, params in steps:
+                sql = _driver_sql(conn, statement)
+                cursor = driver.cursor(row_factory=_named, binary=True)
+                cursors.append(cursor)
+                for listener in events.before_cursor_execute:
+                    listener(conn, cursor, sql, params, None, MANY)
+                cursor.execute(sql, params, prepare=prepare)
+        for cursor in cursors:
+            for listener in events.after_cursor_execute:
+                listener(conn, cursor, sql, params, None, MANY)
+        return [cursor.fetchall() for cursor in cursors]
+    except psycopg.Error as exc:
+        raise _failed(conn, sql, params, exc) from exc
+    finally:
+        for cursor in cursors:
+            cursor.close()
+        driver.prepare_threshold = before
+
+
 def plan_cache_mode(*, prepare: bool) -> str | None:
     """The ``plan_cache_mode`` a search's statements run under (None: the server's)."""
     return "force_generic_plan" if prepare else None
@@ -90,14 +126,20 @@ def _run(
                 listener(conn, cursor, sql, params, None, MANY)
             return cursor.fetchall() if fetch else []
     except psycopg.Error as exc:
-        gone = conn.dialect.is_disconnect(cast(Any, exc), conn.connection.dbapi_connection, None)
-        if gone:
-            conn.invalidate(exc)
-        raise DBAPIError.instance(
-            sql, dict(params), exc, psycopg.Error, connection_invalidated=gone
-        ) from exc
+        raise _failed(conn, sql, params, exc) from exc
     finally:
         driver.prepare_threshold = before
+
+
+def _failed(
+    conn: Connection, sql: str, params: Mapping[str, Any], exc: psycopg.Error
+) -> DBAPIError:
+    """SQLAlchemy's error for a failed statement, the connection invalidated when the
+    server went away (as SQLAlchemy's own execution does)."""
+    gone = conn.dialect.is_disconnect(cast(Any, exc), conn.connection.dbapi_connection, None)
+    if gone:
+        conn.invalidate(exc)
+    return DBAPIError.instance(sql, dict(params), exc, psycopg.Error, connection_invalidated=gone)
 
 
 def _driver_sql(conn: Connection, statement: TextClause) -> str:

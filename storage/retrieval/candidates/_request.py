@@ -17,7 +17,7 @@ from sqlalchemy import Connection, TextClause
 
 from storage.kernel.settings import RetrievalSettings
 from storage.retrieval.candidates._inputs import DF_CAP, lexical_params, vector_literal
-from storage.retrieval.candidates._prepared import plan_cache_mode, rows
+from storage.retrieval.candidates._prepared import pipelined, plan_cache_mode, rows
 from storage.retrieval.candidates._sql import ANN_NEIGHBOURS, PLANNER, QUERY_TERMS, TERM_STATS
 from storage.retrieval.candidates._stats import StatsCache, cached_term_stats
 
@@ -115,19 +115,28 @@ def first_params(
 
 def plan(conn: Connection, settings: RetrievalSettings, *, force_index: bool, exact: bool) -> None:
     """Planner settings for the next statement: the HNSW walk, or exact scans only."""
+    rows(
+        conn,
+        PLANNER,
+        planner(settings, force_index=force_index, exact=exact),
+        prepare=settings.prepared_statements,
+    )
+
+
+def planner(settings: RetrievalSettings, *, force_index: bool, exact: bool) -> dict[str, Any]:
+    """The parameters of ``PLANNER`` for ``plan``'s settings."""
     # The walk is planned for its namespace (its own HNSW index); the rest as the search.
     mode = (
         "force_custom_plan"
         if force_index
         else plan_cache_mode(prepare=settings.prepared_statements)
     )
-    params = {
+    return {
         "ef_search": str(settings.ef_search),
         "other": "off" if force_index else "on",
         "indexscan": "off" if exact else "on",
         "plan_cache_mode": mode,
     }
-    rows(conn, PLANNER, params, prepare=settings.prepared_statements)
 
 
 def neighbours(
@@ -142,9 +151,13 @@ def neighbours(
     afterwards (the candidates statement needs them)."""
     if n_indexed == 0:  # a walk of the index would look for rows it cannot hold
         return {"ann_ids": [], "ann_dists": []}
-    plan(conn, settings, force_index=True, exact=False)
-    found = rows(conn, statement, params, prepare=settings.prepared_statements)
-    plan(conn, settings, force_index=False, exact=True)
+    # The walk between its settings and the exact ones after it: one round trip.
+    steps = [
+        (PLANNER, planner(settings, force_index=True, exact=False)),
+        (statement, params),
+        (PLANNER, planner(settings, force_index=False, exact=True)),
+    ]
+    found = pipelined(conn, steps, prepare=settings.prepared_statements)[1]
     if len(found) < min(params["n"], n_indexed):
         # Planned afresh, under the exact settings: its prepared plan is the walk's.
         found = rows(conn, statement, params, prepare=False)
