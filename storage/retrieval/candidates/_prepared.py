@@ -43,7 +43,7 @@ from typing import Any, cast
 import psycopg
 from psycopg.rows import RowMaker
 from sqlalchemy import Connection, TextClause
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, StatementError
 
 MANY = False  # what an ``execute`` listener is told: one set of parameters, not many
 
@@ -75,25 +75,25 @@ def pipelined(conn: Connection, steps: Sequence[Step], *, prepare: bool) -> list
     if prepare:
         driver.prepare_threshold = 0
     events: Any = conn.dispatch
-    sql, params = "", {}
-    cursors: list[psycopg.Cursor[Any]] = []
+    sql, params = "", cast(Mapping[str, Any], {})
+    sent: list[tuple[psycopg.Cursor[Any], str, Mapping[str, Any]]] = []
     try:
         with driver.pipeline():
             for statement, params in steps:
                 sql = _driver_sql(conn, statement)
                 cursor = driver.cursor(row_factory=_named, binary=True)
-                cursors.append(cursor)
+                sent.append((cursor, sql, params))
                 for listener in events.before_cursor_execute:
                     listener(conn, cursor, sql, params, None, MANY)
                 cursor.execute(sql, params, prepare=prepare)
-        for cursor in cursors:
+        for cursor, sql, params in sent:
             for listener in events.after_cursor_execute:
                 listener(conn, cursor, sql, params, None, MANY)
-        return [cursor.fetchall() for cursor in cursors]
+        return [cursor.fetchall() for cursor, _, _ in sent]
     except psycopg.Error as exc:
         raise _failed(conn, sql, params, exc) from exc
     finally:
-        for cursor in cursors:
+        for cursor, _, _ in sent:
             cursor.close()
         driver.prepare_threshold = before
 
@@ -133,7 +133,7 @@ def _run(
 
 def _failed(
     conn: Connection, sql: str, params: Mapping[str, Any], exc: psycopg.Error
-) -> DBAPIError:
+) -> StatementError:
     """SQLAlchemy's error for a failed statement, the connection invalidated when the
     server went away (as SQLAlchemy's own execution does)."""
     gone = conn.dialect.is_disconnect(cast(Any, exc), conn.connection.dbapi_connection, None)
