@@ -42,7 +42,6 @@ from storage.operations.access import SearchAccess
 from storage.public_ids import PublicIds
 from storage.retrieval import (
     DOC_KIND,
-    Before,
     Citation,
     Context,
     Hit,
@@ -52,6 +51,7 @@ from storage.retrieval import (
     cite,
     search_within,
 )
+from storage.retrieval.candidates import Before
 
 MAX_EPISODES = 50
 

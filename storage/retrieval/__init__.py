@@ -19,7 +19,7 @@ from storage.kernel.errors import RetrievalError
 from storage.retrieval._search import Retriever
 from storage.retrieval._timeframe import TimeWindow, asks_about_now, read_time, time_window
 from storage.retrieval._types import DOC_KIND, DocSource, Hit, Priming, SearchOptions, TimeRange
-from storage.retrieval.candidates import KINDS, ArchiveReader, Before
+from storage.retrieval.candidates import KINDS, ArchiveReader
 from storage.retrieval.explain import (
     Citation,
     CitationBook,
@@ -32,7 +32,6 @@ from storage.retrieval.explain import (
 )
 
 __all__ = [
-    "Before",
     "ArchiveReader",
     "Citation",
     "CitationBook",
