@@ -14,6 +14,7 @@ from serving._errors import (
     ServiceUnavailable,
     Unauthorized,
 )
+from serving._grants import KeyFor
 from serving._ids import MAX_TRACED, ShownIds
 from serving._service import MemoryService
 from serving._views import (
@@ -29,6 +30,7 @@ __all__ = [
     "Accesses",
     "Conflict",
     "Forbidden",
+    "KeyFor",
     "MAX_TRACED",
     "MemoryService",
     "NotFound",

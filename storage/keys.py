@@ -129,10 +129,23 @@ def resolve_key(
     too with ``write``, if the key may write); None for an unknown or revoked one (or not a
     key at all), and then the transaction has no scope. ``first`` runs the scoping statement
     (a search runs it as its own statements: ``serving._grants``)."""
+    params = scope_params(key, write=write)
+    if params is None:
+        return None
+    return granted(first(conn, SCOPE, params), params["hash"])
+
+
+def scope_params(key: str, *, write: bool = False) -> dict[str, Any] | None:
+    """The parameters of ``SCOPE`` for a presented key; None for what is not a key at all
+    (no need to ask the store)."""
     if not key.startswith(PREFIX) or len(key) > 200:
         return None
-    hashed = key_hash(key)
-    row = first(conn, SCOPE, {"hash": hashed, "write": write})
+    return {"hash": key_hash(key), "write": write}
+
+
+def granted(row: Any, hashed: str) -> Grant | None:
+    """The grant of ``SCOPE``'s row (None: no row) for the key of hash ``hashed``; None for
+    an unknown or revoked key."""
     if row is None or row.revoked:
         return None
     return Grant(int(row.key_id), str(row.namespace), row.read_only, credential=hashed)

@@ -37,6 +37,7 @@ from storage.retrieval._timeframe import QueryTime, read_time
 from storage.retrieval._types import Hit, Priming, SearchOptions
 from storage.retrieval.candidates import (
     ArchiveReader,
+    Before,
     ColdQuery,
     Request,
     StatsCache,
@@ -46,8 +47,10 @@ from storage.retrieval.candidates import (
     custom_weights,
     demote,
     document_rows,
+    first_row,
     memory_kinds,
     memory_rows,
+    pipelined,
     plan_lines,
     pool_target,
     resolve_time_range,
@@ -58,6 +61,7 @@ from storage.retrieval.explain import checked_budget, record_hits, with_passages
 from storage.retrieval.rank import rank, ranked, restated_for, with_context, with_sessions
 
 NO_OPTIONS = SearchOptions()
+_NO_VECTOR = np.zeros(0, dtype=np.float32)  # a request's, until its query is embedded
 
 
 class Retriever:
@@ -132,20 +136,7 @@ class Retriever:
         ``conn``: search inside the caller's transaction (committed by the caller) instead
         of one of its own; under the serving role, the caller scoped it by a key
         (``storage.keys``), and a transaction of its own sees nothing."""
-        check_request(namespace, query, limit, options.kinds, self.settings.max_limit)
-        now = aware(as_of) if as_of is not None else datetime.now(UTC)
-        start, end = resolve_time_range(options.time_range, now, self.tz)
-        used = self.weights if options.weights is None else custom_weights(options.weights)
-        request = Request(
-            namespace,
-            query,
-            self.embedder.embed_query(query),
-            limit,
-            start,
-            end,
-            options.kinds,
-            options.include_archived,
-        )
+        request, now, used = self._request(namespace, query, limit, as_of, options, embed=True)
         try:
             with self._transaction(conn) as tx:
                 hits = self._search(tx, request, read_time(query, now, self.tz), used)
@@ -154,6 +145,57 @@ class Retriever:
         except DBAPIError as exc:
             raise StorageError(f"search in namespace {namespace!r} failed: {exc.orig}") from exc
         return hits
+
+    def search_checked(
+        self,
+        before: Before,
+        namespace: str,
+        query: str,
+        *,
+        conn: Connection,
+        limit: int = 10,
+        as_of: datetime | None = None,
+        options: SearchOptions = NO_OPTIONS,
+    ) -> list[Hit]:
+        """``search`` in the caller's transaction, ``before``'s statement run and checked in
+        the search's first round trip, ahead of its first statement and of the query's
+        embedding (the API's key check, which then scopes the transaction: the statements
+        after it see what the key may see, and nothing if it fails). Records no access."""
+        request, now, used = self._request(namespace, query, limit, as_of, options, embed=False)
+        try:
+            first = self._first(conn, request, before)
+            request = replace(request, vector=self.embedder.embed_query(query))
+            return self._search(conn, request, read_time(query, now, self.tz), used, first)
+        except DBAPIError as exc:
+            raise StorageError(f"search in namespace {namespace!r} failed: {exc.orig}") from exc
+
+    def _request(
+        self,
+        namespace: str,
+        query: str,
+        limit: int,
+        as_of: datetime | None,
+        options: SearchOptions,
+        *,
+        embed: bool,
+    ) -> tuple[Request, datetime, Mapping[str, float]]:
+        """A search's request checked (with the query's vector if ``embed``), its time and
+        its weights."""
+        check_request(namespace, query, limit, options.kinds, self.settings.max_limit)
+        now = aware(as_of) if as_of is not None else datetime.now(UTC)
+        start, end = resolve_time_range(options.time_range, now, self.tz)
+        used = self.weights if options.weights is None else custom_weights(options.weights)
+        request = Request(
+            namespace,
+            query,
+            self.embedder.embed_query(query) if embed else _NO_VECTOR,
+            limit,
+            start,
+            end,
+            options.kinds,
+            options.include_archived,
+        )
+        return request, now, used
 
     def prime(
         self,
@@ -209,12 +251,28 @@ class Retriever:
         request = Request(namespace, query, vector, limit, kinds=kinds)
         return self._search(conn, request, read_time(query, now, self.tz), self.weights)
 
+    def _first(self, conn: Connection, request: Request, before: Before) -> Any:
+        """``before`` checked, and the first statement's row if the search reads memories
+        (``first_row``: one round trip for both)."""
+        kinds = memory_kinds(request.kinds)
+        if kinds is None or kinds:
+            return first_row(conn, self.settings, self.text_search_config, request, before)
+        steps = [(before.statement, before.params)]
+        before.check(pipelined(conn, steps, prepare=self.settings.prepared_statements)[0])
+        return None
+
     def _search(
-        self, conn: Connection, request: Request, when: QueryTime, weights: Mapping[str, float]
+        self,
+        conn: Connection,
+        request: Request,
+        when: QueryTime,
+        weights: Mapping[str, float],
+        first: Any = None,
     ) -> list[Hit]:
         """The walk: candidates (memories, document chunks, the cold tier), ranked, the
         best turns of the sessions the best point to and the turns next to the best
-        brought up, each hit with its passage."""
+        brought up, each hit with its passage. ``first``: the first statement's row, if
+        ``first_row`` ran it."""
         rows: Sequence[Any] = []
         params: dict[str, Any] | None = None
         has_docs = True  # unless the memories' statement said otherwise
@@ -222,7 +280,7 @@ class Retriever:
         if kinds is None or kinds:
             memories = replace(request, kinds=kinds)
             rows, params, has_docs = memory_rows(
-                conn, self.settings, memories, self._params(conn, memories)
+                conn, self.settings, memories, self._params(conn, memories, first)
             )
         if wants_documents(request.kinds) and has_docs:
             cfg = self.text_search_config
@@ -282,9 +340,10 @@ class Retriever:
             yield own
 
     def _params(
-        self, conn: Connection, request: Request
+        self, conn: Connection, request: Request, first: Any = None
     ) -> tuple[dict[str, Any], int, bool] | None:
-        return search_params(conn, request, self.settings, self.stats, self.text_search_config)
+        cfg = self.text_search_config
+        return search_params(conn, request, self.settings, self.stats, cfg, first)
 
     def _record(
         self, conn: Connection, namespace: str, hits: Sequence[Hit], query: str, at: datetime

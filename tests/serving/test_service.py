@@ -4,15 +4,17 @@ to the grant's namespace (look-alike namespaces beside it)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any, cast
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from serving import MemoryService, NotFound
+from serving import Forbidden, KeyFor, MemoryService, NotFound, Unauthorized
 from storage import queue
+from storage.embedding import Embedder
 from storage.kernel.settings import Settings
-from storage.keys import Grant
+from storage.keys import PREFIX, Grant, create_key, revoke_key
 from storage.server.engine import Store
 from tests.storage.memory_factory import put
 
@@ -57,3 +59,39 @@ def test_without_rls_every_path_keeps_to_the_grants_namespace(
         ).scalar()
     assert left == len(theirs)
     assert service.forget(alice, shown[0]) == {"memory_id": shown[0], "deleted": True}
+
+
+def test_a_search_checks_its_key_before_it_embeds_the_query(
+    service: MemoryService, store: Store
+) -> None:
+    """The key is checked in the search's first round trip, with its first statement
+    (``Retriever.search_checked``): an unknown, revoked or other namespace's key is refused
+    before the query is embedded, and a valid one searches as before."""
+    mine = put(store, "alice", ["the dentist is on Friday"], AT)
+    put(store, "alice2", ["the dentist of alice2"], AT)
+    with Session(store.engine) as session, session.begin():
+        key = create_key(session, "alice")[1]
+        other = create_key(session, "alice2")[1]
+        revoked_id, revoked = create_key(session, "alice")
+        revoke_key(session, revoked_id, AT)
+    embedder = service.retriever.embedder
+    asked: list[str] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(embedder, name)
+
+        def embed_query(self, query: str) -> Any:
+            asked.append(query)
+            return embedder.embed_query(query)
+
+    service.retriever.embedder = cast(Embedder, Counting())
+    for unknown in (revoked, PREFIX + "0" * 43):
+        with pytest.raises(Unauthorized):
+            service.search(KeyFor(unknown, "alice"), "dentist")
+    with pytest.raises(Forbidden):
+        service.search(KeyFor(other, "alice"), "dentist")
+    assert asked == []
+    hits = service.search(KeyFor(key, "alice"), "dentist")
+    assert asked == ["dentist"]
+    assert [c.hit.memory_id for c in hits] == [service.ids.show("memory", mine[0])]

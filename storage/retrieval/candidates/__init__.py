@@ -30,10 +30,12 @@ from storage.retrieval.candidates._inputs import (
     tsquery_term,
 )
 from storage.retrieval.candidates._memories import distinct_messages, memory_rows, plan_lines
-from storage.retrieval.candidates._prepared import execute, rows
+from storage.retrieval.candidates._prepared import execute, pipelined, rows
 from storage.retrieval.candidates._request import (
     POOL_HITS,
+    Before,
     Request,
+    first_row,
     neighbours,
     plan,
     pool_target,
@@ -53,6 +55,8 @@ from storage.retrieval.candidates._sql import (
 from storage.retrieval.candidates._stats import StatsCache
 
 __all__ = [
+    "Before",
+    "first_row",
     "archived_candidates",
     "ArchiveReader",
     "aware",
@@ -77,6 +81,7 @@ __all__ = [
     "memory_rows",
     "neighbours",
     "plan",
+    "pipelined",
     "plan_lines",
     "POOL_HITS",
     "pool_target",

@@ -43,7 +43,7 @@ from typing import Any, cast
 import psycopg
 from psycopg.rows import RowMaker
 from sqlalchemy import Connection, TextClause
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, StatementError
 
 MANY = False  # what an ``execute`` listener is told: one set of parameters, not many
 
@@ -60,6 +60,42 @@ def rows(
 ) -> Sequence[Any]:
     """All rows of ``statement`` as named tuples; prepared as ``execute`` says."""
     return _run(conn, statement, params, prepare=prepare, fetch=True)
+
+
+Step = tuple[TextClause, Mapping[str, Any]]
+
+
+def pipelined(conn: Connection, steps: Sequence[Step], *, prepare: bool) -> list[list[Any]]:
+    """Each step's rows, the steps sent together in one round trip (psycopg's pipeline
+    mode) and run in order, as ``rows`` runs each: for statements none of which needs
+    another's result here (planner settings and the statement they serve). The first
+    failure fails them all, as the first of separate statements would."""
+    driver = cast(psycopg.Connection[Any], conn.connection.driver_connection)
+    before = driver.prepare_threshold
+    if prepare:
+        driver.prepare_threshold = 0
+    events: Any = conn.dispatch
+    sql, params = "", cast(Mapping[str, Any], {})
+    sent: list[tuple[psycopg.Cursor[Any], str, Mapping[str, Any]]] = []
+    try:
+        with driver.pipeline():
+            for statement, params in steps:
+                sql = _driver_sql(conn, statement)
+                cursor = driver.cursor(row_factory=_named, binary=True)
+                sent.append((cursor, sql, params))
+                for listener in events.before_cursor_execute:
+                    listener(conn, cursor, sql, params, None, MANY)
+                cursor.execute(sql, params, prepare=prepare)
+        for cursor, sql, params in sent:
+            for listener in events.after_cursor_execute:
+                listener(conn, cursor, sql, params, None, MANY)
+        return [cursor.fetchall() for cursor, _, _ in sent]
+    except psycopg.Error as exc:
+        raise _failed(conn, sql, params, exc) from exc
+    finally:
+        for cursor, _, _ in sent:
+            cursor.close()
+        driver.prepare_threshold = before
 
 
 def plan_cache_mode(*, prepare: bool) -> str | None:
@@ -90,14 +126,20 @@ def _run(
                 listener(conn, cursor, sql, params, None, MANY)
             return cursor.fetchall() if fetch else []
     except psycopg.Error as exc:
-        gone = conn.dialect.is_disconnect(cast(Any, exc), conn.connection.dbapi_connection, None)
-        if gone:
-            conn.invalidate(exc)
-        raise DBAPIError.instance(
-            sql, dict(params), exc, psycopg.Error, connection_invalidated=gone
-        ) from exc
+        raise _failed(conn, sql, params, exc) from exc
     finally:
         driver.prepare_threshold = before
+
+
+def _failed(
+    conn: Connection, sql: str, params: Mapping[str, Any], exc: psycopg.Error
+) -> StatementError:
+    """SQLAlchemy's error for a failed statement, the connection invalidated when the
+    server went away (as SQLAlchemy's own execution does)."""
+    gone = conn.dialect.is_disconnect(cast(Any, exc), conn.connection.dbapi_connection, None)
+    if gone:
+        conn.invalidate(exc)
+    return DBAPIError.instance(sql, dict(params), exc, psycopg.Error, connection_invalidated=gone)
 
 
 def _driver_sql(conn: Connection, statement: TextClause) -> str:

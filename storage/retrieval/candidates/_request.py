@@ -7,7 +7,7 @@ namespaces' indexed rows, an exact scan of everything else) united with the lexi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,7 +17,7 @@ from sqlalchemy import Connection, TextClause
 
 from storage.kernel.settings import RetrievalSettings
 from storage.retrieval.candidates._inputs import DF_CAP, lexical_params, vector_literal
-from storage.retrieval.candidates._prepared import plan_cache_mode, rows
+from storage.retrieval.candidates._prepared import pipelined, plan_cache_mode, rows
 from storage.retrieval.candidates._sql import ANN_NEIGHBOURS, PLANNER, QUERY_TERMS, TERM_STATS
 from storage.retrieval.candidates._stats import StatsCache, cached_term_stats
 
@@ -38,13 +38,43 @@ class Request:
     include_archived: bool = False
 
 
+@dataclass(frozen=True)
+class Before:
+    """A statement sent in one round trip with a search's first (``first_row``), run ahead
+    of it in its transaction; ``check`` takes its rows, and what it raises ends the search
+    (the API's key check: ``serving``)."""
+
+    statement: TextClause
+    params: Mapping[str, Any]
+    check: Callable[[Sequence[Any]], None]
+
+
+def first_row(
+    conn: Connection, settings: RetrievalSettings, cfg: str, request: Request, before: Before
+) -> Any:
+    """The row of a search's first statement (the query's lexemes, whether the namespace
+    has indexed rows and document chunks; it sets ``SEARCH_SETTINGS``), ``before``'s
+    statement run ahead of it in the same round trip and checked first."""
+    asked = first_params(cfg, request.query, request.namespace, settings)
+    steps = [(before.statement, before.params), (QUERY_TERMS, asked)]
+    checked, found = pipelined(conn, steps, prepare=settings.prepared_statements)
+    before.check(checked)
+    return found[0]
+
+
 def search_params(
-    conn: Connection, request: Request, settings: RetrievalSettings, stats: StatsCache, cfg: str
+    conn: Connection,
+    request: Request,
+    settings: RetrievalSettings,
+    stats: StatsCache,
+    cfg: str,
+    first: Any = None,
 ) -> tuple[dict[str, Any], int, bool] | None:
     """The candidate statement's parameters, the count of indexed rows and whether the
-    namespace has document chunks; None if it has no memory."""
+    namespace has document chunks; None if it has no memory. ``first``: the first
+    statement's row when ``first_row`` ran it already."""
     n_docs, avg_len, n_indexed, has_docs, terms = lexical_stats(
-        conn, stats, cfg, request.namespace, request.query, settings
+        conn, stats, cfg, request.namespace, request.query, settings, first
     )
     if n_docs == 0:
         return None
@@ -84,14 +114,17 @@ def lexical_stats(
     namespace: str,
     query: str,
     settings: RetrievalSettings,
+    first: Any = None,
 ) -> tuple[int, float, int, bool, list[tuple[str, int]]]:
     """Size, mean length, has-index and has-chunks flags, and (lexeme, df) pairs; cached
-    where harmless.
+    where harmless. ``first``: the first statement's row, if run already (``first_row``).
 
     Leaves the search's settings (``SEARCH_SETTINGS``) for the rest of the transaction."""
     prepare = settings.prepared_statements
-    asked = first_params(cfg, query, namespace, settings)
-    row = rows(conn, QUERY_TERMS, asked, prepare=prepare)[0]
+    row = first
+    if row is None:
+        asked = first_params(cfg, query, namespace, settings)
+        row = rows(conn, QUERY_TERMS, asked, prepare=prepare)[0]
     lexemes = list(dict.fromkeys(row.lexemes))
     size, known = cached_term_stats(
         conn, stats, TERM_STATS, namespace, lexemes, DF_CAP, prepare=prepare
@@ -115,19 +148,28 @@ def first_params(
 
 def plan(conn: Connection, settings: RetrievalSettings, *, force_index: bool, exact: bool) -> None:
     """Planner settings for the next statement: the HNSW walk, or exact scans only."""
+    rows(
+        conn,
+        PLANNER,
+        planner(settings, force_index=force_index, exact=exact),
+        prepare=settings.prepared_statements,
+    )
+
+
+def planner(settings: RetrievalSettings, *, force_index: bool, exact: bool) -> dict[str, Any]:
+    """The parameters of ``PLANNER`` for ``plan``'s settings."""
     # The walk is planned for its namespace (its own HNSW index); the rest as the search.
     mode = (
         "force_custom_plan"
         if force_index
         else plan_cache_mode(prepare=settings.prepared_statements)
     )
-    params = {
+    return {
         "ef_search": str(settings.ef_search),
         "other": "off" if force_index else "on",
         "indexscan": "off" if exact else "on",
         "plan_cache_mode": mode,
     }
-    rows(conn, PLANNER, params, prepare=settings.prepared_statements)
 
 
 def neighbours(
@@ -142,9 +184,13 @@ def neighbours(
     afterwards (the candidates statement needs them)."""
     if n_indexed == 0:  # a walk of the index would look for rows it cannot hold
         return {"ann_ids": [], "ann_dists": []}
-    plan(conn, settings, force_index=True, exact=False)
-    found = rows(conn, statement, params, prepare=settings.prepared_statements)
-    plan(conn, settings, force_index=False, exact=True)
+    # The walk between its settings and the exact ones after it: one round trip.
+    steps = [
+        (PLANNER, planner(settings, force_index=True, exact=False)),
+        (statement, params),
+        (PLANNER, planner(settings, force_index=False, exact=True)),
+    ]
+    found: Sequence[Any] = pipelined(conn, steps, prepare=settings.prepared_statements)[1]
     if len(found) < min(params["n"], n_indexed):
         # Planned afresh, under the exact settings: its prepared plan is the walk's.
         found = rows(conn, statement, params, prepare=False)
