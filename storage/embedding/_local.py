@@ -8,8 +8,9 @@ process (``_graph_cache``). Vectors are the model's
 sentence embeddings: token vectors mean-pooled over the attention mask, L2-normalised, as
 sentence-transformers computes them (cosine >= 0.9999 against it, tested). The same
 graph with int8 weights (``_quantize``) embeds a search's query, 2.5 times cheaper, and
-the stored vectors of a store that uses it (``store_encoder``), a text with 2.3 times less
-CPU; the store records which graph made its vectors.
+the stored vectors of a store that uses it (``store_encoder``): the static int8 graph in a
+new store, texts batched; the dynamic one, a text per run, in a store made before it. The
+store records which graph made its vectors.
 """
 
 from __future__ import annotations
@@ -51,18 +52,22 @@ PUBLISHED_SHA256 = {
 class LocalEmbedder:
     """all-MiniLM-L6-v2 sentence vectors, computed on this machine's CPU.
 
-    ``int8``: stored vectors come from the graph with int8 weights (`_quantize`): 2.0 ms
-    of CPU per chat message instead of 4.7, a mean cosine of 0.9925 with the float32
-    graph's, the same recall on ``bench/eval.py`` (within 0.003); the embedder's
-    ``name`` then says so (``all-MiniLM-L6-v2/int8``), and the store records it, so vectors
-    of the two graphs are never mixed (``archivist reembed`` moves a store between them).
-    ``int8_queries``: `embed_query` runs the int8 graph, else the float32 one.
+    ``graph``: the graph that makes the stored vectors (`Graph`). ``int8`` has int8
+    weights and scales each run's activations (`_quantize.quantized`): 2.0 ms of CPU per
+    chat message instead of 4.7, a mean cosine of 0.9925 with the float32 graph's.
+    ``int8-static`` fixes the activations' scales from calibration texts
+    (`_quantize.statically_quantized`): a mean cosine of 0.9947, and a text's vector does
+    not depend on its batch. Both kept ``bench/eval.py``'s recall; the embedder's ``name``
+    says which (``all-MiniLM-L6-v2/int8-static``), and the store records it, so vectors of
+    two graphs are never mixed (``archivist reembed`` moves a store between them).
+    ``query_graph``: the graph `embed_query` runs (int8 by default).
 
-    For the float32 graph, texts are sorted by length and cut into batches of at most
-    ``batch_tokens`` padded tokens (`_batches`); the int8 graph takes one text per run
-    (see `embed`). ``threads`` batches run side by side, each on one thread of ONNX
-    Runtime (None: one per CPU this process may use): a run split across threads waits for
-    the slowest at every operator, which on shared cores cost 10-30 % of the throughput.
+    For the float32 and static int8 graphs, texts are sorted by length and cut into
+    batches of at most ``batch_tokens`` padded tokens (`_batches`); the dynamic int8 graph
+    takes one text per run (see `embed`). ``threads`` batches run side by side, each on
+    one thread of ONNX Runtime (None: one per CPU this process may use): a run split
+    across threads waits for the slowest at every operator, which on shared cores cost
+    10-30 % of the throughput.
     A query runs on one thread, which a second slows (2.1 ms instead of 1.5).
     ``cache_dir`` keeps the built graphs for the next process (`_graph_cache`); None builds
     them in memory.

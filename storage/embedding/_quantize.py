@@ -14,6 +14,10 @@ memories, 0.974 at worst). Activations are quantised per call (ONNX Runtime's dy
 quantisation), so the graph needs no calibration data; per call means per text, for a
 text's vector not to depend on its batch (``_local``). Built once per machine and kept
 beside the float32 graph (``_graph_cache``).
+
+The static int8 graph (`statically_quantized`) quantises activations with scales fixed
+once, from the calibration texts the package ships (``calibration.txt``): a text's
+vector is then the same in any batch, and bulk embedding batches texts as float32 did.
 """
 
 from __future__ import annotations
