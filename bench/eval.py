@@ -235,7 +235,9 @@ def evaluate(
     )
 
     embedding = embedding_settings(embedder_name, turn_context=turn_context)
-    stored = embedding.provider + ("-int8" if embedding.store_encoder == "int8" else "")
+    stored = embedding.provider + (
+        "" if embedding.store_encoder in ("auto", "float32") else f"-{embedding.store_encoder}"
+    )
     stored += "-turn-context" if embedding.turn_context else ""
     settings = Settings(data_dir=workdir / stored, embedding=embedding)
     store = open_store(settings)

@@ -142,7 +142,8 @@ def main() -> None:
 def embedding_rate(settings: Settings, as_of: datetime, rounds: int) -> None:
     """Memories embedded per second by the configured embedder, warm, over 5,000 generated
     messages, beside the local model's float32 path as it was before token batches, the
-    int8 graph and per-run deduplication (issue 35), measured in this run: rounds
+    int8 graph and per-run deduplication (issue 35), and beside the dynamic int8 graph
+    (one text per run) when another graph is configured, measured in this run: rounds
     alternate, and the best of each is printed (the cores may be shared)."""
     from storage.embedding import make_embedder
     from tasks.samples import generate_bulk
@@ -154,28 +155,35 @@ def embedding_rate(settings: Settings, as_of: datetime, rounds: int) -> None:
         return [m.content for _, messages in sample for m in messages]
 
     texts = messages(5)
-    make_embedder(settings.embedding).embed(messages(6)[:64])  # load the graph
-    before = BeforeEmbedder(settings) if settings.embedding.provider == "local" else None
+    local = settings.embedding.provider == "local"
+    configured = {"after": settings.embedding}
+    if local and settings.embedding.store_encoder not in ("int8", "float32"):
+        configured["int8"] = settings.embedding.model_copy(update={"store_encoder": "int8"})
+    for embedding in configured.values():
+        make_embedder(embedding).embed(messages(6)[:64])  # load the graph
+    before = BeforeEmbedder(settings) if local else None
     if before is not None:
         before.embed(messages(6)[:64])
     best: dict[str, tuple[float, float]] = {}
-    name, model_texts = "", 0
+    names, model_texts = {}, {}
     for _ in range(rounds):
-        runs: list[tuple[str, Any]] = [("after", make_embedder(settings.embedding))]
+        runs: list[tuple[str, Any]] = [(k, make_embedder(e)) for k, e in configured.items()]
         if before is not None:
             runs.insert(0, ("before", before))
         for label, embedder in runs:
             wall, cpu = time.perf_counter(), time.process_time()
             embedder.embed(texts)
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            if label == "after":
-                name, model_texts = embedder.name, embedder.computed
+            if label != "before":
+                names[label], model_texts[label] = embedder.name, embedder.computed
             if label not in best or wall < best[label][0]:
                 best[label] = (wall, cpu)
     n = len(texts)
     for label, (wall, cpu) in best.items():
-        what = BeforeEmbedder.WHAT if label == "before" else f"{name}, now"
-        reached = n if label == "before" else model_texts
+        what = {"before": BeforeEmbedder.WHAT, "after": f"{names.get(label)}, now"}.get(
+            label, f"{names.get(label)} (one text per run)"
+        )
+        reached = model_texts.get(label, n)
         print(
             f"{what}: {n / wall:,.0f} memories embedded/s ({n:,} texts, {reached:,} through "
             f"the model; {1000 * cpu / n:.2f} ms of CPU per memory, so {n / cpu:,.0f}/s per "

@@ -9,7 +9,7 @@ from sqlalchemy import Engine
 from storage.embedding._cached import CachedEmbedder
 from storage.embedding._graph_cache import default_cache_dir
 from storage.embedding._hashing import HashingEmbedder
-from storage.embedding._local import LocalEmbedder, graph_name
+from storage.embedding._local import Graph, LocalEmbedder, graph_name
 from storage.embedding._once import EmbedOnce
 from storage.embedding._protocol import Embedder
 from storage.kernel.errors import ConfigurationError
@@ -33,7 +33,8 @@ def make_embedder(
     ``redaction`` applies to a remote model's input (``None``: the defaults, all on); the
     local and hashing embedders send nothing anywhere and see the text as it is.
     ``stored``: the model of the store's vectors (``storage.meta.stored_model``), whose
-    graph the local model's ``store_encoder=auto`` keeps (None: a new store's, int8).
+    graph the local model's ``store_encoder=auto`` keeps (None: a new store's,
+    int8-static).
     """
     embedder = _base_embedder(settings, client, redaction, stored)
     if engine is not None and uses_cache(settings):
@@ -53,23 +54,27 @@ def _local(settings: EmbeddingSettings, stored: str | None) -> LocalEmbedder:
         threads=settings.threads,
         batch_tokens=settings.batch_tokens,
         cache_dir=settings.graph_cache_dir or default_cache_dir(),
-        int8=store_int8(settings, stored),
-        int8_queries=_int8_queries(settings),
+        graph=store_graph(settings, stored),
+        query_graph=_query_graph(settings),
     )
 
 
-def store_int8(settings: EmbeddingSettings, stored: str | None) -> bool:
-    """Whether the local model's stored vectors come from its int8 graph: as set, or with
-    ``auto`` unless the store holds the float32 graph's vectors (``stored``)."""
-    if settings.store_encoder == "auto":
-        return stored != graph_name(int8=False)
-    return settings.store_encoder == "int8"
+def store_graph(settings: EmbeddingSettings, stored: str | None) -> Graph:
+    """The local model's graph for the stored vectors: as set, or with ``auto`` the graph
+    of the vectors the store holds (``stored``), the static int8 graph for any other."""
+    if settings.store_encoder != "auto":
+        return settings.store_encoder
+    kept: tuple[Graph, ...] = ("float32", "int8")
+    for graph in kept:
+        if stored == graph_name(graph):
+            return graph
+    return "int8-static"
 
 
-def _int8_queries(settings: EmbeddingSettings) -> bool:
-    """Whether queries take the int8 graph: not through the vector cache, which keeps the
-    model's own vectors and so embeds a query as it embeds a memory."""
-    return settings.query_encoder == "int8" and not uses_cache(settings)
+def _query_graph(settings: EmbeddingSettings) -> Graph:
+    """The graph queries take: float32 through the vector cache, which keeps the model's
+    own vectors and so embeds a query as it embeds a memory."""
+    return "float32" if uses_cache(settings) else settings.query_encoder
 
 
 def uses_cache(settings: EmbeddingSettings) -> bool:

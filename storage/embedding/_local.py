@@ -8,8 +8,9 @@ process (``_graph_cache``). Vectors are the model's
 sentence embeddings: token vectors mean-pooled over the attention mask, L2-normalised, as
 sentence-transformers computes them (cosine >= 0.9999 against it, tested). The same
 graph with int8 weights (``_quantize``) embeds a search's query, 2.5 times cheaper, and
-the stored vectors of a store that uses it (``store_encoder``), a text with 2.3 times less
-CPU; the store records which graph made its vectors.
+the stored vectors of a store that uses it (``store_encoder``): the static int8 graph in a
+new store, texts batched; the dynamic one, a text per run, in a store made before it. The
+store records which graph made its vectors.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -32,6 +33,12 @@ from storage.embedding._graph_cache import cache_key, cached_graph
 from storage.kernel.errors import ConfigurationError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
+# The model's graphs: its own float32 weights; int8 weights with each run's activations
+# scaled anew (dynamic, `_quantize.quantized`); int8 weights and activations with scales
+# fixed once from calibration texts (static, `_quantize.statically_quantized`).
+Graph = Literal["float32", "int8", "int8-static"]
+GRAPHS: tuple[Graph, ...] = get_args(Graph)
+CALIBRATION = Path(__file__).with_name("calibration.txt")
 DIM = 384
 # sentence-transformers/all-MiniLM-L6-v2 at revision 1110a243fdf4706b3f48f1d95db1a4f5529b4d41,
 # as published (git-LFS object ids); the package ships byte-identical files.
@@ -45,18 +52,22 @@ PUBLISHED_SHA256 = {
 class LocalEmbedder:
     """all-MiniLM-L6-v2 sentence vectors, computed on this machine's CPU.
 
-    ``int8``: stored vectors come from the graph with int8 weights (`_quantize`): 2.0 ms
-    of CPU per chat message instead of 4.7, a mean cosine of 0.9925 with the float32
-    graph's, the same recall on ``bench/eval.py`` (within 0.003); the embedder's
-    ``name`` then says so (``all-MiniLM-L6-v2/int8``), and the store records it, so vectors
-    of the two graphs are never mixed (``archivist reembed`` moves a store between them).
-    ``int8_queries``: `embed_query` runs the int8 graph, else the float32 one.
+    ``graph``: the graph that makes the stored vectors (`Graph`). ``int8`` has int8
+    weights and scales each run's activations (`_quantize.quantized`): 2.0 ms of CPU per
+    chat message instead of 4.7, a mean cosine of 0.9925 with the float32 graph's.
+    ``int8-static`` fixes the activations' scales from calibration texts
+    (`_quantize.statically_quantized`): a mean cosine of 0.9947, and a text's vector does
+    not depend on its batch. Both kept ``bench/eval.py``'s recall; the embedder's ``name``
+    says which (``all-MiniLM-L6-v2/int8-static``), and the store records it, so vectors of
+    two graphs are never mixed (``archivist reembed`` moves a store between them).
+    ``query_graph``: the graph `embed_query` runs (int8 by default).
 
-    For the float32 graph, texts are sorted by length and cut into batches of at most
-    ``batch_tokens`` padded tokens (`_batches`); the int8 graph takes one text per run
-    (see `embed`). ``threads`` batches run side by side, each on one thread of ONNX
-    Runtime (None: one per CPU this process may use): a run split across threads waits for
-    the slowest at every operator, which on shared cores cost 10-30 % of the throughput.
+    For the float32 and static int8 graphs, texts are sorted by length and cut into
+    batches of at most ``batch_tokens`` padded tokens (`_batches`); the dynamic int8 graph
+    takes one text per run (see `embed`). ``threads`` batches run side by side, each on
+    one thread of ONNX Runtime (None: one per CPU this process may use): a run split
+    across threads waits for the slowest at every operator, which on shared cores cost
+    10-30 % of the throughput.
     A query runs on one thread, which a second slows (2.1 ms instead of 1.5).
     ``cache_dir`` keeps the built graphs for the next process (`_graph_cache`); None builds
     them in memory.
@@ -74,20 +85,20 @@ class LocalEmbedder:
         batch_tokens: int = 2048,
         cache_dir: Path | None = None,
         *,
-        int8: bool = False,
-        int8_queries: bool = True,
+        graph: Graph = "float32",
+        query_graph: Graph = "int8",
     ) -> None:
         self._threads = threads
         self._batch_tokens = batch_tokens
         self._cache_dir = cache_dir
-        self._int8 = int8
-        self._int8_queries = int8_queries
+        self._graph = graph
+        self._query_graph = query_graph
 
     @property
     def name(self) -> str:
         """The graph that makes the stored vectors: the model, and its precision when not
         the model's own float32."""
-        return graph_name(int8=self._int8)
+        return graph_name(self._graph)
 
     @property
     def dim(self) -> int:
@@ -98,10 +109,10 @@ class LocalEmbedder:
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         if not texts:
             return out
-        model = _load(self._cache_dir, int8=self._int8)
+        model = _load(self._cache_dir, self._graph)
         encoded = model.tokenizer.encode_batch(list(texts))
         lengths = [len(e.ids) for e in encoded]
-        if self._int8:
+        if self._graph == "int8":
             # One text per run: the int8 graph quantises each run's activations with one
             # scale, so texts run together would shift each other's vectors (a cosine of
             # 0.98 between a text alone and in a batch). Alone, a text's vector is the one
@@ -127,17 +138,18 @@ class LocalEmbedder:
         """``text``'s unit vector for a search: from the int8 graph unless told otherwise,
         a cosine of 0.99 on average with the float32 graph's, and compared with vectors
         `embed` made."""
-        model = _load(self._cache_dir, int8=self._int8_queries)
+        model = _load(self._cache_dir, self._query_graph)
         return model.run([model.tokenizer.encode(text)])[0]  # type: ignore[no-any-return]
 
     def preload_queries(self) -> threading.Thread:
         """Start loading the graph `embed_query` runs, in the background (`preload`)."""
-        return preload(self._cache_dir, int8=self._int8_queries)
+        return preload(self._cache_dir, self._query_graph)
 
 
-def graph_name(*, int8: bool) -> str:
-    """What the store records of vectors made by the float32 or the int8 graph."""
-    return f"{MODEL_NAME}/int8" if int8 else MODEL_NAME
+def graph_name(graph: Graph) -> str:
+    """What the store records of vectors made by ``graph``: the model, then the graph
+    unless float32 (``all-MiniLM-L6-v2/int8-static``)."""
+    return MODEL_NAME if graph == "float32" else f"{MODEL_NAME}/{graph}"
 
 
 def _usable_cpus() -> int:
@@ -151,24 +163,18 @@ class _Model:
     """The tokenizer and the inference session of one graph (one per process), run on one
     thread per call: calls from several threads run side by side."""
 
-    def __init__(self, folder: Path, cache_dir: Path | None, *, int8: bool) -> None:
+    def __init__(self, folder: Path, cache_dir: Path | None, graph: Graph) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
         verified(folder, ("tokenizer.json", "config.json"))  # the weights: when built
-        limit = int(
-            json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"]
-        )
-        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self.tokenizer.enable_truncation(max_length=limit)
-        self.tokenizer.no_padding()  # batches are padded here, to their own longest text
+        self.tokenizer = _tokenizer(folder)
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
         self.session = ort.InferenceSession(
-            _graph(folder, cache_dir, int8=int8),
+            _graph(folder, cache_dir, graph),
             options,
             providers=["CPUExecutionProvider"],
             # The int8 graph's residual Add and LayerNormalization would be fused into
@@ -195,7 +201,7 @@ class _Model:
 _loading = threading.Lock()
 
 
-def preload(cache_dir: Path | None, *, int8: bool) -> threading.Thread:
+def preload(cache_dir: Path | None, graph: Graph) -> threading.Thread:
     """Load the model in a background thread: a command that opens the store meanwhile
     (0.1 to 0.2 s, mostly waiting) finds it ready, or waits for that one build.
 
@@ -204,8 +210,7 @@ def preload(cache_dir: Path | None, *, int8: bool) -> threading.Thread:
     built, as it was when a command finished without needing the model."""
     loader = threading.Thread(
         target=_load,
-        args=(cache_dir,),
-        kwargs={"int8": int8},
+        args=(cache_dir, graph),
         name="archivist-model-preload",
         daemon=True,
     )
@@ -214,34 +219,61 @@ def preload(cache_dir: Path | None, *, int8: bool) -> threading.Thread:
     return loader
 
 
-def _load(cache_dir: Path | None, *, int8: bool) -> _Model:
+def _load(cache_dir: Path | None, graph: Graph) -> _Model:
     """The model of a graph, built once per process: the first searches of a server arrive
     together, and each would otherwise build its own (16 took 14 s)."""
     with _loading:
-        return _built(cache_dir, int8=int8)
+        return _built(cache_dir, graph)
 
 
-@lru_cache(maxsize=4)
-def _built(cache_dir: Path | None, *, int8: bool) -> _Model:
-    return _Model(_package_folder(), cache_dir, int8=int8)
+@lru_cache(maxsize=6)
+def _built(cache_dir: Path | None, graph: Graph) -> _Model:
+    return _Model(_package_folder(), cache_dir, graph)
 
 
-def _graph(folder: Path, cache_dir: Path | None, *, int8: bool) -> bytes | str:
-    """The serialised encoder (float32, or int8), or the file that holds it when the cache
-    has it."""
+def _tokenizer(folder: Path) -> Any:
+    """The model's tokenizer, cutting texts at its longest input, padding nothing
+    (batches are padded here, to their own longest text)."""
+    from tokenizers import Tokenizer
+
+    limit = int(json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"])
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=limit)
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def calibration_texts() -> list[str]:
+    """The texts that fix the static graph's activation scales (``calibration.txt``)."""
+    lines = CALIBRATION.read_text("utf-8").splitlines()
+    return [line for line in lines if line.strip() and not line.startswith("#")]
+
+
+def _graph(folder: Path, cache_dir: Path | None, graph: Graph) -> bytes | str:
+    """The serialised encoder of ``graph``, or the file that holds it when the cache has
+    it."""
 
     def build() -> bytes:
         from storage.embedding._bert_onnx import build_encoder  # onnx, only to build
-        from storage.embedding._quantize import quantized
+        from storage.embedding._quantize import quantized, statically_quantized
 
-        graph = build_encoder(verified(folder))
-        return quantized(graph) if int8 else graph
+        encoder = build_encoder(verified(folder))
+        if graph == "int8":
+            return quantized(encoder)
+        if graph == "int8-static":
+            encoded = _tokenizer(folder).encode_batch(calibration_texts())
+            return statically_quantized(encoder, [e.ids for e in encoded])
+        return encoder
 
     if cache_dir is None:
         return build()
-    sources = ("_bert_onnx.py", "_quantize.py") if int8 else ("_bert_onnx.py",)
+    sources = {
+        "float32": ("_bert_onnx.py",),
+        "int8": ("_bert_onnx.py", "_quantize.py"),
+        "int8-static": ("_bert_onnx.py", "_quantize.py", CALIBRATION.name),
+    }[graph]
     key = cache_key(PUBLISHED_SHA256.values(), [Path(__file__).with_name(s) for s in sources])
-    kind = "-int8" if int8 else ""
+    kind = "" if graph == "float32" else f"-{graph}"
     return cached_graph(cache_dir / f"{MODEL_NAME}{kind}-{key}.onnx", build)
 
 
@@ -286,4 +318,4 @@ def float32_parts(cache_dir: Path | None) -> tuple[Any, bytes | str]:
     """The float32 graph (its bytes, or the cached file) and its tokenizer: what bulk
     embedding ran before token-capped batches and the int8 graph (``bench/sync.py`` times
     that path beside today's)."""
-    return _load(cache_dir, int8=False).tokenizer, _graph(_package_folder(), cache_dir, int8=False)
+    return _load(cache_dir, "float32").tokenizer, _graph(_package_folder(), cache_dir, "float32")

@@ -36,17 +36,18 @@ class EmbeddingSettings(BaseModel):
         description="batches the local embedder runs side by side, one CPU thread each "
         "(default: one per CPU; a query takes one)",
     )
-    store_encoder: Literal["auto", "int8", "float32"] = Field(
+    store_encoder: Literal["auto", "int8-static", "int8", "float32"] = Field(
         "auto",
-        description="the local model's weights for the stored vectors (memories, document "
-        "chunks): int8 (2.3 times less CPU, the recall of float32's) or float32; auto: the "
-        "weights of the vectors the store holds, int8 for a new store. The store records "
-        "which; archivist reembed moves it",
+        description="the local model's graph for the stored vectors (memories, document "
+        "chunks): int8-static (int8 weights and activations with fixed scales, texts in "
+        "batches), int8 (activations scaled per text, one text per run) or float32; auto: "
+        "the graph of the vectors the store holds, int8-static for a new store. The store "
+        "records which; archivist reembed moves it",
     )
-    query_encoder: Literal["int8", "float32"] = Field(
+    query_encoder: Literal["int8", "int8-static", "float32"] = Field(
         "int8",
-        description="the local model's weights for search queries: int8 (2.5 times cheaper, "
-        "mean cosine 0.99 with float32's) or float32",
+        description="the local model's graph for search queries: int8 (2.5 times cheaper, "
+        "mean cosine 0.99 with float32's), int8-static or float32",
     )
     turn_context: bool = Field(
         False,

@@ -109,7 +109,7 @@ def test_a_folder_that_cannot_be_written_costs_the_build_not_the_search(
 
 
 def test_preloading_builds_the_model_in_the_background(tmp_path: Path) -> None:
-    loader = preload(tmp_path, int8=False)  # a folder no other test loads
+    loader = preload(tmp_path, "float32")  # a folder no other test loads
     assert loader.daemon
     loader.join(timeout=120)
     assert not loader.is_alive() and len(graphs(tmp_path)) == 1  # built, and kept
@@ -120,7 +120,7 @@ def test_preloading_builds_the_model_in_the_background(tmp_path: Path) -> None:
 def test_the_query_graph_is_kept_beside_the_model_and_loaded_without_building(
     tmp_path: Path,
 ) -> None:
-    preload(tmp_path, int8=True).join(timeout=120)  # a folder no other test loads
+    preload(tmp_path, "int8").join(timeout=120)  # a folder no other test loads
     [graph] = sorted(tmp_path.glob("all-MiniLM-L6-v2-int8-*.onnx"))
     assert graph.with_suffix(".data").stat().st_size < 25_000_000  # int8: a quarter of 90 MB
     expected = LocalEmbedder(threads=5, cache_dir=tmp_path).embed_query(TEXTS[0])

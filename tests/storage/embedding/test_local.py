@@ -14,7 +14,14 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from storage.embedding import EmbedOnce, LocalEmbedder, make_embedder, model_folder, verified
+from storage.embedding import (
+    EmbedOnce,
+    LocalEmbedder,
+    default_cache_dir,
+    make_embedder,
+    model_folder,
+    verified,
+)
 from storage.kernel.errors import ConfigurationError
 from storage.kernel.settings import EmbeddingSettings, RetrievalSettings
 from storage.retrieval import Retriever, SearchOptions
@@ -40,7 +47,15 @@ def local() -> LocalEmbedder:
 
 @pytest.fixture(scope="module")
 def local_int8() -> LocalEmbedder:
-    return LocalEmbedder(threads=2, batch_tokens=64, int8=True)
+    return LocalEmbedder(threads=2, batch_tokens=64, graph="int8")
+
+
+@pytest.fixture(scope="module")
+def local_static() -> LocalEmbedder:
+    # The machine's cache: building the static graph calibrates it (about 10 s of CPU).
+    return LocalEmbedder(
+        threads=2, batch_tokens=64, cache_dir=default_cache_dir(), graph="int8-static"
+    )
 
 
 # sentence-transformers' own vectors of TEXTS: the venv has no PyTorch (nor
@@ -63,7 +78,7 @@ def test_vectors_are_sentence_transformers_own(local: LocalEmbedder) -> None:
     assert (got * expected).sum(axis=1).min() >= 0.9999
 
 
-@pytest.mark.parametrize("graph", ["local", "local_int8"])
+@pytest.mark.parametrize("graph", ["local", "local_int8", "local_static"])
 def test_a_text_gets_the_same_vector_in_any_batch(
     graph: str, request: pytest.FixtureRequest
 ) -> None:
@@ -71,6 +86,10 @@ def test_a_text_gets_the_same_vector_in_any_batch(
     alone = np.stack([embedder.embed([t])[0] for t in TEXTS])
     together = embedder.embed(TEXTS[::-1])[::-1]
     assert np.abs(alone - together).max() < 1e-5
+    # Batches of other texts, of other lengths, padded to their longest: still the same.
+    crowd = [f"{t} and then some more words, {n} of them" * n for n in range(1, 9) for t in TEXTS]
+    mixed = embedder.embed([*crowd, *TEXTS])[len(crowd) :]
+    assert np.abs(alone - mixed).max() < 1e-5
 
 
 def test_the_int8_graph_stores_vectors_close_to_the_model_own_under_its_own_name(
@@ -88,6 +107,24 @@ def test_the_int8_graph_stores_vectors_close_to_the_model_own_under_its_own_name
     assert np.abs(stored - exact).max() > 1e-3  # the int8 graph, not the float32 one
     # Its queries are the int8 graph's too, and a text alone: the very vector stored.
     assert np.array_equal(local_int8.embed_query(TEXTS[1]), stored[1])
+
+
+def test_the_static_int8_graph_stores_vectors_close_to_the_model_own_under_its_own_name(
+    local: LocalEmbedder, local_static: LocalEmbedder
+) -> None:
+    exact = local.embed(TEXTS)
+
+    stored = local_static.embed(TEXTS)
+
+    assert local_static.name == "all-MiniLM-L6-v2/int8-static"
+    assert stored.dtype == np.float32
+    assert np.allclose(np.linalg.norm(stored, axis=1), 1.0, atol=1e-5)
+    cosines = (stored * exact).sum(axis=1)
+    assert cosines.min() >= 0.95 and cosines.mean() >= 0.98
+    assert np.abs(stored - exact).max() > 1e-3  # a quantised graph, not the float32 one
+    # Batched for storage, yet a query on the same graph gets the very vector stored.
+    same = LocalEmbedder(cache_dir=default_cache_dir(), query_graph="int8-static")
+    assert np.abs(same.embed_query(TEXTS[1]) - stored[1]).max() < 1e-5
 
 
 def test_a_query_vector_from_the_int8_graph_stays_close_to_the_model_own(
@@ -126,14 +163,16 @@ def test_weights_are_checked_against_the_published_model(tmp_path: Path) -> None
 
 def test_settings_for_the_local_model() -> None:
     assert EmbeddingSettings().provider == "local"
-    embedder = make_embedder(EmbeddingSettings(threads=1))  # a new store's: int8
+    embedder = make_embedder(EmbeddingSettings(threads=1))  # a new store's: int8-static
     assert isinstance(embedder, EmbedOnce) and isinstance(embedder.inner, LocalEmbedder)
-    assert embedder.name == "all-MiniLM-L6-v2/int8"
+    assert embedder.name == "all-MiniLM-L6-v2/int8-static"
     float32 = EmbeddingSettings(store_encoder="float32")
     assert make_embedder(float32).name == "all-MiniLM-L6-v2"
-    # auto keeps the graph of the vectors stored: float32's, or int8's for any other
-    assert make_embedder(EmbeddingSettings(), stored="all-MiniLM-L6-v2").name == "all-MiniLM-L6-v2"
-    assert make_embedder(EmbeddingSettings(), stored="hashing-v1-384").name.endswith("/int8")
+    assert make_embedder(EmbeddingSettings(store_encoder="int8")).name == "all-MiniLM-L6-v2/int8"
+    # auto keeps the graph of the vectors stored: float32's, int8's, else int8-static's
+    for graph in ("all-MiniLM-L6-v2", "all-MiniLM-L6-v2/int8", "all-MiniLM-L6-v2/int8-static"):
+        assert make_embedder(EmbeddingSettings(), stored=graph).name == graph
+    assert make_embedder(EmbeddingSettings(), stored="hashing-v1-384").name.endswith("/int8-static")
     with pytest.raises(ValidationError, match="ARCHIVIST_EMBEDDING__DIM=256"):
         EmbeddingSettings(dim=256)
     with pytest.raises(ValidationError):

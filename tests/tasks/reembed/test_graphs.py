@@ -1,5 +1,6 @@
-"""The local model's two graphs (float32, int8): the store records which made its
-vectors, ``store_encoder=auto`` keeps it, and ``reembed`` moves the store between them."""
+"""The local model's graphs (float32, int8, int8-static): the store records which made
+its vectors, ``store_encoder=auto`` keeps it, and ``reembed`` moves the store between
+them."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from storage.embedding import LocalEmbedder
+from storage.embedding import LocalEmbedder, default_cache_dir
 from storage.kernel.errors import ConfigurationError
 from storage.kernel.settings import EmbeddingSettings, Settings
 from storage.meta import check_compatible, read_facts
@@ -23,13 +24,15 @@ from tests.helpers import add_session, chat, run_sync
 
 AS_OF = datetime(2026, 11, 20, 23, tzinfo=UTC)
 FLOAT32, INT8 = "all-MiniLM-L6-v2", "all-MiniLM-L6-v2/int8"
+STATIC = "all-MiniLM-L6-v2/int8-static"
 
 
 @pytest.fixture(scope="module")
 def graphs() -> dict[str, LocalEmbedder]:
     return {
         FLOAT32: LocalEmbedder(threads=2, batch_tokens=256),
-        INT8: LocalEmbedder(threads=2, int8=True),
+        INT8: LocalEmbedder(threads=2, graph="int8"),
+        STATIC: LocalEmbedder(threads=2, cache_dir=default_cache_dir(), graph="int8-static"),
     }
 
 
@@ -90,9 +93,33 @@ def test_reembed_moves_the_store_between_the_graphs_and_auto_follows(
     assert reembed(store.engine, graphs[FLOAT32]).already_current
 
 
-def test_a_new_store_takes_the_int8_graph(store: Store) -> None:
+def test_a_store_of_the_int8_graph_keeps_it_until_reembed_moves_it_to_the_static_one(
+    store: Store, graphs: dict[str, LocalEmbedder]
+) -> None:
+    start = AS_OF - timedelta(hours=5)
+    add_session(store, "s1", "alice", chat(start, "Should I buy new shoes for the race?", "Yes."))
+    add_session(store, "s2", "bob", chat(start, "We booked four nights in Copenhagen.", "Ok."))
+    with Session(store.engine) as session, session.begin():
+        check_compatible(session, graphs[INT8])  # a store made before int8-static
+    run_sync(store, AS_OF, embedder=graphs[INT8], min_user_messages=1)
+    assert_made_by(store, graphs[INT8])
+    assert connect(local(store))[1].name == INT8  # auto keeps it
+    with pytest.raises(ConfigurationError, match=f"{INT8} .*{STATIC}.*archivist reembed"):
+        connect(local(store, "int8-static"))
+
+    out = reembed(store.engine, graphs[STATIC], batch=3)
+
+    assert out.swapped and out.model == STATIC
+    assert_made_by(store, graphs[STATIC])
+    assert connect(local(store))[1].name == STATIC  # auto follows the store
+    assert reembed(store.engine, graphs[STATIC]).already_current
+    assert reembed(store.engine, graphs[INT8], batch=2).swapped  # and back
+    assert_made_by(store, graphs[INT8])
+
+
+def test_a_new_store_takes_the_static_int8_graph(store: Store) -> None:
     _, embedder = connect(local(store))
-    assert embedder.name == INT8
+    assert embedder.name == STATIC
     with Session(store.engine) as session:
-        assert read_facts(session)["embedding_model"] == INT8
+        assert read_facts(session)["embedding_model"] == STATIC
     assert connect(local(store, "float32"))[1].name == FLOAT32  # still empty: adopts it
