@@ -65,33 +65,38 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return min(6, len(os.sched_getaffinity(0)) + 1)
 
 
-# The files that keep a worker longest (wall seconds per file from a timeline of the README's
-# command, 2026-11-28, less the session fixtures the first file of a worker starts), longest
-# first. pytest-xdist hands out files in order of their number of tests, so these (most have
-# few tests, each running real processes) came last, and one worker ran the sharded-run
-# file for minutes while the others had finished. A file not listed comes after these, in
+# The files that keep a worker longest, longest first: the share of all workers' time each
+# took, averaged over two runs of the README's command (2026-11-28, timelines per worker;
+# the session fixtures the first file of a worker starts left out). pytest-xdist hands out
+# files in order of their number of tests, so these (most have few tests, each running real
+# processes) came last: one worker ran the sharded-run file, 13 % of the suite's time, for
+# minutes after the others had finished. A file not listed comes after these, in
 # pytest-xdist's order; a list out of date costs time, never a test.
 LONGEST_FIRST = (
     "tests/flows/test_sharded_run.py",
-    "tests/tasks/tidy/test_select.py",
     "tests/tasks/quality/test_run.py",
-    "tests/serving/test_mcp.py",
+    "tests/tasks/tidy/test_select.py",
     "tests/storage/test_keeper.py",
+    "tests/serving/test_mcp.py",
     "tests/deployments/test_local_prefect.py",
-    "tests/serving/test_api.py",
-    "tests/storage/test_row_level_security.py",
     "tests/deployments/test_serve_shutdown.py",
-    "tests/storage/embedding/test_local.py",
     "tests/flows/test_erasure.py",
-    "tests/deployments/test_prefect_api.py",
-    "tests/deployments/commands/test_cli_startup.py",
-    "tests/tasks/sync/test_process.py",
-    "tests/deployments/test_serve_owners.py",
+    "tests/serving/test_api.py",
     "tests/flows/test_watchdog_flow.py",
-    "tests/tasks/tidy/test_namespace.py",
     "tests/storage/retrieval/test_passage_answers.py",
-    "tests/deployments/test_cli_errors.py",
-    "tests/storage/test_engine.py",
+    "tests/deployments/test_prefect_api.py",
+    "tests/deployments/test_serve_owners.py",
+    "tests/storage/test_row_level_security.py",
+    "tests/storage/embedding/test_graph_cache.py",
+    "tests/deployments/test_prefect_deploy.py",
+    "tests/storage/embedding/test_local.py",
+    "tests/deployments/commands/test_cli_startup.py",
+    "tests/tasks/sync/test_timeline.py",
+    "tests/deployments/commands/test_eval.py",
+    "tests/flows/test_aging_flow.py",
+    "tests/serving/test_mcp_documents.py",
+    "tests/flows/test_quality_flow.py",
+    "tests/deployments/test_demo_logs.py",
 )
 
 
