@@ -84,7 +84,6 @@ def serve_all(settings: Settings, limit: int | None = None, *, replace: bool = F
     runner = Runner(pause_on_shutdown=True, limit=limit)
     for deployment in build_deployments(settings):
         runner.add_deployment(deployment)
-    _say(f"serving {len(DEPLOYMENTS)} deployments; SIGTERM or Ctrl-C stops")
     asyncio.run(_serve_until_signal(runner))
 
 
@@ -129,6 +128,9 @@ async def _serve_until_signal(runner: Runner) -> None:
     await asyncio.sleep(0)  # start() installs Prefect's SIGTERM handler first: replace it
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    # Said once the signals are ours: a SIGTERM before this (the deployments exist as soon
+    # as they are added) met Prefect's handler or the default one, and no pause.
+    _say(f"serving {len(DEPLOYMENTS)} deployments; SIGTERM or Ctrl-C stops")
     stopped = asyncio.create_task(stop.wait())
     await asyncio.wait({serving, stopped}, return_when=asyncio.FIRST_COMPLETED)
     in_flight = await _runs_in(StateType.RUNNING)

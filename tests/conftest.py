@@ -65,6 +65,66 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return min(6, len(os.sched_getaffinity(0)) + 1)
 
 
+# The files that keep a worker longest, longest first: the share of all workers' time each
+# took, averaged over two runs of the README's command (2026-11-28, timelines per worker;
+# the session fixtures the first file of a worker starts left out). pytest-xdist hands out
+# files in order of their number of tests, so these (most have few tests, each running real
+# processes) came last: one worker ran the sharded-run file, 13 % of the suite's time, for
+# minutes after the others had finished. A file not listed comes after these, in
+# pytest-xdist's order; a list out of date costs time, never a test.
+LONGEST_FIRST = (
+    "tests/flows/test_sharded_run.py",
+    "tests/tasks/quality/test_run.py",
+    "tests/tasks/tidy/test_select.py",
+    "tests/storage/test_keeper.py",
+    "tests/serving/test_mcp.py",
+    "tests/deployments/test_local_prefect.py",
+    "tests/deployments/test_serve_shutdown.py",
+    "tests/flows/test_erasure.py",
+    "tests/serving/test_api.py",
+    "tests/flows/test_watchdog_flow.py",
+    "tests/storage/retrieval/test_passage_answers.py",
+    "tests/deployments/test_prefect_api.py",
+    "tests/deployments/test_serve_owners.py",
+    "tests/storage/test_row_level_security.py",
+    "tests/storage/embedding/test_graph_cache.py",
+    "tests/deployments/test_prefect_deploy.py",
+    "tests/storage/embedding/test_local.py",
+    "tests/deployments/commands/test_cli_startup.py",
+    "tests/tasks/sync/test_timeline.py",
+    "tests/deployments/commands/test_eval.py",
+    "tests/flows/test_aging_flow.py",
+    "tests/serving/test_mcp_documents.py",
+    "tests/flows/test_quality_flow.py",
+    "tests/deployments/test_demo_logs.py",
+)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadfile`` with the longest files handed out first (``LONGEST_FIRST``), so
+    the last files to run are short ones and no worker idles while another ends a long one.
+    """
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LongestFirst(LoadFileScheduling):  # type: ignore[misc]  # xdist has no types
+        ordered = False
+
+        def _assign_work_unit(self, node: object) -> None:
+            if not self.ordered:  # the queue is built, nothing handed out yet
+                rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+                queue = sorted(
+                    self.workqueue.items(), key=lambda unit: rank.get(unit[0], len(rank))
+                )
+                self.workqueue.clear()
+                self.workqueue.update(queue)
+                self.ordered = True
+            super()._assign_work_unit(node)
+
+    return LongestFirst(config, log)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Give this session a temporary root of its own.
 

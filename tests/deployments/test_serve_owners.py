@@ -90,6 +90,8 @@ def test_serve_and_deploy_never_take_over_each_others_deployments(
                     == sorted(NAMES)
                 )
             )
+            # and serve handles SIGTERM (the deployments exist before its handler does)
+            wait_for(lambda: "SIGTERM or Ctrl-C stops" in log.read_text(errors="replace"))
             serve.send_signal(signal.SIGTERM)
             assert serve.wait(timeout=120) == 0, log.read_text()[-3000:]
         finally:
