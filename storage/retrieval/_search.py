@@ -6,7 +6,7 @@ Assistants import it as ``from storage.retrieval import Retriever``; it imports 
     hits = retriever.search("alice", "when is the dentist?", limit=5)
     print(retriever.prime("alice", "Hi! About the trip...").formatted)
 
-Search is scoped to one namespace and walks down its steps (``_search``): ``candidates``
+Search is scoped to one namespace and walks down its steps (``_walk``): ``candidates``
 (the dense top ``limit x overfetch`` united with the lexical top, of memories, document
 chunks and, if asked, the cold tier), ``rank`` (relevance fused with the other factors into
 one score, all shown in ``Hit.factors``; restatements; the best turns of the sessions the
@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
-from typing import Any
 
 import numpy as np
 from sqlalchemy import Connection, Engine
@@ -33,38 +32,27 @@ from storage.kernel.errors import RetrievalError, StorageError
 from storage.kernel.records import NAMESPACE
 from storage.kernel.settings import RetrievalSettings, Settings
 from storage.retrieval._priming import build_priming
-from storage.retrieval._timeframe import QueryTime, read_time
+from storage.retrieval._timeframe import read_time
 from storage.retrieval._types import Hit, Priming, SearchOptions
+from storage.retrieval._walk import Walk
 from storage.retrieval.candidates import (
     ArchiveReader,
     Before,
-    ColdQuery,
     Request,
     StatsCache,
-    archived_candidates,
     aware,
     check_request,
     custom_weights,
-    demote,
-    document_rows,
-    first_row,
-    memory_kinds,
-    memory_rows,
-    pipelined,
     plan_lines,
-    pool_target,
     resolve_time_range,
-    search_params,
-    wants_documents,
 )
-from storage.retrieval.explain import checked_budget, record_hits, with_passages
-from storage.retrieval.rank import rank, ranked, restated_for, with_context, with_sessions
+from storage.retrieval.explain import checked_budget, record_hits
 
 NO_OPTIONS = SearchOptions()
 _NO_VECTOR = np.zeros(0, dtype=np.float32)  # a request's, until its query is embedded
 
 
-class Retriever:
+class Retriever(Walk):
     """Search and priming over one store; thread-safe (each call uses its own connection)."""
 
     def __init__(
@@ -251,70 +239,6 @@ class Retriever:
         request = Request(namespace, query, vector, limit, kinds=kinds)
         return self._search(conn, request, read_time(query, now, self.tz), self.weights)
 
-    def _first(self, conn: Connection, request: Request, before: Before) -> Any:
-        """``before`` checked, and the first statement's row if the search reads memories
-        (``first_row``: one round trip for both)."""
-        kinds = memory_kinds(request.kinds)
-        if kinds is None or kinds:
-            return first_row(conn, self.settings, self.text_search_config, request, before)
-        steps = [(before.statement, before.params)]
-        before.check(pipelined(conn, steps, prepare=self.settings.prepared_statements)[0])
-        return None
-
-    def _search(
-        self,
-        conn: Connection,
-        request: Request,
-        when: QueryTime,
-        weights: Mapping[str, float],
-        first: Any = None,
-    ) -> list[Hit]:
-        """The walk: candidates (memories, document chunks, the cold tier), ranked, the
-        best turns of the sessions the best point to and the turns next to the best
-        brought up, each hit with its passage. ``first``: the first statement's row, if
-        ``first_row`` ran it."""
-        rows: Sequence[Any] = []
-        params: dict[str, Any] | None = None
-        has_docs = True  # unless the memories' statement said otherwise
-        kinds = memory_kinds(request.kinds)
-        if kinds is None or kinds:
-            memories = replace(request, kinds=kinds)
-            rows, params, has_docs = memory_rows(
-                conn, self.settings, memories, self._params(conn, memories, first)
-            )
-        if wants_documents(request.kinds) and has_docs:
-            cfg = self.text_search_config
-            rows = [*rows, *document_rows(conn, request, self.doc_stats, self.settings, cfg)]
-        if request.include_archived:
-            return self._with_archived(conn, request, rows, params, when, weights)
-        restated = restated_for(conn, self.settings, request.namespace, rows, when, weights)
-        hits = ranked(rows, when, weights, self.settings, self.min_cosine, restated)
-        pool = with_sessions(conn, self.settings, params, hits, request.limit, when, weights)
-        best = with_context(conn, self.settings, params, pool, request.limit, when, weights)
-        return with_passages(best, request.query)
-
-    def _with_archived(
-        self,
-        conn: Connection,
-        request: Request,
-        rows: Sequence[Any],
-        params: dict[str, Any] | None,
-        when: QueryTime,
-        weights: Mapping[str, float],
-    ) -> list[Hit]:
-        """Hot candidates plus the cold tier's, ranked together; archived hits at 0.9x."""
-        if not request.include_archived:
-            return []
-        n = pool_target(request.limit) * self.settings.overfetch
-        cold = ColdQuery.of(request, n, self.text_search_config, self.embedder.name)
-        found = archived_candidates(conn, self.archive, cold, params)
-        every = [*rows, *found]
-        restated = restated_for(conn, self.settings, request.namespace, every, when, weights)
-        ranked = demote(rank(every, when, weights, self.settings, self.min_cosine, restated))
-        pool = with_sessions(conn, self.settings, params, ranked, request.limit, when, weights)
-        best = with_context(conn, self.settings, params, pool, request.limit, when, weights)
-        return with_passages(best, request.query)
-
     def explain_plan(
         self, namespace: str, query: str, *, limit: int = 10, kinds: Sequence[str] | None = None
     ) -> str:
@@ -338,12 +262,6 @@ class Retriever:
             return
         with self.engine.begin() as own:
             yield own
-
-    def _params(
-        self, conn: Connection, request: Request, first: Any = None
-    ) -> tuple[dict[str, Any], int, bool] | None:
-        cfg = self.text_search_config
-        return search_params(conn, request, self.settings, self.stats, cfg, first)
 
     def _record(
         self, conn: Connection, namespace: str, hits: Sequence[Hit], query: str, at: datetime
