@@ -14,6 +14,7 @@ for its whole life, and a second one exits at once. ``Settings.embedded_keep_ali
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import json
 import os
@@ -29,6 +30,7 @@ from typing import IO
 from storage.kernel.processes import pid_running
 
 LOCK_NAME = ".archivist-keeper.lock"
+KEEPER_START_SECONDS = 30.0  # how long a command waits at exit for its keeper to hold
 # Client connections other than the keeper's own (walsenders and background workers are
 # not clients).
 OTHER_CLIENTS = """
@@ -73,7 +75,7 @@ def ensure_keeper(pgdata: Path, seconds: float) -> None:
     if seconds <= 0 or keeper_pid(pgdata) is not None:
         return
     with (pgdata / "keeper.log").open("ab") as log:
-        subprocess.Popen(
+        keeper = subprocess.Popen(
             [sys.executable, "-m", "storage.server.keeper_main", str(pgdata), str(seconds)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -81,6 +83,20 @@ def ensure_keeper(pgdata: Path, seconds: float) -> None:
             start_new_session=True,  # a Ctrl-C in the terminal is the command's alone
             close_fds=True,
         )
+    # Before this command leaves (and, the server's last holder, would stop it), the
+    # keeper must hold the server: atexit runs this before the wheel's own cleanup.
+    atexit.register(wait_held, pgdata, keeper, KEEPER_START_SECONDS)
+
+
+def wait_held(pgdata: Path, keeper: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Whether a keeper holds the server of ``pgdata`` (its pid shown) before ``keeper``
+    exits or ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
+    while keeper_pid(pgdata) is None:
+        if keeper.poll() is not None or time.monotonic() >= deadline:
+            return keeper_pid(pgdata) is not None
+        time.sleep(0.02)
+    return True
 
 
 def stop_keeper(pgdata: Path) -> int | None:

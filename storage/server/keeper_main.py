@@ -23,12 +23,14 @@ def main(argv: list[str]) -> int:
         if held is None:
             return 0  # another keeper holds this server
         held.seek(0)
-        held.truncate()
-        held.write(str(os.getpid()))
-        held.flush()
+        held.truncate()  # no pid shown until this keeper holds the server
         install_signal_handlers()  # SIGTERM: a normal exit, which releases the server
         uri = embedded_url(pgdata).replace("postgresql+psycopg://", "postgresql://", 1)
         postmaster = postmaster_pid(pgdata)
+        # Shown now: a keeper's pid means the server runs and is held. The command that
+        # spawned it may have left before (and stopped the server, its last holder then).
+        held.write(str(os.getpid()))
+        held.flush()
         with psycopg.connect(uri, autocommit=True) as conn:
 
             def clients() -> int:

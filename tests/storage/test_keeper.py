@@ -92,8 +92,8 @@ def test_the_next_command_attaches_to_the_server_the_last_one_left_up(tmp_path: 
 
 
 def wait_for_keeper(pgdata: Path) -> int:
-    """The pid of the keeper a command spawned, once it holds its lock (it is a process of
-    its own: on a busy machine it may take its lock after the command exited)."""
+    """The pid of the keeper a command spawned, once it holds its lock and the server (it
+    is a process of its own: on a busy machine it may do so after the command exited)."""
     deadline = time.monotonic() + 60
     while (keeper := keeper_pid(pgdata)) is None:
         assert time.monotonic() < deadline, "no keeper took the lock within a minute"
@@ -139,8 +139,8 @@ def test_a_keeper_whose_data_directory_was_deleted_leaves_and_takes_the_server(
 ) -> None:
     pgdata = tmp_path / "pgdata"
     archivist(tmp_path, "300", "db", "upgrade")  # a throw-away store, as a benchmark's
-    keeper, postmaster = keeper_pid(pgdata), postmaster_pid(pgdata)
-    assert keeper is not None and postmaster is not None and pid_running(postmaster)
+    keeper, postmaster = wait_for_keeper(pgdata), postmaster_pid(pgdata)
+    assert postmaster is not None and pid_running(postmaster)
 
     shutil.rmtree(pgdata)
 
