@@ -170,32 +170,33 @@ def latency(
     for ns, q in work.uniform[:50]:  # warm connections, caches, prepared statements
         searcher.search(ns, q)
     for label in ("uniform", "skewed"):
-        fold(engine)
         picks = getattr(work, label)
-        cpu = CpuMeter(server_cpu)
-        samples = [timed(partial(searcher.search, ns, q)) for ns, q in picks]
-        out[f"search, {label} namespaces"] = (
-            percentiles(samples) + load() + cpu.per_query(len(picks))
-        )
+        out[f"search, {label} namespaces"] = _phase(engine, picks, searcher.search, server_cpu)
     for label in ("uniform", "skewed"):
-        fold(engine)
         picks = getattr(work, label)
-        cpu = CpuMeter(server_cpu)
-        samples = [timed(partial(searcher.prime, ns, q)) for ns, q in picks]
-        out[f"priming, {label} namespaces"] = (
-            percentiles(samples) + load() + cpu.per_query(len(picks))
-        )
+        out[f"priming, {label} namespaces"] = _phase(engine, picks, searcher.prime, server_cpu)
     if docs is not None:
+        search_docs = partial(searcher.search, options=DOCS)
         for label in ("uniform", "skewed"):
-            fold(engine)
             picks = getattr(docs, label)
-            cpu = CpuMeter(server_cpu)
-            samples = [timed(partial(searcher.search, ns, q, DOCS)) for ns, q in picks]
             out[f"document search, {label} namespaces with documents"] = (
-                f"{percentiles(samples)}{load()}{cpu.per_query(len(picks))}, "
-                f"{len(chunk_names):,} namespaces"
+                f"{_phase(engine, picks, search_docs, server_cpu)}, {len(chunk_names):,} namespaces"
             )
     return out, [q for _, q in work.uniform + work.skewed]
+
+
+def _phase(
+    engine: Engine,
+    picks: Sequence[tuple[str, str]],
+    call: Callable[[str, str], object],
+    server_cpu: Callable[[], float | None],
+) -> str:
+    """One timed phase: ``call`` on each (namespace, query) pick, access records folded
+    first; its latency percentiles, the load and the CPU per query."""
+    fold(engine)
+    cpu = CpuMeter(server_cpu)
+    samples = [timed(partial(call, ns, q)) for ns, q in picks]
+    return percentiles(samples) + load() + cpu.per_query(len(picks))
 
 
 def query_embedding(local: Embedder | None, queries: Sequence[str]) -> Figures:
