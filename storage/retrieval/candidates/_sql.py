@@ -72,7 +72,8 @@ class Candidates:
     filters: str  # the table's own filters of a candidate (memories: tier, kinds)
     row: str  # the candidate row's columns (``_ranking`` reads them by name), over ``alias``
     joins: str  # what ``row`` reads besides the table's row
-    stored_df: bool  # whether the index step stores common words' counts (namespace_terms)
+    stored_df: str  # the table of common words' counts the index step stores, over...
+    stored_indexed_only: bool  # ...the rows in the HNSW index only (else: all the rows)
 
 
 MEMORY_FILTERS = """
@@ -93,7 +94,8 @@ MEMORIES = Candidates(
                SELECT l.memory_ids FROM long_term_entries l WHERE l.memory_id = m.id LIMIT 1
            ) END AS sources,""",
     joins="LEFT JOIN memory_access_pending p ON p.memory_id = m.id AND p.namespace = m.namespace",
-    stored_df=True,
+    stored_df="namespace_terms",
+    stored_indexed_only=False,
 )
 
 # A chunk's row has a memory's columns (kind ``doc``, the chunk's importance, the time its
@@ -110,7 +112,8 @@ CHUNKS = Candidates(
            1 - (c.embedding <=> CAST(:qvec AS vector)) AS cosine,
            d.id AS document_id, d.uri, d.title, d.tag, c.heading, c.char_start, c.char_end,""",
     joins="JOIN documents d ON d.id = c.document_id",
-    stored_df=False,
+    stored_df="namespace_chunk_terms",
+    stored_indexed_only=True,
 )
 
 
@@ -144,21 +147,27 @@ def term_stats(source: Candidates) -> TextClause:
     partial index of unindexed rows; a namespace without a stored size is counted whole
     (a small one: few rows). Counting a large namespace whole visited every row (670 ms for
     156,000 memories). The document frequencies: stored by the index step for large
-    namespaces' common words (namespace_terms, memories only), else counted live, capped:
-    a term in more than :df_cap rows is common whatever its exact count. A lexeme is looked
-    up as its namespace's term of scoped_tsv (:terms, migration 0018); the namespace test is
-    a filter (IS TRUE), not an index condition, which would AND the namespace's whole btree
-    into each lookup."""
+    namespaces' common words (memories': namespace_terms, over all the namespace's rows;
+    document chunks': namespace_chunk_terms, migration 0031, over its indexed rows, to which
+    the unindexed rows holding the word are added, found as for the size: :plain is the
+    lexeme as a tsquery), else counted live, capped: a term in more than :df_cap rows is
+    common whatever its exact count. Counted live, a lexeme is looked up as its namespace's
+    term of scoped_tsv (:terms, migration 0018); the namespace test is a filter (IS TRUE),
+    not an index condition, which would AND the namespace's whole btree into each lookup."""
     counted = f"""(SELECT count(*) FROM (
                     SELECT 1 FROM {source.table} r
                     WHERE r.scoped_tsv @@ CAST(t.term AS tsquery)
                       AND (r.namespace = :namespace) IS TRUE
                     LIMIT :df_cap) x)"""
-    if source.stored_df:
-        counted = f"""coalesce(
-               (SELECT nt.df FROM namespace_terms nt
-                WHERE nt.namespace = :namespace AND nt.lexeme = t.lexeme),
-               {counted})"""
+    stored = "nt.df"
+    if source.stored_indexed_only:
+        stored = f"""nt.df + (SELECT count(*) FROM {source.table} u
+                               WHERE u.namespace = :namespace AND NOT u.ann_indexed
+                                 AND u.tsv @@ CAST(t.plain AS tsquery))"""
+    counted = f"""coalesce(
+           (SELECT {stored} FROM {source.stored_df} nt
+            WHERE nt.namespace = :namespace AND nt.lexeme = t.lexeme),
+           {counted})"""
     return text(
         f"""
     WITH stored AS (
@@ -180,8 +189,9 @@ def term_stats(source: Candidates) -> TextClause:
                FROM size) END AS avg_len,
            t.lexeme,
            {counted} AS df
-    FROM (SELECT NULL::text AS lexeme, NULL::text AS term UNION ALL
-          SELECT * FROM unnest(CAST(:lexemes AS text[]), CAST(:terms AS text[]))) t
+    FROM (SELECT NULL::text AS lexeme, NULL::text AS term, NULL::text AS plain UNION ALL
+          SELECT * FROM unnest(CAST(:lexemes AS text[]), CAST(:terms AS text[]),
+                               CAST(:plain AS text[]))) t
     """
     )
 
