@@ -26,6 +26,11 @@ which its namespace's policy allowed.
 Row-level security and grants are those of ``namespace_terms``, copied from the catalog:
 the serving role reads its namespace's rows, the pipeline role all. Filled here for the
 namespaces that have indexed chunks.
+
+``ix_document_chunks_indexed`` (the namespace, over indexed chunks), as memories have
+``ix_memories_indexed``: whether a namespace has chunks in its HNSW index is asked by each
+search's first statement, and answered through the namespace's btree it filtered every
+chunk of a namespace that has none (up to 2,000).
 """
 
 from __future__ import annotations
@@ -125,11 +130,15 @@ def upgrade() -> None:
             f"GRANT {grant.privilege_type} ON namespace_chunk_terms TO {_quoted(grant.grantee)}"
         )
     op.execute(GONE)
+    op.execute(
+        "CREATE INDEX ix_document_chunks_indexed ON document_chunks (namespace) WHERE ann_indexed"
+    )
     for namespace in bind.execute(INDEXED).scalars().all():
         bind.execute(FILL, {"namespace": namespace, "min_df": MIN_DF})
 
 
 def downgrade() -> None:
+    op.execute("DROP INDEX ix_document_chunks_indexed")
     op.execute("DROP TRIGGER document_chunks_gone ON document_chunks")
     op.execute("DROP FUNCTION archivist_chunks_gone()")
     op.execute("DROP TABLE namespace_chunk_terms")

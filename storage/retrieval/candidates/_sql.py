@@ -44,9 +44,14 @@ SEARCH_SETTINGS = """
 """
 
 # The query's lexemes (runs of scripts without spaces as their character bigrams, as the
-# stored ones: migration 0026), whether the namespace has rows in the HNSW index, and
-# whether it has document chunks (never cached: a stale "no" would hide those rows from
-# search); and the search's settings.
+# stored ones: migration 0026), whether the namespace has memories in the HNSW index,
+# whether it has document chunks and chunks in theirs (never cached: a stale "no" would
+# hide those rows from search; the document chunks' part of the search reads the last two
+# and the lexemes from here); and the search's settings. Each EXISTS is an index probe, if
+# planned under the server's settings: under the search's (bitmap scans only), each reads
+# every entry of the namespace's index (16 ms of PostgreSQL's CPU for the second search of
+# a priming in a namespace of 156,000 memories): ``PLANNER_DEFAULTS`` goes first in a
+# transaction that may hold them.
 QUERY_TERMS = text(
     """
     SELECT tsvector_to_array(
@@ -54,8 +59,19 @@ QUERY_TERMS = text(
            EXISTS (SELECT 1 FROM memories WHERE namespace = :namespace AND ann_indexed)
                AS has_ann,
            EXISTS (SELECT 1 FROM document_chunks WHERE namespace = :namespace) AS has_docs,
+           EXISTS (SELECT 1 FROM document_chunks WHERE namespace = :namespace AND ann_indexed)
+               AS has_chunk_ann,
     """
     + SEARCH_SETTINGS
+)
+# The scan types the search's settings turn off, on again for the rest of the transaction:
+# sent ahead of a search's first statement in a transaction where an earlier search may
+# have left them (priming runs two searches in one), in the same round trip.
+PLANNER_DEFAULTS = text(
+    "SELECT set_config('enable_seqscan', 'on', true), "
+    "set_config('enable_bitmapscan', 'on', true), "
+    "set_config('enable_sort', 'on', true), "
+    "set_config('enable_indexscan', 'on', true)"
 )
 
 
