@@ -13,11 +13,13 @@ from storage.operations.ann import (
     create_namespace_index,
     flag_batch,
     large_namespaces,
+    refresh_chunk_terms,
     refresh_size,
     refresh_terms,
 )
 
-# Words in fewer memories than this are counted live by search (cheaply: few matches).
+# Words in fewer memories (or indexed document chunks) than this are counted live by search
+# (cheaply: few matches).
 TERM_MIN_DF = 20
 
 
@@ -27,16 +29,18 @@ def refresh_ann_index(
     *,
     batch: int = 1000,
     on_progress: Callable[[str, int, int], None] | None = None,
+    term_min_df: int = TERM_MIN_DF,
 ) -> dict[str, int]:
     """Flag every unindexed row of namespaces with ``min_rows`` or more memories (or
-    document chunks); rows flagged per namespace.
+    document chunks); rows flagged per namespace. Then store each such namespace's size and
+    the counts of its words in at least ``term_min_df`` rows.
 
     Each batch commits on its own, so an interruption keeps the work done, and searches
     stay correct throughout (unflagged rows are scanned exactly).
     """
     flagged: dict[str, int] = {}
     for table in TABLES:
-        done = _flag_table(engine, table, min_rows, batch, on_progress)
+        done = _flag_table(engine, table, min_rows, term_min_df, batch, on_progress)
         for namespace, count in done.items():
             flagged[namespace] = flagged.get(namespace, 0) + count
         if any(done.values()):
@@ -50,6 +54,7 @@ def _flag_table(
     engine: Engine,
     table: str,
     min_rows: int,
+    min_df: int,
     batch: int,
     on_progress: Callable[[str, int, int], None] | None,
 ) -> dict[str, int]:
@@ -71,6 +76,8 @@ def _flag_table(
         flagged[namespace] = done
         with Session(engine) as session, session.begin():
             refresh_size(session, namespace, table)
-            if table == "memories":  # chunks' term counts are counted live (and cached)
-                refresh_terms(session, namespace, TERM_MIN_DF)
+            if table == "memories":
+                refresh_terms(session, namespace, min_df)
+            else:
+                refresh_chunk_terms(session, namespace, min_df)
     return flagged

@@ -1,5 +1,6 @@
 """Upkeep for large namespaces: which memories and document chunks the partial HNSW
-indexes cover, and the common words' counts and the sizes that BM25 needs.
+indexes cover, and the common words' counts and the sizes that BM25 needs (memories' and
+document chunks').
 
 Inserting into HNSW costs about 2 ms a row here, too much for the sync's write path. Rows
 are written unflagged and found by an exact scan; this step flags the rows of namespaces
@@ -69,6 +70,19 @@ STORE_TERMS = text(
     WHERE ndoc >= :min_df
     """
 )
+# Document chunks' words are counted over the namespace's indexed chunks only: search adds
+# the chunks not indexed yet, and deleting indexed chunks subtracts them (the trigger of
+# migration 0031), so the counts stay exact between two index steps.
+CLEAR_CHUNK_TERMS = text("DELETE FROM namespace_chunk_terms WHERE namespace = :namespace")
+STORE_CHUNK_TERMS = text(
+    """
+    INSERT INTO namespace_chunk_terms (namespace, lexeme, df)
+    SELECT CAST(:namespace AS text), word, ndoc
+    FROM ts_stat(format('SELECT tsv FROM document_chunks WHERE namespace = %L AND ann_indexed',
+                        CAST(:namespace AS text)))
+    WHERE ndoc >= :min_df
+    """
+)
 
 
 # The count and total lexical length of the namespace's rows in its HNSW index, which BM25
@@ -98,6 +112,14 @@ def refresh_terms(session: Session, namespace: str, min_df: int) -> int:
     # Two statements: a DELETE in a CTE runs unordered with the INSERT beside it.
     session.execute(CLEAR_TERMS, {"namespace": namespace})
     result = session.execute(STORE_TERMS, {"namespace": namespace, "min_df": min_df})
+    return int(getattr(result, "rowcount", 0))
+
+
+def refresh_chunk_terms(session: Session, namespace: str, min_df: int) -> int:
+    """Replace the namespace's stored common words of its indexed document chunks and their
+    counts; returns how many."""
+    session.execute(CLEAR_CHUNK_TERMS, {"namespace": namespace})
+    result = session.execute(STORE_CHUNK_TERMS, {"namespace": namespace, "min_df": min_df})
     return int(getattr(result, "rowcount", 0))
 
 

@@ -61,6 +61,7 @@ FORGET_IF_PRESENT = {
     "long_term_entries": text("DELETE FROM long_term_entries WHERE namespace = :namespace"),
     "namespace_terms": text("DELETE FROM namespace_terms WHERE namespace = :namespace"),
     "namespace_sizes": text("DELETE FROM namespace_sizes WHERE namespace = :namespace"),
+    "namespace_chunk_terms": text("DELETE FROM namespace_chunk_terms WHERE namespace = :namespace"),
     # A forgotten namespace's keys go too: nobody writes into it again by an old key.
     "api_keys": text("DELETE FROM api_keys WHERE namespace = :namespace"),
     "weekly_summaries": text("DELETE FROM weekly_summaries WHERE namespace = :namespace"),

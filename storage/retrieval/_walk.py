@@ -22,6 +22,7 @@ from storage.retrieval.candidates import (
     ArchiveReader,
     Before,
     ColdQuery,
+    FirstRow,
     Request,
     StatsCache,
     archived_candidates,
@@ -74,16 +75,16 @@ class Walk:
         ``first_row`` ran it."""
         rows: Sequence[Any] = []
         params: dict[str, Any] | None = None
-        has_docs = True  # unless the memories' statement said otherwise
+        found: FirstRow | None = None  # what the memories' first statement found, if it ran
         kinds = memory_kinds(request.kinds)
         if kinds is None or kinds:
             memories = replace(request, kinds=kinds)
-            rows, params, has_docs = memory_rows(
+            rows, params, found = memory_rows(
                 conn, self.settings, memories, self._params(conn, memories, first)
             )
-        if wants_documents(request.kinds) and has_docs:
-            cfg = self.text_search_config
-            rows = [*rows, *document_rows(conn, request, self.doc_stats, self.settings, cfg)]
+        if wants_documents(request.kinds) and (found is None or found.has_docs):
+            cfg, stats = self.text_search_config, self.doc_stats
+            rows = [*rows, *document_rows(conn, request, stats, self.settings, cfg, found)]
         if request.include_archived:
             return self._with_archived(conn, request, rows, params, when, weights)
         restated = restated_for(conn, self.settings, request.namespace, rows, when, weights)
@@ -116,6 +117,6 @@ class Walk:
 
     def _params(
         self, conn: Connection, request: Request, first: Any = None
-    ) -> tuple[dict[str, Any], int, bool] | None:
+    ) -> tuple[dict[str, Any], int, FirstRow] | None:
         cfg = self.text_search_config
         return search_params(conn, request, self.settings, self.stats, cfg, first)

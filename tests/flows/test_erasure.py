@@ -2,15 +2,16 @@
 Prefect.
 
 Every flow runs for real (sync with transcripts, summaries, queue drain, a tidy per
-namespace, quality, watchdog, an ``ANALYZE`` as autovacuum would run one, ageing into an
-S3 archive), then ``memory-forget`` with ``full_vacuum``, or, separately, ``purge`` with
-``full_vacuum``. ``erasure_scan`` then searches every table and column, ``pg_stats``, the
-files of every relation of the database after a ``CHECKPOINT``, every file under the data
-dir and the memory root, every object in the bucket and every row of the Prefect database
-for the content's marker words and for every id a user chose (sessions, messages,
-idempotency keys, a queued item's session; they all hold "zebrafog"), and, after forget,
-the namespace's name ("wombatique"). The one thing allowed to keep the name is the audit
-log's record of the forget (its row, and the pages of its table and indexes).
+namespace, quality, watchdog, an ``ANALYZE`` as autovacuum would run one, the index step,
+ageing into an S3 archive), then ``memory-forget`` with ``full_vacuum``, or, separately,
+``purge`` with ``full_vacuum``. ``erasure_scan`` then searches every table and column,
+``pg_stats``, the files of every relation of the database after a ``CHECKPOINT``, every
+file under the data dir and the memory root, every object in the bucket and every row of
+the Prefect database for the content's marker words and for every id a user chose
+(sessions, messages, idempotency keys, a queued item's session; they all hold
+"zebrafog"), and, after forget, the namespace's name ("wombatique"). The one thing allowed
+to keep the name is the audit log's record of the forget (its row, and the pages of its
+table and indexes).
 
 The transcript files have plain names: they are the operator's input, which Archivist
 neither deletes nor hides (a bad line is reported as file:line so it can be fixed).
@@ -41,6 +42,7 @@ from storage.queue import enqueue
 from storage.retrieval import Retriever
 from storage.server.engine import Store, open_store
 from tasks.aging import open_cold_store
+from tasks.ann_index import refresh_ann_index
 from tasks.documents import purge_documents
 from tasks.files import open_memory_root
 from tasks.privacy import purge_session
@@ -141,7 +143,14 @@ def run_every_flow(settings: Settings, inbox: Path, aging_as_of: datetime) -> No
     with store.engine.connect() as conn:
         conn.execute(text("ANALYZE"))  # what autovacuum does now and then
         conn.commit()
+    index_every_namespace(store)
     memory_aging(as_of=aging_as_of)
+
+
+def index_every_namespace(store: Store) -> None:
+    """``archivist index`` as if every namespace were large and every word common: each gets
+    its HNSW indexes, its stored size and its words' counts (memories' and chunks')."""
+    refresh_ann_index(store.engine, min_rows=1, term_min_df=1)
 
 
 def everything(
@@ -192,6 +201,8 @@ def test_forget_leaves_nothing_of_the_namespace_anywhere(
         ("row of memory_access_daily", ""),
         ("row of document_chunks", ""),
         ("row of documents", "handbook"),
+        ("row of namespace_terms", ""),  # the index step's counts of words
+        ("row of namespace_chunk_terms", ""),
         ("pg_stats of chat_messages", ""),
         ("file of memories", ""),
         ("object", f"{bucket}/cold/memories/"),
@@ -301,13 +312,19 @@ def test_docs_purge_leaves_no_row_of_a_document_added_through_the_queue(
         for namespace in (KEEP, f"{KEEP}s"):
             enqueue(session, namespace, "ADD_DOCUMENT", document(), now=DAY, settings=flow_env)
     memory_queue_drain(as_of=DAY.replace(hour=23, minute=30))
+    index_every_namespace(store)
     needles = scan.Needles(*CONTENT, IDS)
     with store.engine.connect() as conn:
         mine = conn.execute(
             text("SELECT id FROM documents WHERE namespace = :ns"), {"ns": KEEP}
         ).scalar_one()
     before = {h.place for h in scan.store_rows(store.engine, needles)}
-    assert {"row of documents", "row of document_chunks", "row of memory_write_queue"} <= before
+    assert {
+        "row of documents",
+        "row of document_chunks",
+        "row of memory_write_queue",
+        "row of namespace_chunk_terms",  # the index step's counts of its words
+    } <= before
     assert searched(store)
 
     purge_documents(store.engine, KEEP, document_id=mine, actor="test")

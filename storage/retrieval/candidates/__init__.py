@@ -34,12 +34,14 @@ from storage.retrieval.candidates._prepared import execute, pipelined, rows
 from storage.retrieval.candidates._request import (
     POOL_HITS,
     Before,
+    FirstRow,
     Request,
     first_row,
     neighbours,
     plan,
     pool_target,
     search_params,
+    settled_rows,
 )
 from storage.retrieval.candidates._sql import (
     CANDIDATES,
@@ -56,6 +58,7 @@ from storage.retrieval.candidates._stats import StatsCache
 
 __all__ = [
     "Before",
+    "FirstRow",
     "first_row",
     "archived_candidates",
     "ArchiveReader",
@@ -92,6 +95,7 @@ __all__ = [
     "rows",
     "scoped_term",
     "search_params",
+    "settled_rows",
     "StatsCache",
     "TERM_STATS",
     "TOP_FACTS",

@@ -22,7 +22,14 @@ from storage.kernel.settings import RetrievalSettings
 from storage.retrieval._types import DOC_KIND, DocSource
 from storage.retrieval.candidates._inputs import DF_CAP, lexical_params, vector_literal
 from storage.retrieval.candidates._prepared import rows
-from storage.retrieval.candidates._request import Request, first_params, neighbours, pool_target
+from storage.retrieval.candidates._request import (
+    FirstRow,
+    Request,
+    first_params,
+    neighbours,
+    pool_target,
+    settled_rows,
+)
 from storage.retrieval.candidates._sql import (
     CHUNKS,
     SEARCH_SETTINGS,
@@ -63,10 +70,17 @@ def memory_kinds(kinds: Sequence[str] | None) -> list[str] | None:
 
 
 def document_rows(
-    conn: Connection, request: Request, stats: StatsCache, settings: RetrievalSettings, cfg: str
+    conn: Connection,
+    request: Request,
+    stats: StatsCache,
+    settings: RetrievalSettings,
+    cfg: str,
+    first: FirstRow | None = None,
 ) -> Sequence[Any]:
-    """Candidate rows of the namespace's document chunks for this search."""
-    n_docs, avg_len, has_ann, terms = _term_stats(conn, stats, cfg, request, settings)
+    """Candidate rows of the namespace's document chunks for this search; ``first``: what
+    the memories' first statement found (the lexemes, whether chunks are indexed), which
+    then stands for this part's own first statement (its settings hold too)."""
+    n_docs, avg_len, has_ann, terms = _term_stats(conn, stats, cfg, request, settings, first)
     if n_docs == 0:
         return []
     n = pool_target(request.limit) * settings.overfetch
@@ -87,19 +101,27 @@ def document_rows(
 
 
 def _term_stats(
-    conn: Connection, stats: StatsCache, cfg: str, request: Request, settings: RetrievalSettings
+    conn: Connection,
+    stats: StatsCache,
+    cfg: str,
+    request: Request,
+    settings: RetrievalSettings,
+    first: FirstRow | None,
 ) -> tuple[int, float, bool, list[tuple[str, int]]]:
     """Chunk count, mean lexical length, has-index flag and (lexeme, df) pairs."""
     namespace, prepare = request.namespace, settings.prepared_statements
-    asked = first_params(cfg, request.query, namespace, settings)
-    found = rows(conn, QUERY_LEXEMES, asked, prepare=prepare)[0]
-    lexemes = list(dict.fromkeys(found.lexemes))
+    if first is None:
+        asked = first_params(cfg, request.query, namespace, settings)
+        found = settled_rows(conn, QUERY_LEXEMES, asked, prepare=prepare)[0]
+        lexemes, has_ann = list(dict.fromkeys(found.lexemes)), bool(found.has_ann)
+    else:
+        lexemes, has_ann = first.lexemes, first.has_chunk_ann
     size, known = cached_term_stats(
         conn, stats, TERM_STATS, namespace, lexemes, DF_CAP, prepare=prepare
     )
     if size[0] == 0:
         return 0, 0.0, False, []
-    return size[0], size[1], bool(found.has_ann), [(t, known.get(t, 0)) for t in lexemes]
+    return size[0], size[1], has_ann, [(t, known.get(t, 0)) for t in lexemes]
 
 
 def doc_source(row: Any) -> DocSource | None:

@@ -10,7 +10,13 @@ from sqlalchemy import Connection
 
 from storage.kernel.settings import RetrievalSettings
 from storage.retrieval.candidates._prepared import rows
-from storage.retrieval.candidates._request import Request, neighbours, plan, pool_target
+from storage.retrieval.candidates._request import (
+    FirstRow,
+    Request,
+    neighbours,
+    plan,
+    pool_target,
+)
 from storage.retrieval.candidates._sql import (
     CANDIDATES,
     EXPLAIN_ANN,
@@ -40,13 +46,14 @@ def memory_rows(
     conn: Connection,
     settings: RetrievalSettings,
     request: Request,
-    prepared: tuple[dict[str, Any], int, bool] | None,
-) -> tuple[Sequence[Any], dict[str, Any] | None, bool]:
+    prepared: tuple[dict[str, Any], int, FirstRow] | None,
+) -> tuple[Sequence[Any], dict[str, Any] | None, FirstRow | None]:
     """The memories' candidate rows, their statement's parameters (None: no memory), and
-    whether the namespace may have document chunks; ``prepared``: ``search_params``'."""
+    what the first statement found for the document chunks' part (None: not known);
+    ``prepared``: ``search_params``'."""
     if prepared is None:
-        return [], None, True
-    params, n_indexed, has_docs = prepared
+        return [], None, None
+    params, n_indexed, first = prepared
     found = _candidates(conn, settings, params, n_indexed)
     # A long message's chunks can fill the pool and then count once: widen it, twice at
     # most, while that leaves fewer distinct messages than asked for.
@@ -55,7 +62,7 @@ def memory_rows(
             break
         params |= {"n": params["n"] * 4, "n_lexical": max(params["n"] * 4, 50)}
         found = _candidates(conn, settings, params, n_indexed)
-    return found, params, has_docs
+    return found, params, first
 
 
 def _candidates(

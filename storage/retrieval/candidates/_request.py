@@ -18,7 +18,13 @@ from sqlalchemy import Connection, TextClause
 from storage.kernel.settings import RetrievalSettings
 from storage.retrieval.candidates._inputs import DF_CAP, lexical_params, vector_literal
 from storage.retrieval.candidates._prepared import pipelined, plan_cache_mode, rows
-from storage.retrieval.candidates._sql import ANN_NEIGHBOURS, PLANNER, QUERY_TERMS, TERM_STATS
+from storage.retrieval.candidates._sql import (
+    ANN_NEIGHBOURS,
+    PLANNER,
+    PLANNER_DEFAULTS,
+    QUERY_TERMS,
+    TERM_STATS,
+)
 from storage.retrieval.candidates._stats import StatsCache, cached_term_stats
 
 _BM25_K1, _BM25_B = 1.2, 0.75
@@ -49,6 +55,20 @@ class Before:
     check: Callable[[Sequence[Any]], None]
 
 
+@dataclass(frozen=True)
+class FirstRow:
+    """What a search's first statement found that its document chunks' part reads too: the
+    query's lexemes, and whether the namespace has chunks, and chunks in their HNSW index."""
+
+    lexemes: list[str]
+    has_docs: bool
+    has_chunk_ann: bool
+
+    @classmethod
+    def of(cls, row: Any) -> FirstRow:
+        return cls(list(dict.fromkeys(row.lexemes)), bool(row.has_docs), bool(row.has_chunk_ann))
+
+
 def first_row(
     conn: Connection, settings: RetrievalSettings, cfg: str, request: Request, before: Before
 ) -> Any:
@@ -69,11 +89,11 @@ def search_params(
     stats: StatsCache,
     cfg: str,
     first: Any = None,
-) -> tuple[dict[str, Any], int, bool] | None:
-    """The candidate statement's parameters, the count of indexed rows and whether the
-    namespace has document chunks; None if it has no memory. ``first``: the first
-    statement's row when ``first_row`` ran it already."""
-    n_docs, avg_len, n_indexed, has_docs, terms = lexical_stats(
+) -> tuple[dict[str, Any], int, FirstRow] | None:
+    """The candidate statement's parameters, the count of indexed rows and what the first
+    statement found for the document chunks' part; None if the namespace has no memory.
+    ``first``: the first statement's row when ``first_row`` ran it already."""
+    n_docs, avg_len, n_indexed, found, terms = lexical_stats(
         conn, stats, cfg, request.namespace, request.query, settings, first
     )
     if n_docs == 0:
@@ -94,7 +114,7 @@ def search_params(
         "avg_len": avg_len,
         **lexical_params(terms, n_docs, request.namespace),
     }
-    return params, n_indexed, has_docs
+    return params, n_indexed, found
 
 
 # Every search of up to this many hits ranks the same candidates, so the first k hits of
@@ -115,22 +135,32 @@ def lexical_stats(
     query: str,
     settings: RetrievalSettings,
     first: Any = None,
-) -> tuple[int, float, int, bool, list[tuple[str, int]]]:
-    """Size, mean length, has-index and has-chunks flags, and (lexeme, df) pairs; cached
-    where harmless. ``first``: the first statement's row, if run already (``first_row``).
+) -> tuple[int, float, int, FirstRow, list[tuple[str, int]]]:
+    """Size, mean length, has-index flag, what the first statement found for the chunks'
+    part, and (lexeme, df) pairs; cached where harmless. ``first``: the first statement's
+    row, if run already (``first_row``).
 
     Leaves the search's settings (``SEARCH_SETTINGS``) for the rest of the transaction."""
     prepare = settings.prepared_statements
     row = first
     if row is None:
         asked = first_params(cfg, query, namespace, settings)
-        row = rows(conn, QUERY_TERMS, asked, prepare=prepare)[0]
-    lexemes = list(dict.fromkeys(row.lexemes))
+        row = settled_rows(conn, QUERY_TERMS, asked, prepare=prepare)[0]
+    found = FirstRow.of(row)
     size, known = cached_term_stats(
-        conn, stats, TERM_STATS, namespace, lexemes, DF_CAP, prepare=prepare
+        conn, stats, TERM_STATS, namespace, found.lexemes, DF_CAP, prepare=prepare
     )
-    terms = [(t, known.get(t, 0)) for t in lexemes]
-    return size[0], size[1], int(row.has_ann), bool(row.has_docs), terms
+    terms = [(t, known.get(t, 0)) for t in found.lexemes]
+    return size[0], size[1], int(row.has_ann), found, terms
+
+
+def settled_rows(
+    conn: Connection, statement: TextClause, params: Mapping[str, Any], *, prepare: bool
+) -> Sequence[Any]:
+    """The rows of a search's first statement, with the scans an earlier search in the
+    transaction may have turned off on again (``PLANNER_DEFAULTS``, same round trip)."""
+    steps = [(PLANNER_DEFAULTS, {}), (statement, params)]
+    return pipelined(conn, steps, prepare=prepare)[1]
 
 
 def first_params(

@@ -44,9 +44,14 @@ SEARCH_SETTINGS = """
 """
 
 # The query's lexemes (runs of scripts without spaces as their character bigrams, as the
-# stored ones: migration 0026), whether the namespace has rows in the HNSW index, and
-# whether it has document chunks (never cached: a stale "no" would hide those rows from
-# search); and the search's settings.
+# stored ones: migration 0026), whether the namespace has memories in the HNSW index,
+# whether it has document chunks and chunks in theirs (never cached: a stale "no" would
+# hide those rows from search; the document chunks' part of the search reads the last two
+# and the lexemes from here); and the search's settings. Each EXISTS is an index probe, if
+# planned under the server's settings: under the search's (bitmap scans only), each reads
+# every entry of the namespace's index (16 ms of PostgreSQL's CPU for the second search of
+# a priming in a namespace of 156,000 memories): ``PLANNER_DEFAULTS`` goes first in a
+# transaction that may hold them.
 QUERY_TERMS = text(
     """
     SELECT tsvector_to_array(
@@ -54,8 +59,19 @@ QUERY_TERMS = text(
            EXISTS (SELECT 1 FROM memories WHERE namespace = :namespace AND ann_indexed)
                AS has_ann,
            EXISTS (SELECT 1 FROM document_chunks WHERE namespace = :namespace) AS has_docs,
+           EXISTS (SELECT 1 FROM document_chunks WHERE namespace = :namespace AND ann_indexed)
+               AS has_chunk_ann,
     """
     + SEARCH_SETTINGS
+)
+# The scan types the search's settings turn off, on again for the rest of the transaction:
+# sent ahead of a search's first statement in a transaction where an earlier search may
+# have left them (priming runs two searches in one), in the same round trip.
+PLANNER_DEFAULTS = text(
+    "SELECT set_config('enable_seqscan', 'on', true), "
+    "set_config('enable_bitmapscan', 'on', true), "
+    "set_config('enable_sort', 'on', true), "
+    "set_config('enable_indexscan', 'on', true)"
 )
 
 
@@ -72,7 +88,8 @@ class Candidates:
     filters: str  # the table's own filters of a candidate (memories: tier, kinds)
     row: str  # the candidate row's columns (``_ranking`` reads them by name), over ``alias``
     joins: str  # what ``row`` reads besides the table's row
-    stored_df: bool  # whether the index step stores common words' counts (namespace_terms)
+    stored_df: str  # the table of common words' counts the index step stores, over...
+    stored_indexed_only: bool  # ...the rows in the HNSW index only (else: all the rows)
 
 
 MEMORY_FILTERS = """
@@ -93,7 +110,8 @@ MEMORIES = Candidates(
                SELECT l.memory_ids FROM long_term_entries l WHERE l.memory_id = m.id LIMIT 1
            ) END AS sources,""",
     joins="LEFT JOIN memory_access_pending p ON p.memory_id = m.id AND p.namespace = m.namespace",
-    stored_df=True,
+    stored_df="namespace_terms",
+    stored_indexed_only=False,
 )
 
 # A chunk's row has a memory's columns (kind ``doc``, the chunk's importance, the time its
@@ -110,7 +128,8 @@ CHUNKS = Candidates(
            1 - (c.embedding <=> CAST(:qvec AS vector)) AS cosine,
            d.id AS document_id, d.uri, d.title, d.tag, c.heading, c.char_start, c.char_end,""",
     joins="JOIN documents d ON d.id = c.document_id",
-    stored_df=False,
+    stored_df="namespace_chunk_terms",
+    stored_indexed_only=True,
 )
 
 
@@ -144,21 +163,27 @@ def term_stats(source: Candidates) -> TextClause:
     partial index of unindexed rows; a namespace without a stored size is counted whole
     (a small one: few rows). Counting a large namespace whole visited every row (670 ms for
     156,000 memories). The document frequencies: stored by the index step for large
-    namespaces' common words (namespace_terms, memories only), else counted live, capped:
-    a term in more than :df_cap rows is common whatever its exact count. A lexeme is looked
-    up as its namespace's term of scoped_tsv (:terms, migration 0018); the namespace test is
-    a filter (IS TRUE), not an index condition, which would AND the namespace's whole btree
-    into each lookup."""
+    namespaces' common words (memories': namespace_terms, over all the namespace's rows;
+    document chunks': namespace_chunk_terms, migration 0031, over its indexed rows, to which
+    the unindexed rows holding the word are added, found as for the size: :plain is the
+    lexeme as a tsquery), else counted live, capped: a term in more than :df_cap rows is
+    common whatever its exact count. Counted live, a lexeme is looked up as its namespace's
+    term of scoped_tsv (:terms, migration 0018); the namespace test is a filter (IS TRUE),
+    not an index condition, which would AND the namespace's whole btree into each lookup."""
     counted = f"""(SELECT count(*) FROM (
                     SELECT 1 FROM {source.table} r
                     WHERE r.scoped_tsv @@ CAST(t.term AS tsquery)
                       AND (r.namespace = :namespace) IS TRUE
                     LIMIT :df_cap) x)"""
-    if source.stored_df:
-        counted = f"""coalesce(
-               (SELECT nt.df FROM namespace_terms nt
-                WHERE nt.namespace = :namespace AND nt.lexeme = t.lexeme),
-               {counted})"""
+    stored = "nt.df"
+    if source.stored_indexed_only:
+        stored = f"""nt.df + (SELECT count(*) FROM {source.table} u
+                               WHERE u.namespace = :namespace AND NOT u.ann_indexed
+                                 AND u.tsv @@ CAST(t.plain AS tsquery))"""
+    counted = f"""coalesce(
+           (SELECT {stored} FROM {source.stored_df} nt
+            WHERE nt.namespace = :namespace AND nt.lexeme = t.lexeme),
+           {counted})"""
     return text(
         f"""
     WITH stored AS (
@@ -180,8 +205,9 @@ def term_stats(source: Candidates) -> TextClause:
                FROM size) END AS avg_len,
            t.lexeme,
            {counted} AS df
-    FROM (SELECT NULL::text AS lexeme, NULL::text AS term UNION ALL
-          SELECT * FROM unnest(CAST(:lexemes AS text[]), CAST(:terms AS text[]))) t
+    FROM (SELECT NULL::text AS lexeme, NULL::text AS term, NULL::text AS plain UNION ALL
+          SELECT * FROM unnest(CAST(:lexemes AS text[]), CAST(:terms AS text[]),
+                               CAST(:plain AS text[]))) t
     """
     )
 
@@ -248,7 +274,10 @@ EXPLAIN_CHUNK_ANN = text("EXPLAIN (COSTS OFF) " + ann_neighbours(CHUNKS).text)
 # One round trip for all returned hits: the access-log row of the search (its hits' ids in
 # rank order, migration 0020), and a pending access (``storage.operations.access``) for
 # each hit still in the hot table, upserted in id order, the order a fold locks them in.
-# The last access is the last one written, as ``as_of`` says.
+# The last access is the last one written, as ``as_of`` says. The hits are found by id, the
+# namespace a filter: as an index condition, the generic plan under the search's settings
+# ANDed the namespace's whole btree into the lookup (156,000 entries, 2.5 ms of
+# PostgreSQL's CPU a search in the 1M bench store's largest namespace).
 RECORD_ACCESS = text(
     """
     WITH logged AS (
@@ -257,7 +286,7 @@ RECORD_ACCESS = text(
     )
     INSERT INTO memory_access_pending AS p (memory_id, namespace, hits, last_accessed_at)
     SELECT id, namespace, 1, :at FROM memories
-    WHERE id = ANY(CAST(:ids AS bigint[])) AND namespace = :namespace ORDER BY id
+    WHERE id = ANY(CAST(:ids AS bigint[])) AND (namespace = :namespace) IS TRUE ORDER BY id
     ON CONFLICT (memory_id, namespace) DO UPDATE
     SET hits = p.hits + 1, last_accessed_at = excluded.last_accessed_at
     """
@@ -294,9 +323,11 @@ TOP_FACTS = text(
     """
 )
 
+# By session (unique), the namespace a filter: as an index condition, the planner could
+# take the namespace's (namespace, ended_at, session_id) index and read all its entries.
 EPISODE_ENTITIES = text(
     "SELECT session_id, entities FROM episodes "
-    "WHERE namespace = :namespace AND session_id = ANY(CAST(:sessions AS text[]))"
+    "WHERE session_id = ANY(CAST(:sessions AS text[])) AND (namespace = :namespace) IS TRUE"
 )
 
 # The embeddings of some of a namespace's memories (the candidates of a question about now,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 
 from sqlalchemy import Connection, TextClause
 
-from storage.retrieval.candidates._inputs import scoped_term
+from storage.retrieval.candidates._inputs import scoped_term, tsquery_term
 from storage.retrieval.candidates._prepared import rows
 
 
@@ -78,7 +78,8 @@ def cached_term_stats(
 ) -> tuple[tuple[int, float], dict[str, int]]:
     """(rows, mean lexical length) of the namespace and each lexeme's document count: from
     the cache, and what it lacks from ``term_stats`` (memories' or chunks') in one query,
-    which looks each lexeme up as its ``scoped_tsv`` term (``terms``); ``prepare``: as a
+    which looks each lexeme up as its ``scoped_tsv`` term (``terms``) or as itself
+    (``plain``); ``prepare``: as a
     prepared statement (``_prepared``)."""
     size = stats.size(namespace)
     known = stats.df(namespace, lexemes)
@@ -89,6 +90,7 @@ def cached_term_stats(
             "with_size": size is None,
             "lexemes": missing,
             "terms": [scoped_term(namespace, lexeme) for lexeme in missing],
+            "plain": [tsquery_term(lexeme) for lexeme in missing],
             "df_cap": df_cap,
         }
         found = rows(conn, term_stats, params, prepare=prepare)

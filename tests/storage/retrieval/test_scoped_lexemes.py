@@ -102,6 +102,7 @@ def test_counting_a_word_reads_only_its_namespace_postings(
         "with_size": True,
         "lexemes": ["dentist"],
         "terms": [scoped_term("alice", "dentist")],
+        "plain": [tsquery_term("dentist")],
         "df_cap": DF_CAP,
     }
     with _transaction(role, store, settings) as conn:
@@ -140,6 +141,7 @@ def test_chunks_are_counted_from_their_namespace_postings(store: Store, tmp_path
         "with_size": False,
         "lexemes": ["chain"],
         "terms": [scoped_term("acme", "chain")],
+        "plain": [tsquery_term("chain")],
         "df_cap": DF_CAP,
     }
     with store.engine.begin() as conn:
