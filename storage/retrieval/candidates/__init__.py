@@ -31,6 +31,7 @@ from storage.retrieval.candidates._inputs import (
 )
 from storage.retrieval.candidates._memories import distinct_messages, memory_rows, plan_lines
 from storage.retrieval.candidates._prepared import execute, pipelined, rows
+from storage.retrieval.candidates._priming_sql import EPISODE_ENTITIES, RECENT_EPISODES, TOP_FACTS
 from storage.retrieval.candidates._request import (
     POOL_HITS,
     Before,
@@ -46,13 +47,10 @@ from storage.retrieval.candidates._request import (
 from storage.retrieval.candidates._sql import (
     CANDIDATES,
     EMBEDDINGS,
-    EPISODE_ENTITIES,
     EXPLAIN_ANN,
     EXPLAIN_CANDIDATES,
-    RECENT_EPISODES,
     RECORD_ACCESS,
     TERM_STATS,
-    TOP_FACTS,
 )
 from storage.retrieval.candidates._stats import StatsCache
 
