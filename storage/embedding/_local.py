@@ -55,7 +55,10 @@ class LocalEmbedder:
 
     For the float32 and static int8 graphs, texts are sorted by length and cut into
     batches of at most ``batch_tokens`` padded tokens (`_batches`); the dynamic int8 graph
-    takes one text per run (see `embed`). ``threads`` batches run side by side, each on
+    takes one text per run (see `embed`). 512 tokens keep a batch's activations near the
+    core's own cache: the static graph took 7 % less CPU over a sync's memory texts than
+    in batches of 2048 (2.34 against 2.52 ms a text, 45 tokens on average; 256 to 768
+    within 1 % of each other), for the same vectors. ``threads`` batches run side by side, each on
     one thread of ONNX Runtime (None: one per CPU this process may use): a run split
     across threads waits for the slowest at every operator, which on shared cores cost
     10-30 % of the throughput.
@@ -73,7 +76,7 @@ class LocalEmbedder:
     def __init__(
         self,
         threads: int | None = None,
-        batch_tokens: int = 2048,
+        batch_tokens: int = 512,
         cache_dir: Path | None = None,
         *,
         graph: Graph = "float32",

@@ -60,6 +60,10 @@ class CommandExtractor:
         program = " ".join([os.path.basename(self._argv[0]), *self._argv[1:]])
         return f"command:{program}"[:100]
 
+    def extract_many(self, states: Sequence[SessionState]) -> list[Extraction]:
+        """`extract` of each state, one at a time."""
+        return [self.extract(state) for state in states]
+
     def extract(self, state: SessionState) -> Extraction:
         """The program's episode and facts with the fallback's turns, or the fallback's result."""
         base = self._fallback.extract(state)

@@ -12,8 +12,10 @@ sentiment, risk, vehemence, importance), `analysis` (the per-message pass), `epi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, tzinfo
+
+import numpy as np
 
 from storage.embedding import Embedder, HashingEmbedder
 from storage.kernel.records import SessionState
@@ -37,7 +39,7 @@ from tasks.extraction._scoring import (
     memory_importance,
     score,
 )
-from tasks.extraction._summary import summarise
+from tasks.extraction._summary import SummaryDraft, summary_draft
 from tasks.extraction._task_card import task_card
 from tasks.extraction._text import (
     TOKEN,
@@ -157,6 +159,24 @@ class HeuristicExtractor:
 
     def extract(self, state: SessionState) -> Extraction:
         """Episode, memories and, for sub-agent sessions, a task card for one state."""
+        return self.extract_many([state])[0]
+
+    def extract_many(self, states: Sequence[SessionState]) -> list[Extraction]:
+        """`extract` of each state, the sentences of all their summaries embedded in one
+        call: fuller model runs (a session has a few sentences not embedded yet; 20
+        sessions' sentences took a fifth less CPU in one call than in 20)."""
+        drafts = [self._draft(state) for state in states]
+        texts = [text for draft in drafts for text in draft.summary.texts]
+        vectors = self._embedder.embed(texts) if texts else np.zeros((0, self._embedder.dim))
+        extractions, start = [], 0
+        for draft in drafts:
+            end = start + len(draft.summary.found)
+            extractions.append(draft.extraction(draft.summary.finish(vectors[start:end])))
+            start = end
+        return extractions
+
+    def _draft(self, state: SessionState) -> _Draft:
+        """Everything of a state's extraction but its summary's sentence vectors."""
         msgs = [analyse(m) for m in state.messages]
         spoken = [m for m in msgs if m.record.role in SPOKEN]
         users = [m for m in spoken if m.record.role == "user"]
@@ -172,7 +192,7 @@ class HeuristicExtractor:
         memories = _memories(msgs, outcomes, Setting(state.session.title, self._tz))
         cues = episode_cues([m.cues for m in spoken], [m.cues for m in users])
         episode = EpisodeDraft(
-            summary=summarise(msgs, outcomes, threads, self._embedder),
+            summary="",
             topics=topics,
             entities=find_entities(spoken, speakers),
             user_state=read_user_state(users, topics, own_names),
@@ -185,4 +205,18 @@ class HeuristicExtractor:
             risk=cues.risk,
         )
         card = task_card(msgs, threads) if state.session.kind == "subagent" else None
-        return Extraction(episode=episode, memories=memories, task_card=card)
+        return _Draft(
+            summary_draft(msgs, outcomes, threads),
+            Extraction(episode=episode, memories=memories, task_card=card),
+        )
+
+
+@dataclass
+class _Draft:
+    """A state's extraction with its summary still to write (`SummaryDraft`)."""
+
+    summary: SummaryDraft
+    rest: Extraction  # its episode's summary empty
+
+    def extraction(self, summary: str) -> Extraction:
+        return replace(self.rest, episode=replace(self.rest.episode, summary=summary))

@@ -13,6 +13,7 @@ raise ``ConfigurationError`` at once. No message ever contains the API key.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -100,6 +101,10 @@ class LLMExtractor:
     def close(self) -> None:
         """Close the HTTP client if this extractor created it."""
         self._api.close()
+
+    def extract_many(self, states: Sequence[SessionState]) -> list[Extraction]:
+        """`extract` of each state, one at a time."""
+        return [self.extract(state) for state in states]
 
     def extract(self, state: SessionState) -> Extraction:
         """The model's episode and facts with the fallback's turns, or the fallback's result."""

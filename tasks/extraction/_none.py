@@ -6,6 +6,8 @@ turns, so every message stays findable by search.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from storage.kernel.records import SessionState
 from tasks.extraction._heuristic import HeuristicExtractor
 from tasks.extraction._types import EpisodeDraft, Extraction
@@ -39,6 +41,10 @@ class NoneExtractor:
     def name(self) -> str:
         """Identifier recorded with every memory this extractor writes."""
         return "none"
+
+    def extract_many(self, states: Sequence[SessionState]) -> list[Extraction]:
+        """`extract` of each state, one at a time."""
+        return [self.extract(state) for state in states]
 
     def extract(self, state: SessionState) -> Extraction:
         """A plain episode (importance 0.5, no vehemence) and the session's turns."""

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from storage.embedding import Embedder
 from tasks.extraction._analysis import SPOKEN, Msg, sentences
 from tasks.extraction._person import attributed, display_name
 from tasks.extraction._text import (
@@ -202,21 +201,40 @@ def _brief(msgs: Sequence[Msg], spoken: Sequence[Msg]) -> str:
     return f"{name} said: {clip(first.text, 200)}" + ("" if first.text[-1:] in ".!?" else ".")
 
 
-def summarise(
-    msgs: Sequence[Msg],
-    outcomes: Sequence[Outcome],
-    threads: Sequence[OpenThread],
-    embedder: Embedder,
-) -> str:
-    """At most ``BUDGET`` characters: the session's most informative sentences, in order,
-    each attributed, then one thing left open."""
-    if not msgs:
-        return "The session has no messages yet. Nothing was extracted."
+@dataclass
+class SummaryDraft:
+    """A session's summary before its sentences' vectors: ``texts`` are what to embed
+    (`finish` takes their vectors, in order), so the sentences of many sessions can go
+    to the model in one call."""
+
+    msgs: Sequence[Msg]
+    threads: Sequence[OpenThread]
+    found: list[_Sentence]
+
+    @property
+    def texts(self) -> list[str]:
+        return [s.text for s in self.found]
+
+    def finish(self, vectors: np.ndarray) -> str:
+        """At most ``BUDGET`` characters: the session's most informative sentences, in
+        order, each attributed, then one thing left open."""
+        msgs = self.msgs
+        if not msgs:
+            return "The session has no messages yet. Nothing was extracted."
+        if not self.found:
+            return _brief(msgs, [m for m in msgs if m.record.role in SPOKEN])
+        return _compose(self.found, vectors, self.threads)
+
+
+def summary_draft(
+    msgs: Sequence[Msg], outcomes: Sequence[Outcome], threads: Sequence[OpenThread]
+) -> SummaryDraft:
+    """The candidate sentences of a session's summary (`SummaryDraft`)."""
     spoken = [m for m in msgs if m.record.role in SPOKEN]
-    found = _candidates(spoken, outcomes)
-    if not found:
-        return _brief(msgs, spoken)
-    vectors = embedder.embed([s.text for s in found])
+    return SummaryDraft(msgs, threads, _candidates(spoken, outcomes) if msgs else [])
+
+
+def _compose(found: Sequence[_Sentence], vectors: np.ndarray, threads: Sequence[OpenThread]) -> str:
     # room for the closing line, kept whatever is chosen (it may turn out to be said already)
     closing = _open_line(threads, set())
     chosen = _select(found, vectors, BUDGET - (len(closing) + 1 if closing else 0))

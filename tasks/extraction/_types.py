@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
@@ -91,3 +92,7 @@ class Extractor(Protocol):
     def name(self) -> str: ...
 
     def extract(self, state: SessionState) -> Extraction: ...
+
+    def extract_many(self, states: Sequence[SessionState]) -> list[Extraction]:
+        """``extract`` of each state, in order (a sync extracts its sessions in parts)."""
+        ...

@@ -139,7 +139,8 @@ def derive_batch(
     Model calls (an LLM extractor, an HTTP embedder) happen here, outside any transaction.
     The states go in parts of ``PART_SESSIONS``: while the embedder works on one part's
     new memories (on its own threads, or waiting on a remote model), this thread extracts
-    the next, so the extraction (its summaries' own model calls included) no longer waits
+    the next (`Extractor.extract_many`: a part's summary sentences go to the model in one
+    call), so the extraction (its summaries' own model calls included) no longer waits
     for the embedding nor the embedding for it. One part is embedded at a time, in order,
     on one worker thread, so the embedder is never called from two threads at once.
     """
@@ -148,8 +149,9 @@ def derive_batch(
     with ThreadPoolExecutor(1, thread_name_prefix="archivist-sync-embed") as worker:
         pending = []
         for start in range(0, len(states), PART_SESSIONS):
+            chunk = states[start : start + PART_SESSIONS]
             part = [
-                derive(s, ctx.extractor.extract(s)) for s in states[start : start + PART_SESSIONS]
+                derive(s, e) for s, e in zip(chunk, ctx.extractor.extract_many(chunk), strict=True)
             ]
             derived += part
             texts_of = embed_texts(part, turn_context=ctx.turn_context)

@@ -64,7 +64,7 @@ class EmbeddingSettings(BaseModel):
     api_key: SecretStr | None = Field(None, description="API key of the openai provider")
     batch_size: int = Field(64, ge=1, le=2048, description="texts per request (openai)")
     batch_tokens: int = Field(
-        2048,
+        512,
         ge=256,
         le=65_536,
         description="padded tokens per batch of the local model (texts sorted by length)",

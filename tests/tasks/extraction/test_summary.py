@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pytest
 
-from storage.embedding import EmbedOnce, HashingEmbedder, LocalEmbedder
+from storage.embedding import EmbedOnce, HashingEmbedder, LocalEmbedder, default_cache_dir
 from storage.kernel.inputs import LATEST_INSTANT
 from storage.kernel.records import MessageRecord, SessionRecord, SessionState
 from storage.kernel.settings import EmbeddingSettings
@@ -196,3 +196,34 @@ def test_the_summary_sends_no_sentence_out_and_caches_none() -> None:
     hashing = summary_embedder(EmbeddingSettings(provider="hashing", cache="on"))
     assert isinstance(hashing, EmbedOnce)
     assert isinstance(hashing.inner, HashingEmbedder)  # the model itself, not the cache around it
+
+
+class _Counting:
+    """The local model's static int8 graph (the sync's default), counting its calls."""
+
+    def __init__(self) -> None:
+        self._model = LocalEmbedder(cache_dir=default_cache_dir(), graph="int8-static")
+        self.calls: list[int] = []
+        self.name, self.dim = self._model.name, self._model.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(len(texts))
+        return self._model.embed(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._model.embed_query(text)
+
+
+def test_sessions_extracted_together_get_the_summaries_each_gets_alone() -> None:
+    states = [
+        SessionState(session=t.session, messages=t.messages, fingerprint="f")
+        for file in generate_demo(date(2026, 11, 20), ZoneInfo("UTC"))[:40]
+        if (t := parse_transcript(file.name, file.text, LATEST_INSTANT)[0]) is not None
+    ]
+    together, alone = _Counting(), _Counting()
+
+    many = HeuristicExtractor(together).extract_many(states)
+    one_by_one = [HeuristicExtractor(alone).extract(state) for state in states]
+
+    assert len(states) > 20 and together.calls == [sum(alone.calls)] and len(alone.calls) > 20
+    assert many == one_by_one  # summaries, memories and every score

@@ -42,6 +42,12 @@ class Watched:
             self.next_part.set()
         return self._inner.extract(state)
 
+    def extract_many(self, states: Sequence[SessionState]) -> list[Extraction]:
+        self.started += len(states)
+        if self.started > PART_SESSIONS:
+            self.next_part.set()
+        return self._inner.extract_many(states)
+
 
 class Waiting:
     """An embedder whose first call returns only once the next part's extraction has
