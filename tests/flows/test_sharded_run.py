@@ -55,6 +55,10 @@ OTHER_ROLES = (
     "ARCHIVIST_SERVING__DATABASE_URL",
     "ARCHIVIST_SERVING__KEY",
 )
+# How often a kill test looks for a shard midway (two statements, and with them the test's
+# and the server's CPU): a shard writes its 35 sessions in 18 commits over seconds, so a
+# tenth of a second still lands the kill midway (every 0.02 s ran them 50 times a second).
+MIDWAY_POLL_SECONDS = 0.1
 PROCESSED = (
     "SELECT s.namespace FROM processed_sessions p JOIN chat_sessions s ON s.id = p.session_id"
 )
@@ -281,7 +285,7 @@ def test_a_worker_killed_midway_loses_nothing_and_the_next_run_finishes(
         deadline = time.monotonic() + 300
         while (victim := a_shard_midway(sharded)) is None:
             assert time.monotonic() < deadline and not failed.done(), "no shard started"
-            time.sleep(0.02)
+            time.sleep(MIDWAY_POLL_SECONDS)
         pool.kill(first, victim)  # the worker and the flow run it started, mid-write
         landed = len(processed(sharded))
         pool.start("worker-b")  # takes the shards still waiting
@@ -395,7 +399,7 @@ def test_over_tcp_a_worker_killed_midway_loses_nothing_and_the_api_keeps_answeri
             while (victim := a_shard_midway(store)) is None:
                 assert time.monotonic() < deadline and not failed.done(), "no shard started"
                 seen_roles |= logins(store)
-                time.sleep(0.02)
+                time.sleep(MIDWAY_POLL_SECONDS)
             # the worker that started that flow run, and the flow run, mid-write
             pool.kill(started_by(started, victim), victim)
             landed = len(processed(store))
