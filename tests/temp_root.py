@@ -28,8 +28,8 @@ PREFIX = "archivist-tests-"
 OWNER = "owner.json"
 ENV = "PYTEST_DEBUG_TEMPROOT"  # pytest's: the root of every test folder of the run
 # A root without an owner file: made by a run from before owners were recorded, or made this
-# instant and its owner not yet written. Only one this old, that no live process but a
-# PostgreSQL server names, is taken for stale.
+# instant and its owner not yet written. Only one unchanged this long (``_last_change``), that
+# no live process but a PostgreSQL server names, is taken for stale.
 UNOWNED_AFTER_SECONDS = 3600.0
 STOP_SECONDS = 10.0
 
@@ -75,11 +75,7 @@ def _stale(root: Path) -> bool:
     try:
         owner = json.loads((root / OWNER).read_text())
     except FileNotFoundError:
-        try:
-            age = time.time() - root.stat().st_mtime
-        except OSError:
-            return False
-        return age > UNOWNED_AFTER_SECONDS and not any(
+        return time.time() - _last_change(root) > UNOWNED_AFTER_SECONDS and not any(
             p for p in _processes_of(root) if p.name() != "postgres"
         )
     except (OSError, ValueError):
@@ -94,6 +90,19 @@ def _stale(root: Path) -> bool:
         return True
     except (psutil.Error, KeyError, TypeError, ValueError):
         return False
+
+
+def _last_change(root: Path) -> float:
+    """When a folder at most two levels under ``root`` last changed: a run in progress makes
+    a folder for each test in ``pytest-of-<user>/pytest-<n>``, so its root never looks old."""
+    latest = 0.0
+    for depth, pattern in enumerate(("", "*", "*/*")):
+        for folder in [root] if depth == 0 else root.glob(pattern):
+            try:
+                latest = max(latest, folder.stat().st_mtime)
+            except OSError:
+                return time.time()  # changing as we look
+    return latest
 
 
 def _processes_of(root: Path) -> Iterator[psutil.Process]:
