@@ -35,6 +35,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 PR_SET_CHILD_SUBREAPER = 36
 TICK = os.sysconf("SC_CLK_TCK")
 ROOT_ENV = "SUITE_BENCH_ROOT_PID"  # not ARCHIVIST_*: the CLI warns of those it does not know
@@ -84,6 +86,7 @@ class _Meter:
             lambda: {"tests": 0.0, "wall": 0.0, "cpu": 0.0}
         )
         self.tests: dict[str, dict[str, float]] = {}
+        self.phases: dict[str, dict[str, float]] = defaultdict(dict)
 
     def charge(self, key: str, *, test: bool, nodeid: str | None = None) -> None:
         wall, cpu = time.monotonic(), tree_cpu(self.root)
@@ -92,7 +95,9 @@ class _Meter:
         row["cpu"] += cpu - self.last_cpu
         row["tests"] += 1 if test else 0
         if nodeid is not None:
+            phases = self.phases.pop(nodeid, {})
             self.tests[nodeid] = {"wall": wall - self.last_wall, "cpu": cpu - self.last_cpu}
+            self.tests[nodeid].update(phases)
         self.last_wall, self.last_cpu = wall, cpu
 
 
@@ -116,6 +121,29 @@ def pytest_sessionstart(session: Any) -> None:
 def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
     if _meter is not None and not _meter.rows:
         _meter.charge("(collection)", test=False)
+
+
+def _phase(item: Any, name: str) -> Any:
+    """CPU of one phase of a test (``setup``: its fixtures; ``call``; ``teardown``)."""
+    before = tree_cpu(_meter.root) if _meter is not None and not _parallel else None
+    yield
+    if before is not None and _meter is not None:
+        _meter.phases[item.nodeid][name] = tree_cpu(_meter.root) - before
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: Any) -> Any:
+    yield from _phase(item, "setup")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: Any) -> Any:
+    yield from _phase(item, "call")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: Any) -> Any:
+    yield from _phase(item, "teardown")
 
 
 def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:

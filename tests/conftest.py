@@ -34,6 +34,7 @@ from storage.kernel.settings import Settings
 from storage.server.engine import Store, get_engine, open_store
 from storage.server.migrate import upgrade
 from storage.server.standalone import TcpServer, start_tcp_server
+from tests import temp_root
 
 os.environ.setdefault("ARCHIVIST_EMBEDDING__PROVIDER", "hashing")
 # An embedded server stops with its last process, as the engine tests expect; the keeper's
@@ -137,8 +138,10 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     if config.option.basetemp or "PYTEST_DEBUG_TEMPROOT" in os.environ:
         return
-    root = tempfile.mkdtemp(prefix="archivist-tests-", dir=_memory_folder())
-    os.environ["PYTEST_DEBUG_TEMPROOT"] = root
+    # The roots that killed runs left (with servers still running in them): see temp_root.
+    temp_root.remove_stale([str(Path(tempfile.gettempdir())), "/dev/shm"])
+    root = temp_root.make_root(_memory_folder())
+    os.environ["PYTEST_DEBUG_TEMPROOT"] = str(root)
     # Registered before any server starts, so it runs after their exit hooks stopped them.
     atexit.register(_remove_unless_failed, root, config)
 
@@ -159,10 +162,13 @@ def _memory_folder() -> str | None:
     return str(shm) if free.f_bavail * free.f_frsize >= MEMORY_FOLDER_ROOM else None
 
 
-def _remove_unless_failed(root: str, config: pytest.Config) -> None:
+def _remove_unless_failed(root: Path, config: pytest.Config) -> None:
+    """At exit (after a Ctrl-C too): the root goes, with any PostgreSQL server still running
+    in it (a worker pytest-xdist ended first leaves its own); a failed test's stays for a
+    look, until the next run starts (``temp_root.remove_stale``)."""
     session = getattr(config, "_archivist_session", None)
     if session is None or session.testsfailed == 0:
-        shutil.rmtree(root, ignore_errors=True)
+        temp_root.remove(root)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

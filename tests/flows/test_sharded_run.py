@@ -34,6 +34,7 @@ from storage.kernel.settings import Settings
 from storage.kernel.shards import Shard
 from storage.server.engine import Store, open_store
 from tasks.shards import ShardedReport
+from tests.conftest import Clones, database_url
 from tests.helpers import counts, files, new_key, snapshot
 from tests.serving.conftest import ARCHIVIST, LISTENING, wait_for_line
 from tests.tasks.sync.test_sync_shards import AS_OF, fill
@@ -54,6 +55,10 @@ OTHER_ROLES = (
     "ARCHIVIST_SERVING__DATABASE_URL",
     "ARCHIVIST_SERVING__KEY",
 )
+# How often a kill test looks for a shard midway (two statements, and with them the test's
+# and the server's CPU): a shard writes its 35 sessions in 18 commits over seconds, so a
+# tenth of a second still lands the kill midway (every 0.02 s ran them 50 times a second).
+MIDWAY_POLL_SECONDS = 0.1
 PROCESSED = (
     "SELECT s.namespace FROM processed_sessions p JOIN chat_sessions s ON s.id = p.session_id"
 )
@@ -173,17 +178,38 @@ def worker_pool(store: Store, log_dir: Path) -> Workers:
     return Workers(env, log_dir, store)
 
 
-def unsharded(
-    new_store: Callable[[str], Store], monkeypatch: pytest.MonkeyPatch, rounds: int = 2
-) -> Store:
+def unsharded(new_store: Callable[[str], Store], monkeypatch: pytest.MonkeyPatch) -> Store:
     """One memory-sync-daily run of the same data, in this process."""
     whole = new_store("whole")
-    fill(whole, rounds)
+    fill(whole)
     with monkeypatch.context() as patch:
         for key, value in store_env(whole).items():
             patch.setenv(key, value)
         memory_sync_daily(as_of=AS_OF)
     return whole
+
+
+@pytest.fixture(scope="module")
+def whole_of_140(
+    pg_url: str, clones: Clones, prefect_harness: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Store]:
+    """What the two kill tests compare their runs with: 140 sessions (10 rounds), synced by
+    one memory-sync-daily run in this process. Made once for both (they only read it)."""
+    name, folder = clones.take(), tmp_path_factory.mktemp("whole")
+    whole = open_store(
+        Settings(
+            database_url=database_url(pg_url, name),
+            data_dir=folder,
+            memory_root=str(folder / "memory"),
+        )
+    )
+    fill(whole, rounds=10)
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in store_env(whole).items():
+            patch.setenv(key, value)
+        memory_sync_daily(as_of=AS_OF)
+    yield whole
+    clones.give_back(name)
 
 
 def run_parent(
@@ -243,14 +269,12 @@ def a_shard_midway(store: Store) -> int | None:
 
 
 def test_a_worker_killed_midway_loses_nothing_and_the_next_run_finishes(
-    workers: tuple[Store, Workers],
-    new_store: Callable[[str], Store],
-    monkeypatch: pytest.MonkeyPatch,
+    workers: tuple[Store, Workers], whole_of_140: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 140 sessions, 35 a shard: with a commit every 2 sessions, 18 batches a shard, room for
     # a kill midway (as over TCP below). Each batch is a Prefect task run of its own: 280
     # sessions cost the flow-run processes and the Prefect server twice the CPU for nothing.
-    whole = unsharded(new_store, monkeypatch, rounds=10)
+    whole = whole_of_140
     sharded, pool = workers
     pool.env["ARCHIVIST_SYNC__BATCH_SIZE"] = "2"  # a commit every 2 sessions: room for a kill
     fill(sharded, rounds=10)
@@ -261,7 +285,7 @@ def test_a_worker_killed_midway_loses_nothing_and_the_next_run_finishes(
         deadline = time.monotonic() + 300
         while (victim := a_shard_midway(sharded)) is None:
             assert time.monotonic() < deadline and not failed.done(), "no shard started"
-            time.sleep(0.02)
+            time.sleep(MIDWAY_POLL_SECONDS)
         pool.kill(first, victim)  # the worker and the flow run it started, mid-write
         landed = len(processed(sharded))
         pool.start("worker-b")  # takes the shards still waiting
@@ -345,7 +369,7 @@ def tcp_workers(
 
 def test_over_tcp_a_worker_killed_midway_loses_nothing_and_the_api_keeps_answering(
     tcp_workers: tuple[Store, Workers],
-    new_store: Callable[[str], Store],
+    whole_of_140: Store,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
@@ -353,7 +377,7 @@ def test_over_tcp_a_worker_killed_midway_loses_nothing_and_the_api_keeps_answeri
     a kill -9 of one worker (and the flow run it started) midway through the two-worker
     sync, then a re-run, writes what one run writes, and the API answers throughout with
     one key's namespace only."""
-    whole = unsharded(new_store, monkeypatch, rounds=10)  # 140 sessions, 35 a shard
+    whole = whole_of_140  # 140 sessions, 35 a shard
     store, pool = tcp_workers
     pool.env["ARCHIVIST_SYNC__BATCH_SIZE"] = "2"  # a commit every 2 sessions: room for a kill
     fill(store, rounds=10)
@@ -375,7 +399,7 @@ def test_over_tcp_a_worker_killed_midway_loses_nothing_and_the_api_keeps_answeri
             while (victim := a_shard_midway(store)) is None:
                 assert time.monotonic() < deadline and not failed.done(), "no shard started"
                 seen_roles |= logins(store)
-                time.sleep(0.02)
+                time.sleep(MIDWAY_POLL_SECONDS)
             # the worker that started that flow run, and the flow run, mid-write
             pool.kill(started_by(started, victim), victim)
             landed = len(processed(store))

@@ -117,13 +117,20 @@ def test_status_with_the_url_in_the_environment_lists_that_servers_runs_without_
     assert "prefect" not in {m.split(".")[0] for m in loaded}  # read without loading Prefect
 
 
+@pytest.fixture(scope="module")
+def graphs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A graph cache of this module's own: the first command that embeds builds the graphs
+    there (1.5-2 s of CPU), the next ones read them."""
+    return tmp_path_factory.mktemp("graphs")
+
+
 @pytest.mark.parametrize(
     "args",
     [["prime", "alice"], ["search", "Not A Namespace", "dentist"]],
     ids=["prime-without-message", "search-refused"],
 )
 def test_a_command_that_ends_before_the_local_model_loads_exits_cleanly(
-    args: list[str], env: Settings, tmp_path: Path
+    args: list[str], env: Settings, tmp_path: Path, graphs: Path
 ) -> None:
     # Both commands end without embedding anything, while the model may still be loading
     # in its thread: ONNX Runtime aborted such a process at exit (signal 6) when the
@@ -132,7 +139,7 @@ def test_a_command_that_ends_before_the_local_model_loads_exits_cleanly(
     child_env |= {
         "PREFECT_HOME": str(tmp_path),
         "ARCHIVIST_EMBEDDING__PROVIDER": "local",
-        "ARCHIVIST_EMBEDDING__GRAPH_CACHE_DIR": str(tmp_path / "graphs"),
+        "ARCHIVIST_EMBEDDING__GRAPH_CACHE_DIR": str(graphs),
     }
 
     def archivist(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -141,7 +148,7 @@ def test_a_command_that_ends_before_the_local_model_loads_exits_cleanly(
             command, env=child_env, capture_output=True, text=True, timeout=120, check=False
         )
 
-    assert archivist("search", "alice", "dentist").returncode == 0  # fills the graph cache
+    assert archivist("search", "alice", "dentist").returncode == 0  # the graphs now cached
     done = archivist(*args)
 
     assert "terminate called" not in done.stderr
