@@ -179,6 +179,8 @@ class _Model:
 
     def run(self, encodings: Sequence[Any]) -> np.ndarray:
         """Mean-pooled, L2-normalised sentence vectors of tokenised texts."""
+        if len(encodings) == 1:
+            return self._one(encodings[0].ids)
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(encodings), width), dtype=np.int64)
         mask = np.zeros((len(encodings), width), dtype=np.int64)
@@ -188,6 +190,16 @@ class _Model:
         (hidden,) = self.session.run(["hidden"], {"input_ids": ids, "attention_mask": mask})
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return np.asarray(pooled / np.maximum(norms, 1e-12), dtype=np.float32)
+
+    def _one(self, tokens: Sequence[int]) -> np.ndarray:
+        """``run`` of one text (a query), which needs no padding: its mask is all ones, its
+        mean the plain mean of its tokens' vectors (the same float32 values)."""
+        ids = np.array([tokens], dtype=np.int64)
+        mask = np.ones_like(ids)
+        (hidden,) = self.session.run(["hidden"], {"input_ids": ids, "attention_mask": mask})
+        pooled = hidden.sum(axis=1) / np.float32(len(tokens))
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return np.asarray(pooled / np.maximum(norms, 1e-12), dtype=np.float32)
 

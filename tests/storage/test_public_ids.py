@@ -60,3 +60,22 @@ def test_the_store_keeps_one_key_for_every_serving_process(store: Store) -> None
     with store.engine.connect() as conn:
         first, again = PublicIds.load(conn), PublicIds.load(conn)
     assert first.show("memory", 7) == again.show("memory", 7) != 8
+
+
+def test_a_public_id_stays_what_it_was_shown_as() -> None:
+    """Clients keep the ids they were shown: the permutation of a key never changes (these
+    were shown before the rounds were written out)."""
+    ids = PublicIds(KEY)
+    shown = {
+        ("memory", 1): 1724545778384867,
+        ("memory", 2): 1241240066894773,
+        ("memory", 1000): 978321725250503,
+        ("memory", 2**40): 2843789925841351,
+        ("queue", 1): 1917978830451255,
+        ("queue", 1000): 103531619262543,
+    }
+    kinds: dict[str, Kind] = {"memory": "memory", "queue": "queue"}
+    assert {(k, r): ids.show(kinds[k], r) for k, r in shown} == shown
+    assert {(k, r): ids.take(kinds[k], p) for (k, r), p in shown.items()} == {
+        (k, r): r for k, r in shown
+    }
