@@ -63,7 +63,9 @@ class BenchServer:
 
     def cpu_seconds(self) -> float | None:
         """CPU time the server's processes have used so far (Linux, ``--tcp`` only: the
-        postmaster and its children, from /proc); None where it cannot be read."""
+        postmaster and its children, from /proc, and the children that have exited, which
+        the postmaster's own counts keep: an autovacuum worker ending within a phase took
+        its CPU out of the sum); None where it cannot be read."""
         if self.tcp is None:
             return None
         try:
@@ -76,6 +78,8 @@ class BenchServer:
                     fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
                     if int(entry.name) == postmaster or int(fields[1]) == postmaster:
                         ticks += int(fields[11]) + int(fields[12])  # utime, stime
+                    if int(entry.name) == postmaster:
+                        ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
             return ticks / os.sysconf("SC_CLK_TCK")
         except (OSError, ValueError, IndexError):
             return None
