@@ -5,7 +5,7 @@ operating system's cache, which PostgreSQL reads through as well).
 What searches read most is the HNSW indexes of the large namespaces: 128 MB at 100,000
 memories, 1.45 GB at a million (docs/how-to/benchmarks.md). Those not in
 ``shared_buffers`` are read from the OS cache page by page, which costs PostgreSQL's CPU on
-every search (20 to 30% of it at a million memories with 512 MB).
+every search (about a fifth of it at a million memories with 512 MB: docs/how-to/benchmarks.md).
 """
 
 from __future__ import annotations
