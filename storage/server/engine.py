@@ -22,6 +22,7 @@ import signal
 import sys
 import threading
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -41,17 +42,21 @@ from storage.kernel.processes import pid_running
 from storage.kernel.settings import Settings
 from storage.server.keeper import ensure_keeper
 from storage.server.pool_ping import ping_when_idle
+from storage.server.sizing import machine_memory, shared_buffers
 
 # The embedded server's settings where PostgreSQL's defaults (sized for a 1 GB machine) cost
 # the bulk steps most: a checkpoint every 1 GB of WAL makes archival and decay log each
 # page they touch again in full, 128 MB of cache no longer holds 100k memories, and a new
 # WAL file filled with zeros first is written twice (archival makes about 2 GB of WAL per
 # million rows, mostly full-page images). ``shared_buffers`` needs a restart: a new data
-# dir's server is restarted once.
+# dir's server is restarted once. A laptop's store: 512 MB holds the hot part of 100,000
+# memories (their HNSW indexes are 128 MB), a quarter of the memory on a smaller machine
+# (``storage.server.sizing``); a server for millions is sized by its operator.
+EMBEDDED_CACHE_MB = 512
 EMBEDDED_SETTINGS = {
     "max_wal_size": "4GB",
     "checkpoint_timeout": "15min",
-    "shared_buffers": "512MB",
+    "shared_buffers": shared_buffers(machine_memory(), EMBEDDED_CACHE_MB),
     "wal_init_zero": "off",
 }
 CONFIGURED = """
@@ -157,12 +162,12 @@ def forget_dead_holders(pgdata: Path) -> list[int]:
     return dead
 
 
-def tune_embedded(uri: str) -> bool:
-    """Write ``EMBEDDED_SETTINGS`` that the server's configuration lacks, and reload;
+def tune_embedded(uri: str, wanted: Mapping[str, str] = EMBEDDED_SETTINGS) -> bool:
+    """Write the ``wanted`` settings that the server's configuration lacks, and reload;
     True if some setting waits for a restart."""
     with psycopg.connect(uri, autocommit=True) as conn:
         configured: dict[str, str] = dict(conn.execute(CONFIGURED).fetchall())
-        missing = {k: v for k, v in EMBEDDED_SETTINGS.items() if configured.get(k) != v}
+        missing = {k: v for k, v in wanted.items() if configured.get(k) != v}
         for name, value in missing.items():
             conn.execute(
                 sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value))
