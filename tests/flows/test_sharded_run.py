@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -55,10 +56,17 @@ OTHER_ROLES = (
     "ARCHIVIST_SERVING__DATABASE_URL",
     "ARCHIVIST_SERVING__KEY",
 )
-# How often a kill test looks for a shard midway (two statements, and with them the test's
-# and the server's CPU): a shard writes its 35 sessions in 18 commits over seconds, so a
-# tenth of a second still lands the kill midway (every 0.02 s ran them 50 times a second).
+# How often a kill test looks for a shard midway (three statements, and with them the
+# test's and the server's CPU): a shard writes its 50 or 90 sessions in 10 or 18 commits
+# over seconds, so a tenth of a second still lands the kill midway (every 0.02 s ran them
+# 50 times a second).
 MIDWAY_POLL_SECONDS = 0.1
+# The kill tests split the 140 sessions in two shards (50 and 90 sessions) and commit every
+# 5 sessions: room for a kill midway in either shard, for half the flow-run processes (each
+# ~3 s of CPU, mostly imports) and a third of the Prefect task runs of 4 shards committing
+# every 2 sessions. Four shards on two workers are the first test's.
+KILL_SHARDS = 2
+KILL_BATCH_SIZE = "5"
 PROCESSED = (
     "SELECT s.namespace FROM processed_sessions p JOIN chat_sessions s ON s.id = p.session_id"
 )
@@ -213,7 +221,7 @@ def whole_of_140(
 
 
 def run_parent(
-    store: Store, monkeypatch: pytest.MonkeyPatch, timeout_minutes: float
+    store: Store, monkeypatch: pytest.MonkeyPatch, timeout_minutes: float, shards: int = 4
 ) -> ShardedReport:
     with monkeypatch.context() as patch:
         for key in OTHER_ROLES:
@@ -221,7 +229,7 @@ def run_parent(
         for key, value in store_env(store).items():
             patch.setenv(key, value)
         return memory_sharded_run(
-            shards=4, as_of=AS_OF, timeout_minutes=timeout_minutes, poll_seconds=0.5
+            shards=shards, as_of=AS_OF, timeout_minutes=timeout_minutes, poll_seconds=0.5
         )
 
 
@@ -260,43 +268,70 @@ def processed(store: Store) -> list[str]:
         return list(conn.execute(text(PROCESSED)).scalars())
 
 
-def a_shard_midway(store: Store) -> int | None:
-    """The process of a running shard that has written some of its sessions, if any."""
+def sessions_of(shard: Shard, namespaces: list[str]) -> int:
+    return sum(shard.holds(ns) for ns in namespaces)
+
+
+def a_shard_midway(store: Store) -> tuple[Shard, int] | None:
+    """A running shard that has written some but not all of its sessions, and its process,
+    if any."""
     with store.engine.connect() as conn:
         running = [(Shard.parse(r.shard), r.pid) for r in conn.execute(text(RUNNING_SHARDS))]
+        stored = list(conn.execute(text("SELECT namespace FROM chat_sessions")).scalars())
     done = processed(store)
-    return next((pid for shard, pid in running if any(shard.holds(ns) for ns in done)), None)
+    return next(
+        (
+            (shard, pid)
+            for shard, pid in running
+            if 0 < sessions_of(shard, done) < sessions_of(shard, stored)
+        ),
+        None,
+    )
+
+
+def only_crashed(shard: Shard) -> str:
+    """What the parent run fails with when the killed shard alone did not complete."""
+    return rf"shards not completed: {re.escape(str(shard))} \(Crashed[^;]*\); run"
+
+
+def killed_midway(store: Store, shard: Shard, total: int) -> None:
+    """After the kill: the killed shard had written some but not all of its sessions, and
+    the run as a whole some but not all."""
+    done = processed(store)
+    with store.engine.connect() as conn:
+        stored = list(conn.execute(text("SELECT namespace FROM chat_sessions")).scalars())
+    assert 0 < sessions_of(shard, done) < sessions_of(shard, stored), "the kill missed midway"
+    assert 0 < len(done) < total, "the kill did not land midway"
 
 
 def test_a_worker_killed_midway_loses_nothing_and_the_next_run_finishes(
     workers: tuple[Store, Workers], whole_of_140: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # 140 sessions, 35 a shard: with a commit every 2 sessions, 18 batches a shard, room for
-    # a kill midway (as over TCP below). Each batch is a Prefect task run of its own: 280
-    # sessions cost the flow-run processes and the Prefect server twice the CPU for nothing.
+    # 140 sessions in 2 shards, a commit every 5 sessions: 10 and 18 batches, room for a
+    # kill midway (as over TCP below). Each batch is a Prefect task run of its own.
     whole = whole_of_140
     sharded, pool = workers
-    pool.env["ARCHIVIST_SYNC__BATCH_SIZE"] = "2"  # a commit every 2 sessions: room for a kill
+    pool.env["ARCHIVIST_SYNC__BATCH_SIZE"] = KILL_BATCH_SIZE
     fill(sharded, rounds=10)
     total = counts(whole)["processed_sessions"]
     first = pool.start("worker-a", limit=1)  # one shard at a time: the kill hits one
     with ThreadPoolExecutor(1) as parent:
-        failed = parent.submit(run_parent, sharded, monkeypatch, 10)
+        failed = parent.submit(run_parent, sharded, monkeypatch, 10, KILL_SHARDS)
         deadline = time.monotonic() + 300
         while (victim := a_shard_midway(sharded)) is None:
             assert time.monotonic() < deadline and not failed.done(), "no shard started"
             time.sleep(MIDWAY_POLL_SECONDS)
-        pool.kill(first, victim)  # the worker and the flow run it started, mid-write
-        landed = len(processed(sharded))
-        pool.start("worker-b")  # takes the shards still waiting
-        with pytest.raises(RuntimeError, match=r"shards not completed: \d/4 \(Crashed"):
+        shard, pid = victim
+        pool.kill(first, pid)  # the worker and the flow run it started, mid-write
+        killed_midway(sharded, shard, total)
+        pool.start("worker-b")  # takes the shard still waiting
+        with pytest.raises(RuntimeError, match=only_crashed(shard)):
             failed.result(timeout=600)
-    assert 0 < landed < total, "the kill did not land midway"
     with sharded.engine.connect() as conn:
         crashed = conn.execute(text(SYNC_RUNS), {"status": "crashed"}).scalar_one()
-    assert crashed >= 1  # the killed shards' runs, found dead by their process id
+    assert crashed == 1  # the killed shard's run, found dead by its process id
 
-    report = run_parent(sharded, monkeypatch, timeout_minutes=10)
+    report = run_parent(sharded, monkeypatch, 10, KILL_SHARDS)
 
     assert all(s.completed for s in report.shards)
     assert snapshot(sharded) == snapshot(whole)  # nothing lost, nothing twice
@@ -377,9 +412,9 @@ def test_over_tcp_a_worker_killed_midway_loses_nothing_and_the_api_keeps_answeri
     a kill -9 of one worker (and the flow run it started) midway through the two-worker
     sync, then a re-run, writes what one run writes, and the API answers throughout with
     one key's namespace only."""
-    whole = whole_of_140  # 140 sessions, 35 a shard
+    whole = whole_of_140  # 140 sessions: 50 and 90 in the two shards
     store, pool = tcp_workers
-    pool.env["ARCHIVIST_SYNC__BATCH_SIZE"] = "2"  # a commit every 2 sessions: room for a kill
+    pool.env["ARCHIVIST_SYNC__BATCH_SIZE"] = KILL_BATCH_SIZE  # room for a kill midway
     fill(store, rounds=10)
     total = counts(whole)["processed_sessions"]
     key = new_key(store, "user-1")
@@ -394,21 +429,21 @@ def test_over_tcp_a_worker_killed_midway_loses_nothing_and_the_api_keeps_answeri
         started = [pool.start(name, limit=1) for name in ("worker-a", "worker-b")]
         pool.wait_started("worker-a", "worker-b")
         with ThreadPoolExecutor(1) as parent:
-            failed = parent.submit(run_parent, store, monkeypatch, 10)
+            failed = parent.submit(run_parent, store, monkeypatch, 10, KILL_SHARDS)
             deadline = time.monotonic() + 300
             while (victim := a_shard_midway(store)) is None:
                 assert time.monotonic() < deadline and not failed.done(), "no shard started"
                 seen_roles |= logins(store)
                 time.sleep(MIDWAY_POLL_SECONDS)
             # the worker that started that flow run, and the flow run, mid-write
-            pool.kill(started_by(started, victim), victim)
-            landed = len(processed(store))
+            shard, pid = victim
+            pool.kill(started_by(started, pid), pid)
+            killed_midway(store, shard, total)
             during = search(client, "user-1")
-            with pytest.raises(RuntimeError, match=r"shards not completed: \d/4 \(Crashed"):
+            with pytest.raises(RuntimeError, match=only_crashed(shard)):
                 failed.result(timeout=600)
-        assert 0 < landed < total, "the kill did not land midway"
 
-        report = run_parent(store, monkeypatch, timeout_minutes=10)  # the other worker alone
+        report = run_parent(store, monkeypatch, 10, KILL_SHARDS)  # the other worker alone
         seen_roles |= logins(store)
         after = search(client, "user-1")
         other = client.post("/v1/namespaces/user-10/search", json={"query": "budget review"})
