@@ -18,8 +18,8 @@ Then for each store, smaller first, after warming the server as one that has bee
 (other queries of the same uniform and size-weighted picks, each searched and primed
 once: a server just started reads its HNSW indexes page by page from the OS cache, which
 doubled the size-weighted p95 at a million memories): search p50/p95/p99 with the query's
-vector computed beforehand (the embedding's own cost printed apart, hashing and the local model), over
-namespaces picked uniformly and in proportion to their size; priming (with a first
+vector computed beforehand (the embedding's own cost printed apart, hashing and the local
+model), over namespaces picked uniformly and in proportion to their size; priming (with a first
 message) the same way; document-chunk-only search over the namespaces with documents;
 each of these with its CPU per query (the bench process's, and over TCP the server's);
 planning time on ``memories``; the catalog (pg_class rows, indexes) and table and index
