@@ -66,10 +66,8 @@ class PublicIds:
             raise ValueError(f"id {real} is outside what public ids cover")
         left, right = real >> HALF, real & MASK
         keyed = self._keyed[kind]
-        for n in range(ROUNDS):  # _round, written out: a search shows 10 to 30 ids
-            digest = keyed.copy()
-            digest.update((right << 8 | n).to_bytes(5, "big"))
-            left, right = right, left ^ (int.from_bytes(digest.digest(), "big") & MASK)
+        for n in range(ROUNDS):
+            left, right = right, left ^ _round(keyed, n, right)
         return (left << HALF | right) + 1
 
     def take(self, kind: Kind, public: int) -> int | None:
@@ -79,12 +77,15 @@ class PublicIds:
             return None
         value = public - 1
         left, right = value >> HALF, value & MASK
+        keyed = self._keyed[kind]
         for n in reversed(range(ROUNDS)):
-            left, right = right ^ self._round(kind, n, left), left
+            left, right = right ^ _round(keyed, n, left), left
         return left << HALF | right
 
-    def _round(self, kind: Kind, n: int, half: int) -> int:
-        """The round function: keyed BLAKE2b of the half (4 bytes) and the round (1 byte)."""
-        digest = self._keyed[kind].copy()
-        digest.update((half << 8 | n).to_bytes(5, "big"))  # half's 4 bytes, then n's
-        return int.from_bytes(digest.digest(), "big") & MASK
+
+def _round(keyed: hashlib.blake2b, n: int, half: int) -> int:
+    """The round function of `PublicIds.show` and `take`: the kind's keyed BLAKE2b
+    (``keyed``, copied) of the half (4 bytes) and the round (1 byte)."""
+    digest = keyed.copy()
+    digest.update((half << 8 | n).to_bytes(5, "big"))  # half's 4 bytes, then n's
+    return int.from_bytes(digest.digest(), "big") & MASK
