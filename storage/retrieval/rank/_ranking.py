@@ -240,23 +240,11 @@ FACTOR: dict[str, Callable[[Any, QueryTime, float], float]] = {
 def factors_of(
     row: Any, dense: float, lexical: float, relevance: float, when: QueryTime, half_life: float
 ) -> dict[str, float]:
-    """Every factor of a candidate row's score for a search asked at ``when``: ``FACTOR``'s,
-    written out (a search computes them for each of a hundred-odd candidates)."""
-    as_of = when.as_of
-    accessed = row.last_accessed_at or row.occurred_at
-    return {
-        "semantic": relevance,
-        "dense": dense,
-        "lexical": lexical,
-        "recency": scoring.recency(_days(row.occurred_at, as_of), half_life),
-        "importance": scoring.importance(row.importance),
-        "frequency": scoring.frequency(row.access_count),
-        "vehemence": float(row.vehemence),
-        "salience": scoring.salience(row.access_count, _days(accessed, as_of), half_life),
-        "window": _window(row, when),
-        "cosine": float(row.cosine),
-        "bm25": float(row.bm25),
-    }
+    """Every factor of a candidate row's score for a search asked at ``when``."""
+    out = {"semantic": relevance, "dense": dense, "lexical": lexical}
+    out.update((name, of(row, when, half_life)) for name, of in FACTOR.items())
+    out["cosine"], out["bm25"] = float(row.cosine), float(row.bm25)
+    return out
 
 
 def hit_of(
