@@ -36,6 +36,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import OperationalError
 
+import storage.server.binary_arrays  # noqa: F401  (their dumpers, before any connection)
 import storage.server.query_vector  # noqa: F401  (its dumper, before any connection)
 from storage.kernel.errors import ConfigurationError, StorageError
 from storage.kernel.processes import pid_running

@@ -26,6 +26,7 @@ from storage.retrieval.candidates._sql import (
     TERM_STATS,
 )
 from storage.retrieval.candidates._stats import StatsCache, cached_term_stats
+from storage.server.binary_arrays import Float8Array, Int8Array
 
 _BM25_K1, _BM25_B = 1.2, 0.75
 
@@ -208,12 +209,13 @@ def neighbours(
     params: dict[str, Any],
     n_indexed: int,
     statement: TextClause = ANN_NEIGHBOURS,
-) -> dict[str, list[Any]]:
+) -> dict[str, Int8Array | Float8Array]:
     """HNSW neighbours among indexed rows (memories', or ``statement``'s: document chunks');
     exact when filters starved the index. Either way the exact planner settings hold
-    afterwards (the candidates statement needs them)."""
+    afterwards (the candidates statement needs them). Ids and distances go to it packed
+    (``storage.server.binary_arrays``)."""
     if n_indexed == 0:  # a walk of the index would look for rows it cannot hold
-        return {"ann_ids": [], "ann_dists": []}
+        return {"ann_ids": Int8Array(()), "ann_dists": Float8Array(())}
     # The walk between its settings and the exact ones after it: one round trip.
     steps = [
         (PLANNER, planner(settings, force_index=True, exact=False)),
@@ -224,4 +226,5 @@ def neighbours(
     if len(found) < min(params["n"], n_indexed):
         # Planned afresh, under the exact settings: its prepared plan is the walk's.
         found = rows(conn, statement, params, prepare=False)
-    return {"ann_ids": [r.id for r in found], "ann_dists": [float(r.dist) for r in found]}
+    ids, dists = Int8Array([r.id for r in found]), Float8Array([r.dist for r in found])
+    return {"ann_ids": ids, "ann_dists": dists}
