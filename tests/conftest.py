@@ -41,6 +41,14 @@ os.environ.setdefault("ARCHIVIST_EMBEDDING__PROVIDER", "hashing")
 # An embedded server stops with its last process, as the engine tests expect; the keeper's
 # own tests turn it on (tests/storage/test_keeper.py).
 os.environ.setdefault("ARCHIVIST_EMBEDDED_KEEP_ALIVE_SECONDS", "0")
+# Every Prefect client (several per flow run, one per test helper's call) builds an SSL
+# context and loads its CA file into it, certifi's 140 certificates by default: 14 ms of
+# CPU each time, though every Prefect API of the tests is plain HTTP on loopback and no
+# test speaks TLS. The tests' Prefect clients, in this process and in those it starts,
+# trust one certificate of the tests' own instead (0.3 ms).
+os.environ.setdefault(
+    "PREFECT_API_SSL_CERT_FILE", str(Path(__file__).with_name("data") / "loopback-ca.pem")
+)
 
 TEMPLATE = "archivist_template"
 # The session's server (not the ones the tests of the embedded server start) waits for no

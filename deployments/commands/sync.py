@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING
 
 import fsspec
 
 from storage.kernel.settings import Settings
-from storage.server.engine import Role, open_store
-from storage.server.migrate import upgrade
+from storage.server.engine import open_store
 from tasks.sync import IngestReport, JsonlTranscripts, SyncReport, ingest
 
 if TYPE_CHECKING:
@@ -19,57 +17,6 @@ if TYPE_CHECKING:
 # Labels of the bars these commands draw (``deployments.progress``).
 FILES = "transcript files"
 DAYS = "days back-filled"
-
-
-def upgrade_schema(settings: Settings) -> str:
-    """Apply pending migrations, as the owner, and say what happened."""
-    store = open_store(settings, Role.OWNER)
-    before, after = upgrade(store.engine, settings)
-    where = "embedded PostgreSQL in " + str(settings.pgdata_dir) if store.embedded else "database"
-    if before == after:
-        return f"schema already at revision {after} ({where})"
-    return f"schema upgraded {before or 'empty'} -> {after} ({where})"
-
-
-def set_up_roles(settings: Settings, roles: Sequence[str]) -> list[str]:
-    """New passwords for ``roles`` (pipeline, serving) set as the owner; the setting each
-    process is to be given, as ``VARIABLE='URL'`` lines."""
-    from storage.server.roles import ROLES, new_password, role_url, set_login
-
-    store = open_store(settings, Role.OWNER)
-    owner_url = store.engine.url.render_as_string(hide_password=False)
-    lines = []
-    with store.engine.begin() as conn:
-        for kind in roles:
-            role, variable = ROLES[kind]
-            password = new_password()
-            set_login(conn, role, password)
-            lines.append(f"{variable}='{role_url(owner_url, role, password)}'")
-    return lines
-
-
-def stop_embedded(settings: Settings) -> str:
-    """Let the embedded server's keeper go; say whether the server stopped."""
-    from storage.server.engine import configured_url
-    from storage.server.keeper import server_running, stop_keeper, stop_unheld, wait_stopped
-
-    configured = configured_url(settings)
-    if configured is not None:
-        return f"nothing to stop: {configured[0]} names the database server"
-    pgdata = settings.pgdata_dir
-    pid = stop_keeper(pgdata)
-    if pid is None:
-        stop_unheld(pgdata)  # no keeper to leave, and a server nobody holds stays up
-    holders = wait_stopped(pgdata, timeout=30, leaving=pid)
-    said = f"the embedded PostgreSQL in {pgdata}"
-    if pid is not None:
-        said = f"keeper (pid {pid}) stopped; {said}"
-    if not server_running(pgdata):
-        return f"{said} is not running"
-    if holders:
-        pids = ", ".join(map(str, holders))
-        return f"{said} stays up while other processes use it (pids {pids})"
-    return f"{said} is still stopping"
 
 
 def ingest_transcripts(settings: Settings, url: str, bars: Bars) -> IngestReport:
@@ -156,6 +103,7 @@ def run_demo(
 ) -> None:
     """Sample data in, daily sync back-filled day by day, and where to look; ``command`` is
     how the user types ``archivist`` (``.venv/bin/archivist`` when it is not on PATH)."""
+    from deployments.commands.db import upgrade_schema
     from flows.daily_sync import memory_sync_daily
     from flows.weekly_tidy import memory_weekly_tidy
     from storage.embedding import preload_model
