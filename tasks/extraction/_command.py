@@ -32,7 +32,7 @@ __all__ = ["CommandExtractor"]
 logger = logging.getLogger(__name__)
 
 
-class CommandExtractor:
+class CommandExtractor(Extractor):
     """Runs ``argv`` (no shell) once per session state and reads its JSON reply."""
 
     def __init__(
@@ -59,10 +59,6 @@ class CommandExtractor:
         """Identifier recorded with every memory this extractor writes."""
         program = " ".join([os.path.basename(self._argv[0]), *self._argv[1:]])
         return f"command:{program}"[:100]
-
-    def extract_many(self, states: Sequence[SessionState]) -> list[Extraction]:
-        """`extract` of each state, one at a time."""
-        return [self.extract(state) for state in states]
 
     def extract(self, state: SessionState) -> Extraction:
         """The program's episode and facts with the fallback's turns, or the fallback's result."""

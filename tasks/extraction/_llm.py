@@ -13,7 +13,6 @@ raise ``ConfigurationError`` at once. No message ever contains the API key.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -57,7 +56,7 @@ class _Usage:
         }
 
 
-class LLMExtractor:
+class LLMExtractor(Extractor):
     """Asks a chat model for the episode and facts; falls back when the model fails."""
 
     def __init__(
@@ -101,10 +100,6 @@ class LLMExtractor:
     def close(self) -> None:
         """Close the HTTP client if this extractor created it."""
         self._api.close()
-
-    def extract_many(self, states: Sequence[SessionState]) -> list[Extraction]:
-        """`extract` of each state, one at a time."""
-        return [self.extract(state) for state in states]
 
     def extract(self, state: SessionState) -> Extraction:
         """The model's episode and facts with the fallback's turns, or the fallback's result."""

@@ -6,11 +6,9 @@ turns, so every message stays findable by search.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from storage.kernel.records import SessionState
 from tasks.extraction._heuristic import HeuristicExtractor
-from tasks.extraction._types import EpisodeDraft, Extraction
+from tasks.extraction._types import EpisodeDraft, Extraction, Extractor
 
 __all__ = ["NoneExtractor"]
 
@@ -31,7 +29,7 @@ def plain_summary(state: SessionState) -> str:
     return f"{count} {_names(speakers)} from {first} to {last}"
 
 
-class NoneExtractor:
+class NoneExtractor(Extractor):
     """No summary model at all: a plain episode line and the turn memories."""
 
     def __init__(self) -> None:
@@ -41,10 +39,6 @@ class NoneExtractor:
     def name(self) -> str:
         """Identifier recorded with every memory this extractor writes."""
         return "none"
-
-    def extract_many(self, states: Sequence[SessionState]) -> list[Extraction]:
-        """`extract` of each state, one at a time."""
-        return [self.extract(state) for state in states]
 
     def extract(self, state: SessionState) -> Extraction:
         """A plain episode (importance 0.5, no vehemence) and the session's turns."""

@@ -86,7 +86,11 @@ class Extraction:
 
 
 class Extractor(Protocol):
-    """Turns one session state into an extraction; must be deterministic for a given input."""
+    """Turns one session state into an extraction; must be deterministic for a given input.
+
+    An extractor that subclasses it explicitly gets `extract_many` as `extract` of each
+    state, one at a time; one that can do better with several states at once (the
+    heuristic one embeds their summaries' sentences in one call) defines its own."""
 
     @property
     def name(self) -> str: ...
@@ -95,4 +99,4 @@ class Extractor(Protocol):
 
     def extract_many(self, states: Sequence[SessionState]) -> list[Extraction]:
         """``extract`` of each state, in order (a sync extracts its sessions in parts)."""
-        ...
+        return [self.extract(state) for state in states]
