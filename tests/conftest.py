@@ -101,6 +101,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 # pytest-xdist's order; a list out of date costs time, never a test.
 LONGEST_FIRST = (
     "tests/flows/test_sharded_run.py",
+    "tests/test_types.py",  # mypy, a cold check on a fresh clone: CPU beside waiting
     "tests/tasks/quality/test_run.py",
     "tests/tasks/tidy/test_select.py",
     "tests/storage/test_keeper.py",
