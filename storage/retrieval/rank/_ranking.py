@@ -11,7 +11,6 @@ each keeps its own place.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -295,7 +294,7 @@ def with_lifts(
     for hit in hits:
         value, part, _ = lifts.get(hit.memory_id or -1, (0.0, 0.0, None))
         lift = value > hit.score
-        out.append(replace(hit, score=value, factors=hit.factors | {factor: part}) if lift else hit)
+        out.append(hit.changed(score=value, factors=hit.factors | {factor: part}) if lift else hit)
     present = {h.memory_id for h in hits}
     used = dict(weights)
     for memory_id, (value, part, row) in lifts.items():

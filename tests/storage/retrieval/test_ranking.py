@@ -3,6 +3,7 @@ and its facts; the weights a question uses, and newer restatements first."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from types import SimpleNamespace
 from typing import Any
@@ -200,3 +201,19 @@ def test_equal_scores_rank_the_newer_first_then_the_lower_id() -> None:
 
     assert [h.memory_id for h in hits] == [3, 2, 5, 1, 4]
     assert hits[1].score == hits[2].score == hits[3].score == hits[4].score
+
+
+def test_a_changed_hit_is_what_replace_makes() -> None:
+    original = hit(7, "fact", "s1", "m0", sources=(3,))
+
+    changed = original.changed(passage="the part", score=0.25)
+
+    assert changed == replace(original, passage="the part", score=0.25)
+    assert (changed.passage, changed.score, original.passage, original.score) == (
+        "the part",
+        0.25,
+        "",
+        1 / 7,
+    )
+    with pytest.raises(TypeError, match="no field"):
+        original.changed(pasage="a typo")
