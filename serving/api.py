@@ -116,6 +116,9 @@ def create_app(service: MemoryService) -> FastAPI:
         version="1",
         summary="Search, prime and write one namespace's memory.",
         lifespan=lifespan_of(service),
+        # Archivist sets up no OpenTelemetry: with it on, FastAPI looked up the three global
+        # providers on every request to find that out (8 us of a search's 163 in-process).
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.service = service
     settings = service.settings
