@@ -242,6 +242,9 @@ def create_app(service: MemoryService) -> FastAPI:
         """Delete one document now, with its chunks and the queued writes that carry it."""
         return service.documents.delete(granted(key, namespace, write=True), document_id)
 
+    # The API's routes before the documentation's (Starlette tries them in order, a regex
+    # match each): a search tried five first (140 against 143 us of CPU in-process).
+    app.router.routes.sort(key=lambda route: not getattr(route, "path", "").startswith("/v1/"))
     return app
 
 
