@@ -258,7 +258,7 @@ def hit_of(
     low_confidence: bool = False,
 ) -> Hit:
     doc = doc_source(row)
-    return Hit(
+    return Hit.from_fields(
         memory_id=None if doc is not None else row.id,
         namespace=row.namespace,
         kind=row.kind,
@@ -276,6 +276,7 @@ def hit_of(
         doc=doc,
         window=None if when is None else when.window,
         restated_by=restated_by,
+        passage="",
     )
 
 
