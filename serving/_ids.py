@@ -50,8 +50,7 @@ class ShownIds:
                 document_id=self.ids.show("document", doc.document_id),
                 chunk_id=self.ids.show("chunk", doc.chunk_id),
             )
-        return replace(
-            hit,
+        return hit.changed(
             memory_id=self._maybe("memory", hit.memory_id),
             sources=tuple(self.ids.show("memory", s) for s in hit.sources),
             doc=doc,

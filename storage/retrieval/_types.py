@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal
 
@@ -84,6 +84,29 @@ class Hit:
         """What to show of the hit: its passage, else its whole memory."""
         return self.passage or self.content
 
+    @classmethod
+    def from_fields(cls, **values: Any) -> Hit:
+        """``Hit(**values)`` given every field, without the frozen dataclass's ``__init__``,
+        which sets each of its twenty fields through ``object.__setattr__``: 0.7 us instead
+        of 3.4, for the forty-odd hits ranking builds a search. A name missing or unknown
+        raises ``TypeError`` as ``__init__`` would; the values are taken as given, as there."""
+        if values.keys() != _HIT_FIELDS:
+            wrong = sorted(values.keys() ^ _HIT_FIELDS)
+            raise TypeError(f"a hit is made of all its fields, each once: {wrong}")
+        hit = object.__new__(cls)
+        hit.__dict__.update(values)
+        return hit
+
+    def changed(self, **changes: Any) -> Hit:
+        """The hit with ``changes`` (fields by name), as ``dataclasses.replace`` makes it, but
+        without calling ``__init__`` again: a hit checks nothing there, and the copy takes
+        1.1 us instead of 7.5 (a search makes twenty-odd: its passages, its public ids)."""
+        if not changes.keys() <= _HIT_FIELDS:
+            raise TypeError(f"a hit has no field {sorted(changes.keys() - _HIT_FIELDS)}")
+        copy = object.__new__(Hit)
+        copy.__dict__.update(self.__dict__, **changes)
+        return copy
+
     @property
     def ref(self) -> tuple[str, int]:
         """What the hit is, as ``("memory", id)`` or ``("doc", chunk id)``."""
@@ -112,6 +135,9 @@ class Hit:
             + (f"  [{', '.join(rest)}]" if rest else "")
             + "".join(f"; {note}" for note in notes)
         ) + flag
+
+
+_HIT_FIELDS = frozenset(f.name for f in fields(Hit))
 
 
 @dataclass(frozen=True)

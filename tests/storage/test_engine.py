@@ -8,7 +8,9 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -16,7 +18,13 @@ from sqlalchemy.engine import make_url
 
 from storage.kernel.errors import ConfigurationError, StorageError
 from storage.kernel.settings import Settings
-from storage.server.engine import check_pgvector, libpq_uri, open_store, resolve_url
+from storage.server.engine import (
+    check_pgvector,
+    get_engine,
+    libpq_uri,
+    open_store,
+    resolve_url,
+)
 from storage.server.migrate import head_revision, require_current, upgrade
 
 HOLD_STORE = """
@@ -235,3 +243,20 @@ def test_schema_is_required_and_upgrade_is_idempotent(pg_url: str, tmp_path: Pat
     assert (dim, fact) == (64, "64")
     store.engine.dispose()
     _admin(pg_url, "DROP DATABASE empty_db WITH (FORCE)")
+
+
+def test_sessions_are_in_utc_beside_the_options_a_url_gives(fresh_db: str) -> None:
+    berlin = quote("-c application_name=in-utc-test -c TimeZone=Europe/Berlin")
+    separator = "&" if "?" in fresh_db else "?"
+    engine = get_engine(f"{fresh_db}{separator}options={berlin}", pool_size=1)
+    try:
+        with engine.connect() as conn:
+            zone, name = (
+                conn.exec_driver_sql("SHOW TimeZone").scalar(),
+                conn.exec_driver_sql("SHOW application_name").scalar(),
+            )
+            now = conn.exec_driver_sql("SELECT now()").scalar_one()
+    finally:
+        engine.dispose()
+    assert (zone, name) == ("UTC", "in-utc-test")
+    assert now.tzinfo is UTC  # datetime.timezone.utc, no ZoneInfo to look offsets up in

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol, TypedDict, Unpack
 
@@ -201,7 +201,7 @@ def _counted(kept: list[Citation], budget: int, left_out: int, count: Counter) -
 
 
 def _showing(hit: Hit, text: str) -> Hit:
-    return hit if hit.shown == text else replace(hit, passage=text)
+    return hit if hit.shown == text else hit.changed(passage=text)
 
 
 def _repeats(words: frozenset[str], seen: Sequence[frozenset[str]]) -> bool:

@@ -31,7 +31,7 @@ import re
 import tomllib
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
@@ -267,4 +267,4 @@ def _render(pieces: Sequence[Piece], chosen: Sequence[int]) -> str:
 def with_passages(hits: Sequence[Hit], query: str) -> list[Hit]:
     """The hits, each with its passage for ``query`` (the query read once)."""
     question = Question.of(query)
-    return [replace(hit, passage=passage(hit.content, question)) for hit in hits]
+    return [hit.changed(passage=passage(hit.content, question)) for hit in hits]

@@ -3,7 +3,8 @@ and its facts; the weights a question uses, and newer restatements first."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta, timezone
 from types import SimpleNamespace
 from typing import Any
 
@@ -11,10 +12,12 @@ import numpy as np
 import pytest
 
 from storage.kernel import scoring
+from storage.kernel.settings import RetrievalSettings
 from storage.retrieval import Hit, read_time
 from storage.retrieval.rank import (
     after_newer,
     one_per_source,
+    rank,
     relevance_parts,
     restatements,
     weights_for,
@@ -158,3 +161,72 @@ def test_a_newer_session_summary_restates_an_older_one_of_the_same_plan() -> Non
     assert {(int(i) + 1, int(j) + 1) for i, j in zip(*np.nonzero(restated), strict=True)} == {
         (1, 2)
     }
+
+
+def row(id_: int, occurred_at: datetime, cosine: float) -> Any:
+    """A memory candidate as the candidates statement returns it."""
+    return SimpleNamespace(
+        id=id_,
+        namespace="alice",
+        kind="fact",
+        content=f"memory {id_}",
+        importance=0.5,
+        vehemence=0.0,
+        access_count=0,
+        last_accessed_at=None,
+        occurred_at=occurred_at,
+        created_at=occurred_at,
+        session_id=None,
+        message_ids=[],
+        tier="fresh",
+        cosine=cosine,
+        bm25=0.0,
+    )
+
+
+def test_equal_scores_rank_the_newer_first_then_the_lower_id() -> None:
+    # The same instant in another zone is a tie, broken by the lower id.
+    later = (T0 + timedelta(days=1)).astimezone(timezone(timedelta(hours=-5)))
+    rows = [
+        row(4, T0, 0.5),
+        row(2, T0 + timedelta(days=1), 0.5),
+        row(3, T0, 0.9),
+        row(1, T0, 0.5),
+        row(5, later, 0.5),
+    ]
+    weights = scoring.resolve_weights("archivist")
+    when = read_time("where is the VPN token?", T0 + timedelta(days=2), UTC)
+
+    hits = rank(rows, when, weights, RetrievalSettings())
+
+    assert [h.memory_id for h in hits] == [3, 2, 5, 1, 4]
+    assert hits[1].score == hits[2].score == hits[3].score == hits[4].score
+
+
+def test_a_changed_hit_is_what_replace_makes() -> None:
+    original = hit(7, "fact", "s1", "m0", sources=(3,))
+
+    changed = original.changed(passage="the part", score=0.25)
+
+    assert changed == replace(original, passage="the part", score=0.25)
+    assert (changed.passage, changed.score, original.passage, original.score) == (
+        "the part",
+        0.25,
+        "",
+        1 / 7,
+    )
+    with pytest.raises(TypeError, match="no field"):
+        original.changed(pasage="a typo")
+
+
+def test_a_hit_made_without_init_is_the_hit_init_makes() -> None:
+    made = hit(7, "fact", "s1", "m0", sources=(3,))
+    values = dict(made.__dict__)
+
+    again = Hit.from_fields(**values)
+
+    assert again == made and list(again.__dict__) == list(made.__dict__)
+    with pytest.raises(TypeError, match="passage"):
+        Hit.from_fields(**{k: v for k, v in values.items() if k != "passage"})
+    with pytest.raises(TypeError, match="pasage"):
+        Hit.from_fields(**values, pasage="a typo")
