@@ -35,7 +35,7 @@ from storage.kernel.settings import Settings
 from storage.server.engine import Store, get_engine, open_store
 from storage.server.migrate import upgrade
 from storage.server.standalone import TcpServer, start_tcp_server
-from tests import temp_root
+from tests import prefect_server, shared_run, temp_root
 
 os.environ.setdefault("ARCHIVIST_EMBEDDING__PROVIDER", "hashing")
 # An embedded server stops with its last process, as the engine tests expect; the keeper's
@@ -350,13 +350,14 @@ def store(settings: Settings) -> Store:
 
 
 @pytest.fixture(scope="session")
-def prefect_harness() -> Iterator[None]:
-    """A real, temporary Prefect server for the tests that run flows."""
-    from prefect.testing.utilities import prefect_test_harness
-
+def prefect_harness(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A real, temporary Prefect server for the tests that run flows (Prefect's
+    ``prefect_test_harness``); a pytest-xdist worker's starts on the database the first
+    worker's server migrated (``tests.prefect_server``)."""
+    shared = shared_run.folder(request.config)
     # Waited for, not spent: on a machine loaded by other work, with a server starting in
     # each pytest-xdist worker at once, one took more than a minute to answer.
-    with prefect_test_harness(server_startup_timeout=600):
+    with prefect_server.harness(shared, timeout=600):
         yield
 
 
