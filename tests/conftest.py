@@ -23,7 +23,7 @@ import sys
 import tempfile
 import uuid
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -206,6 +206,31 @@ def _remove_unless_failed(root: Path, config: pytest.Config) -> None:
     session = getattr(config, "_archivist_session", None)
     if session is None or session.testsfailed == 0:
         temp_root.remove(root)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """Each test module is imported by one pytest-xdist worker at a time, so on a new clone
+    the first to import it rewrites its asserts and compiles what it imports, writing both to
+    ``__pycache__``, and the others read them.
+
+    Every worker collects every file. On a new clone (nothing in ``__pycache__``) the workers
+    did the same work side by side, each rewriting the same 160 modules and compiling the
+    same sources: three workers collecting took 21.8-23.5 s of CPU against 14.8 s with all
+    written (2026-11-28, ``-n 3 -k <nothing>``); one module at a time, 18.3-18.7 s. The
+    workers take the modules in the same order, so the later ones follow the first a module
+    behind rather than waiting for its whole collection. With no ``__pycache__`` written
+    (``PYTHONDONTWRITEBYTECODE``) there is nothing to share, and no lock.
+    """
+    shared = shared_run.folder(collector.config)
+    if shared is None or sys.dont_write_bytecode or not isinstance(collector, pytest.Module):
+        return (yield)
+    locks = shared / "imports"
+    locks.mkdir(exist_ok=True)
+    with shared_run.locked(locks / f"{collector.nodeid.replace('/', '.')}.lock"):
+        return (yield)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
