@@ -3,7 +3,9 @@
 The README's command runs the tests in parallel processes (pytest-xdist, ``-n auto --dist
 loadfile``: each file on one worker). Session fixtures are per process, so every worker has
 its own PostgreSQL (in its own temp folder), template, Prefect server and S3 server, and no
-test sees another worker's.
+test sees another worker's. What the workers share is only work done once: the Prefect
+server's migrated database they each start a copy of, and the rewritten test modules in
+``__pycache__`` (``tests.shared_run``).
 
 A template database is migrated once; each test gets its own copy (``CREATE DATABASE ...
 TEMPLATE``), so tests may commit freely and still never see each other's rows.
