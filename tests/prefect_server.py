@@ -1,0 +1,79 @@
+"""The session's Prefect test server: Prefect's own ``prefect_test_harness``, started on a
+database its first worker's server migrated.
+
+Each pytest-xdist worker starts a harness of its own, and each harness's server migrated a
+new SQLite database from nothing at start (alembic: 114 migrations, then the block types
+registered): about 6 s of the server's CPU, half of it the migrations from nothing. The
+workers now take turns at a file lock shared by the run: the first starts its harness as
+before and copies the database its server made (a consistent copy, through SQLite's backup)
+next to the lock; every later one starts its harness on a copy of that copy, on which the
+server's start finds the migrations done (3 s of the server's CPU). The server is the same
+real Prefect server, started by the same harness, which still runs the migrations at start
+(at head, they change nothing) and registers the block types; only the harness's empty
+folder comes with a database in it (the harness takes no folder: its ``mkdtemp`` is replaced
+while it starts). Nothing is shared at run time: each worker's server has its own database.
+
+Measured (2026-11-28, the harness alone, the server's CPU until it answered): 5.4-6.8 s on
+a new database, 2.9-3.0 s on a copy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, closing, contextmanager
+from pathlib import Path
+from unittest import mock
+
+from tests import shared_run
+
+# The harness's database, in the folder it makes (prefect.testing.utilities).
+DATABASE = "prefect-test.db"
+TEMPLATE = "prefect-template.db"
+
+
+@contextmanager
+def harness(shared: Path | None, timeout: int) -> Iterator[None]:
+    """``prefect_test_harness(timeout)``; with ``shared`` (a folder every worker of the run
+    sees), started on a copy of the first worker's migrated database."""
+    from prefect.testing import utilities
+
+    with ExitStack() as stack:
+        if shared is None:
+            stack.enter_context(utilities.prefect_test_harness(server_startup_timeout=timeout))
+            yield
+            return
+        template = shared / TEMPLATE
+        with shared_run.locked(shared / "prefect-template.lock"):
+            if template.exists():
+                folder = tempfile.mkdtemp()  # where the harness would have made its own
+                shutil.copyfile(template, Path(folder) / DATABASE)
+                with mock.patch.object(utilities, "mkdtemp", lambda: folder):
+                    stack.enter_context(
+                        utilities.prefect_test_harness(server_startup_timeout=timeout)
+                    )
+            else:
+                stack.enter_context(utilities.prefect_test_harness(server_startup_timeout=timeout))
+                _copy(_database(), template)
+        yield
+
+
+def _database() -> Path:
+    """The running harness's SQLite file."""
+    from prefect.settings import PREFECT_SERVER_DATABASE_CONNECTION_URL
+
+    url = PREFECT_SERVER_DATABASE_CONNECTION_URL.value()
+    assert url is not None
+    return Path(url.split(":///", 1)[1])
+
+
+def _copy(source: Path, target: Path) -> None:
+    """A consistent copy of a database its server has open (in WAL mode: the file alone may
+    lack the latest tables), made whole before it takes the target's name."""
+    part = target.with_suffix(".part")
+    with closing(sqlite3.connect(source)) as src, closing(sqlite3.connect(part)) as dst:
+        src.backup(dst)
+    os.replace(part, target)
