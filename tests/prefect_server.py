@@ -4,10 +4,11 @@ database its first worker's server migrated.
 Each pytest-xdist worker starts a harness of its own, and each harness's server migrated a
 new SQLite database from nothing at start (alembic: 114 migrations, then the block types
 registered): about 6 s of the server's CPU, half of it the migrations from nothing. The
-workers now take turns at a file lock shared by the run: the first starts its harness as
+workers now take a file lock shared by the run in turns: the first starts its harness as
 before and copies the database its server made (a consistent copy, through SQLite's backup)
-next to the lock; every later one starts its harness on a copy of that copy, on which the
-server's start finds the migrations done (3 s of the server's CPU). The server is the same
+next to the lock; every later one copies that copy under the lock and starts its harness on
+it after (the later ones' servers start side by side), and its server's start finds the
+migrations done (3 s of the server's CPU). The server is the same
 real Prefect server, started by the same harness, which still runs the migrations at start
 (at head, they change nothing) and registers the block types; only the harness's empty
 folder comes with a database in it (the harness takes no folder: its ``mkdtemp`` is replaced
@@ -47,17 +48,17 @@ def harness(shared: Path | None, timeout: int) -> Iterator[None]:
             yield
             return
         template = shared / TEMPLATE
+        folder: str | None = None
         with shared_run.locked(shared / "prefect-template.lock"):
-            if template.exists():
+            if template.exists():  # copied under the lock, started outside it
                 folder = tempfile.mkdtemp()  # where the harness would have made its own
                 shutil.copyfile(template, Path(folder) / DATABASE)
-                with mock.patch.object(utilities, "mkdtemp", lambda: folder):
-                    stack.enter_context(
-                        utilities.prefect_test_harness(server_startup_timeout=timeout)
-                    )
-            else:
+            else:  # the first: the others wait for its database
                 stack.enter_context(utilities.prefect_test_harness(server_startup_timeout=timeout))
                 _copy(_database(), template)
+        if folder is not None:
+            with mock.patch.object(utilities, "mkdtemp", lambda: folder):
+                stack.enter_context(utilities.prefect_test_harness(server_startup_timeout=timeout))
         yield
 
 
