@@ -8,11 +8,11 @@ workers now take a file lock shared by the run in turns: the first starts its ha
 before and copies the database its server made (a consistent copy, through SQLite's backup)
 next to the lock; every later one copies that copy under the lock and starts its harness on
 it after (the later ones' servers start side by side), and its server's start finds the
-migrations done (3 s of the server's CPU). The server is the same
-real Prefect server, started by the same harness, which still runs the migrations at start
-(at head, they change nothing) and registers the block types; only the harness's empty
-folder comes with a database in it (the harness takes no folder: its ``mkdtemp`` is replaced
-while it starts). Nothing is shared at run time: each worker's server has its own database.
+migrations done (3 s of the server's CPU). The server is the same real Prefect server,
+started by the same harness, which still runs the migrations at start (at head, they change
+nothing) and registers the block types; only the harness's empty folder comes with a
+database in it (the harness takes no folder: its ``mkdtemp`` is replaced while it starts).
+Nothing is shared at run time: each worker's server has its own database.
 
 Measured (2026-11-28, the harness alone, the server's CPU until it answered): 5.4-6.8 s on
 a new database, 2.9-3.0 s on a copy.
