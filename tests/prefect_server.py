@@ -43,22 +43,25 @@ def harness(shared: Path | None, timeout: int) -> Iterator[None]:
     from prefect.testing import utilities
 
     with ExitStack() as stack:
-        if shared is None:
+
+        def start() -> None:
             stack.enter_context(utilities.prefect_test_harness(server_startup_timeout=timeout))
-            yield
-            return
-        template = shared / TEMPLATE
-        folder: str | None = None
-        with shared_run.locked(shared / "prefect-template.lock"):
-            if template.exists():  # copied under the lock, started outside it
-                folder = tempfile.mkdtemp()  # where the harness would have made its own
-                shutil.copyfile(template, Path(folder) / DATABASE)
-            else:  # the first: the others wait for its database
-                stack.enter_context(utilities.prefect_test_harness(server_startup_timeout=timeout))
-                _copy(_database(), template)
-        if folder is not None:
-            with mock.patch.object(utilities, "mkdtemp", lambda: folder):
-                stack.enter_context(utilities.prefect_test_harness(server_startup_timeout=timeout))
+
+        if shared is None:
+            start()
+        else:
+            template = shared / TEMPLATE
+            folder: str | None = None
+            with shared_run.locked(shared / "prefect-template.lock"):
+                if template.exists():  # copied under the lock, started outside it
+                    folder = tempfile.mkdtemp()  # where the harness would have made its own
+                    shutil.copyfile(template, Path(folder) / DATABASE)
+                else:  # the first: the others wait for its database
+                    start()
+                    _copy(_database(), template)
+            if folder is not None:
+                with mock.patch.object(utilities, "mkdtemp", lambda: folder):
+                    start()
         yield
 
 
