@@ -31,6 +31,9 @@ from tests.helpers import add_session, chat
 ARCHIVIST = str(Path(sys.executable).parent / "archivist")
 REPO = Path(__file__).resolve().parents[2]
 NAMES = [spec.name for spec in DEPLOYMENTS]
+# The runner looks for runs to start every second rather than Prefect's default ten: the
+# tests start runs and wait for serve to pick them up.
+RUNNER_POLL_SECONDS = "1"
 
 
 async def ours() -> list[DeploymentResponse]:
@@ -68,6 +71,7 @@ def test_sigterm_pauses_every_deployment_and_leaves_no_run_pending(
         "PREFECT_API_URL": str(PREFECT_API_URL.value()),
         "PREFECT_HOME": str(tmp_path / "prefect-home"),
         "ARCHIVIST_EMBEDDING__PROVIDER": "hashing",
+        "PREFECT_RUNNER_POLL_FREQUENCY": RUNNER_POLL_SECONDS,
     }
     asyncio.run(delete_ours())  # prefect deploy's (with its pull steps) from another test
     log = tmp_path / "serve.log"
@@ -131,6 +135,7 @@ def test_sigterm_during_a_run_schedules_it_again_for_the_same_night(
         "PREFECT_API_URL": str(PREFECT_API_URL.value()),
         "PREFECT_HOME": str(tmp_path / "prefect-home"),
         "ARCHIVIST_EMBEDDING__PROVIDER": "hashing",
+        "PREFECT_RUNNER_POLL_FREQUENCY": RUNNER_POLL_SECONDS,
         "ARCHIVIST_EXTRACTOR__MODE": "command",
         "ARCHIVIST_EXTRACTOR__COMMAND": json.dumps(
             [sys.executable, "-c", STALLING_EXTRACTOR, str(marker)]
