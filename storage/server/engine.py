@@ -17,6 +17,7 @@ drops the pids that no longer run, and the server stops when the last live one e
 
 from __future__ import annotations
 
+import atexit
 import json
 import signal
 import sys
@@ -137,12 +138,19 @@ def _start(pgdata: Path) -> Any:
 
         try:
             forget_dead_holders(pgdata)
-            return get_server(pgdata, cleanup_mode="stop")
+            server = get_server(pgdata, cleanup_mode="stop")
         except Exception as exc:  # the wheel raises plain exceptions; name the data dir
             raise StorageError(
                 f"could not start the embedded PostgreSQL in {pgdata}: {exc}; "
                 "check the directory is writable, or set ARCHIVIST_DATABASE_URL"
             ) from exc
+    # At exit, before the wheel's own hook (registered before this one, so run after it)
+    # leaves the server and stops it if no holder is left: the holders that died since this
+    # process attached are forgotten first. A process that exits without its exit hooks (a
+    # uvicorn worker, which multiprocessing ends with os._exit; one killed) stays listed,
+    # and the server would outlive the last live holder.
+    atexit.register(forget_dead_holders, pgdata)
+    return server
 
 
 def forget_dead_holders(pgdata: Path) -> list[int]:

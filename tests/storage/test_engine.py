@@ -141,6 +141,47 @@ def test_a_holder_killed_with_sigkill_no_longer_keeps_the_server_up(tmp_path: Pa
         stop_if_running(pgdata)
 
 
+def test_the_last_live_holder_stops_the_server_though_a_later_one_died_without_leaving(
+    tmp_path: Path,
+) -> None:
+    """A process attached first; another attached after it and died without its exit hooks
+    (killed, or a uvicorn worker, which multiprocessing ends with os._exit). When the first
+    exits, the dead one no longer keeps the server up."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    env.pop("ARCHIVIST_DATABASE_URL", None)
+    pgdata = tmp_path / "pgdata"
+    holders: list[subprocess.Popen[str]] = []
+    try:
+        for _ in range(2):  # one after the other: the first holds the server when the next starts
+            holder = subprocess.Popen(
+                [sys.executable, "-c", HOLD_STORE, str(tmp_path)],
+                stdout=subprocess.PIPE,
+                env=env,
+                text=True,
+            )
+            holders.append(holder)
+            assert holder.stdout is not None and holder.stdout.readline().split() == ["ready"]
+        first, later = holders
+        os.kill(later.pid, signal.SIGKILL)
+        later.wait(timeout=30)
+        assert sorted(json.loads((pgdata / ".handle_pids.json").read_text())) == sorted(
+            [first.pid, later.pid]
+        )
+
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=30)
+
+        assert wait_stopped(pgdata), "the embedded server outlived its last live holder"
+    finally:
+        for holder in holders:
+            if holder.poll() is None:
+                holder.kill()
+                holder.wait(timeout=30)
+            if holder.stdout is not None:
+                holder.stdout.close()
+        stop_if_running(pgdata)
+
+
 def test_a_pending_restart_never_stops_a_server_another_process_holds(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     env.pop("ARCHIVIST_DATABASE_URL", None)
