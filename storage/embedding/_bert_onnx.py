@@ -5,7 +5,9 @@ graph. Exporting one takes PyTorch at run time (7 s to import) and downloading o
 network; this module writes the graph itself, with standard opset-17 operators, from the
 weights in the package: token, position and type embeddings, then per layer self-attention
 and a GELU feed-forward, each followed by a residual LayerNorm. ONNX Runtime's optimiser
-fuses the attention at load. The output is the last hidden state; pooling is the caller's.
+fuses the scaled scores' product and the GELU at load. The output is the last hidden state;
+pooling is the caller's. The query form (``query``, one text a run) has ONNX Runtime's
+MultiHeadAttention and returns the sentence vector itself.
 """
 
 from __future__ import annotations
