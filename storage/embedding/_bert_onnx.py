@@ -5,7 +5,9 @@ graph. Exporting one takes PyTorch at run time (7 s to import) and downloading o
 network; this module writes the graph itself, with standard opset-17 operators, from the
 weights in the package: token, position and type embeddings, then per layer self-attention
 and a GELU feed-forward, each followed by a residual LayerNorm. ONNX Runtime's optimiser
-fuses the attention at load. The output is the last hidden state; pooling is the caller's.
+fuses the scaled scores' product and the GELU at load. The output is the last hidden state;
+pooling is the caller's. The query form (``query``, one text a run) has ONNX Runtime's
+MultiHeadAttention and returns the sentence vector itself.
 """
 
 from __future__ import annotations
@@ -76,31 +78,43 @@ class _Graph:
         return self.op("LayerNormalization", x, gamma, beta, axis=-1, epsilon=eps)
 
 
-def build_encoder(folder: Path) -> bytes:
+def build_encoder(folder: Path, *, query: bool = False) -> bytes:
     """The serialised ONNX model of the BERT checkpoint in ``folder``.
 
     Inputs ``input_ids`` and ``attention_mask`` (int64, batch x tokens); output
     ``hidden`` (float32, batch x tokens x hidden size).
+
+    ``query``: the graph of one text alone (a search's query), which needs no mask: input
+    ``input_ids`` only, output ``vector``, the tokens' mean L2-normalised (batch x hidden
+    size). Each layer's query, key and value projections are one product of the three
+    weights side by side, and its attention ONNX Runtime's ``MultiHeadAttention``: 4
+    nodes a layer where the reshapes, transposes and mask of the general graph took 16.
     """
     shape = BertShape.read(folder / "config.json")
     w = load_file(str(folder / "model.safetensors"))
     g = _Graph()
     x = _embeddings(g, w, shape)
-    bias = _mask_bias(g)
+    bias = None if query else _mask_bias(g)
     for layer in range(shape.layers):
         x = _layer(g, w, shape, f"encoder.layer.{layer}", x, bias)
-    g.nodes.append(helper.make_node("Identity", [x], ["hidden"]))
-    graph = helper.make_graph(
-        g.nodes,
-        "bert_encoder",
-        [
-            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
-            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"]),
-        ],
-        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["batch", "tokens", None])],
-        initializer=g.weights,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"])]
+    opsets = [helper.make_opsetid("", OPSET)]
+    if query:
+        pooled = g.op("ReduceMean", x, axes=[1], keepdims=0)
+        g.nodes.append(helper.make_node("LpNormalization", [pooled], ["vector"], axis=-1, p=2))
+        outputs = [helper.make_tensor_value_info("vector", TensorProto.FLOAT, ["batch", None])]
+        opsets.append(helper.make_opsetid("com.microsoft", 1))
+    else:
+        g.nodes.append(helper.make_node("Identity", [x], ["hidden"]))
+        mask = helper.make_tensor_value_info(
+            "attention_mask", TensorProto.INT64, ["batch", "tokens"]
+        )
+        inputs.append(mask)
+        outputs = [
+            helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["batch", "tokens", None])
+        ]
+    graph = helper.make_graph(g.nodes, "bert_encoder", inputs, outputs, initializer=g.weights)
+    model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 8
     onnx.checker.check_model(model)
     return bytes(model.SerializeToString())
@@ -125,7 +139,30 @@ def _mask_bias(g: _Graph) -> str:
     return g.op("Unsqueeze", blocked, g.const("axes12", np.array([1, 2], np.int64)))
 
 
-def _layer(g: _Graph, w: dict[str, np.ndarray], shape: BertShape, p: str, x: str, bias: str) -> str:
+def _layer(
+    g: _Graph, w: dict[str, np.ndarray], shape: BertShape, p: str, x: str, bias: str | None
+) -> str:
+    """One encoder layer; ``bias`` the mask's (`_mask_bias`), None for one unpadded text."""
+    if bias is None:
+        context = _packed_attention(g, w, shape, p, x)
+    else:
+        context = _attention(g, w, shape, p, x, bias)
+    attended = g.linear(context, f"{p}.attention.output.dense", w)
+    x = g.norm(g.op("Add", x, attended), f"{p}.attention.output.LayerNorm", w, shape.eps)
+    inner = g.linear(x, f"{p}.intermediate.dense", w)
+    root2 = g.const(f"{p}.root2", np.array(math.sqrt(2.0), np.float32))
+    half = g.const(f"{p}.half", np.array(0.5, np.float32))
+    ones = g.const(f"{p}.one", np.array(1.0, np.float32))
+    erf = g.op("Erf", g.op("Div", inner, root2))
+    gelu = g.op("Mul", g.op("Mul", inner, half), g.op("Add", erf, ones))
+    out = g.linear(gelu, f"{p}.output.dense", w)
+    return g.norm(g.op("Add", x, out), f"{p}.output.LayerNorm", w, shape.eps)
+
+
+def _attention(
+    g: _Graph, w: dict[str, np.ndarray], shape: BertShape, p: str, x: str, bias: str
+) -> str:
+    """Self-attention over a padded batch, heads merged again: batch x tokens x hidden."""
     per_head = shape.hidden // shape.heads
     split = g.const(f"{p}.split", np.array([0, 0, shape.heads, per_head], np.int64))
     joined = g.const(f"{p}.join", np.array([0, 0, shape.hidden], np.int64))
@@ -138,14 +175,18 @@ def _layer(g: _Graph, w: dict[str, np.ndarray], shape: BertShape, p: str, x: str
     scale = g.const(f"{p}.scale", np.array(1 / math.sqrt(per_head), np.float32))
     scores = g.op("Add", g.op("Mul", g.op("MatMul", q, k), scale), bias)
     context = g.op("MatMul", g.op("Softmax", scores, axis=-1), v)
-    merged = g.op("Reshape", g.op("Transpose", context, perm=[0, 2, 1, 3]), joined)
-    attended = g.linear(merged, f"{p}.attention.output.dense", w)
-    x = g.norm(g.op("Add", x, attended), f"{p}.attention.output.LayerNorm", w, shape.eps)
-    inner = g.linear(x, f"{p}.intermediate.dense", w)
-    root2 = g.const(f"{p}.root2", np.array(math.sqrt(2.0), np.float32))
-    half = g.const(f"{p}.half", np.array(0.5, np.float32))
-    ones = g.const(f"{p}.one", np.array(1.0, np.float32))
-    erf = g.op("Erf", g.op("Div", inner, root2))
-    gelu = g.op("Mul", g.op("Mul", inner, half), g.op("Add", erf, ones))
-    out = g.linear(gelu, f"{p}.output.dense", w)
-    return g.norm(g.op("Add", x, out), f"{p}.output.LayerNorm", w, shape.eps)
+    return g.op("Reshape", g.op("Transpose", context, perm=[0, 2, 1, 3]), joined)
+
+
+def _packed_attention(g: _Graph, w: dict[str, np.ndarray], shape: BertShape, p: str, x: str) -> str:
+    """Self-attention over every token: the three projections as one product, split, then
+    ``MultiHeadAttention`` (ONNX Runtime's, scaled by 1/sqrt(head size) as `_attention`)."""
+    names = [f"{p}.attention.self.{name}" for name in ("query", "key", "value")]
+    weight = np.concatenate([w[f"{n}.weight"].T for n in names], axis=1)
+    bias = np.concatenate([w[f"{n}.bias"] for n in names])
+    packed = g.const(f"{p}.attention.self.qkv.wt", np.ascontiguousarray(weight))
+    projected = g.op("Add", g.op("MatMul", x, packed), g.const(f"{p}.attention.self.qkv.b", bias))
+    sizes = g.const(f"{p}.qkv_sizes", np.array([shape.hidden] * 3, np.int64))
+    outs = [f"{p}.{part}" for part in ("q", "k", "v")]
+    g.nodes.append(helper.make_node("Split", [projected, sizes], outs, axis=-1))
+    return g.op("MultiHeadAttention", *outs, domain="com.microsoft", num_heads=shape.heads)

@@ -7,10 +7,11 @@ nor sentence-transformers is imported at run time, and kept in a cache folder fo
 process (``_graph_cache``). Vectors are the model's
 sentence embeddings: token vectors mean-pooled over the attention mask, L2-normalised, as
 sentence-transformers computes them (cosine >= 0.9999 against it, tested). The same
-graph with int8 weights (``_quantize``) embeds a search's query, 2.5 times cheaper, and
-the stored vectors of a store that uses it (``store_encoder``): the static int8 graph in a
-new store, texts batched; the dynamic one, a text per run, in a store made before it. The
-store records which graph made its vectors.
+graph with int8 weights (``_quantize``) embeds a search's query, 2.5 times cheaper (in a
+query form of one text, pooled inside: `QUERY_FORMS`), and the stored vectors of a store
+that uses it (``store_encoder``): the static int8 graph in a new store, texts batched;
+the dynamic one, a text per run, in a store made before it. The store records which graph
+made its vectors.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ from storage.embedding._package import MODEL_NAME, PUBLISHED_SHA256, package_fol
 Graph = Literal["float32", "int8", "int8-static"]
 GRAPHS: tuple[Graph, ...] = get_args(Graph)
 CALIBRATION = Path(__file__).with_name("calibration.txt")
+# The graphs a query runs in their query form (`_bert_onnx.build_encoder`'s ``query``): one
+# text, no mask, the attention fused, the vector pooled and normalised in the graph.
+# Float32 queries keep the very vectors `embed` makes (the vector cache shares them), and
+# the static graph's queries the very vectors it stores.
+QUERY_FORMS: tuple[Graph, ...] = ("int8",)
 DIM = 384
 
 
@@ -62,7 +68,9 @@ class LocalEmbedder:
     one thread of ONNX Runtime (None: one per CPU this process may use): a run split
     across threads waits for the slowest at every operator, which on shared cores cost
     10-30 % of the throughput.
-    A query runs on one thread, which a second slows (2.1 ms instead of 1.5).
+    A query runs on one thread, which a second slows (2.1 ms instead of 1.5), in the int8
+    graph's query form (`QUERY_FORMS`): 0.60 ms of CPU instead of 0.68 for the eval's
+    questions (11 tokens on average), the vectors a mean cosine of 0.99994 with the graph's.
     ``cache_dir`` keeps the built graphs for the next process (`_graph_cache`); None builds
     them in memory.
     """
@@ -131,13 +139,12 @@ class LocalEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         """``text``'s unit vector for a search: from the int8 graph unless told otherwise,
         a cosine of 0.99 on average with the float32 graph's, and compared with vectors
-        `embed` made."""
-        model = _load(self._cache_dir, self._query_graph)
-        return model.run([model.tokenizer.encode(text)])[0]  # type: ignore[no-any-return]
+        `embed` made. The int8 graph runs in its query form (`QUERY_FORMS`)."""
+        return _load(self._cache_dir, self._query_graph, query=True).vector(text)
 
     def preload_queries(self) -> threading.Thread:
         """Start loading the graph `embed_query` runs, in the background (`preload`)."""
-        return preload(self._cache_dir, self._query_graph)
+        return preload(self._cache_dir, self._query_graph, query=True)
 
 
 def graph_name(graph: Graph) -> str:
@@ -155,20 +162,22 @@ def _usable_cpus() -> int:
 
 class _Model:
     """The tokenizer and the inference session of one graph (one per process), run on one
-    thread per call: calls from several threads run side by side."""
+    thread per call: calls from several threads run side by side. ``query``: the graph's
+    query form (`QUERY_FORMS`), which `vector` runs."""
 
-    def __init__(self, folder: Path, cache_dir: Path | None, graph: Graph) -> None:
+    def __init__(self, folder: Path, cache_dir: Path | None, graph: Graph, *, query: bool) -> None:
         import onnxruntime as ort
 
         verified(folder, ("tokenizer.json", "config.json"))  # the weights: when built
         self.tokenizer = _tokenizer(folder)
+        self._query = query
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
         self.session = ort.InferenceSession(
-            _graph(folder, cache_dir, graph),
+            _graph(folder, cache_dir, graph, query=self._query),
             options,
             providers=["CPUExecutionProvider"],
             # The int8 graph's residual Add and LayerNormalization would be fused into
@@ -176,6 +185,13 @@ class _Model:
             # (64 x 40 tokens, ONNX Runtime 1.32): a third of the int8 graph's time.
             disabled_optimizers=["SkipLayerNormFusion"],
         )
+
+    def vector(self, text: str) -> np.ndarray:
+        """The unit vector of one text: the query form returns it from one run."""
+        if not self._query:
+            return self._one(self.tokenizer.encode(text).ids)[0]  # type: ignore[no-any-return]
+        ids = np.array([self.tokenizer.encode(text).ids], dtype=np.int64)
+        return self.session.run(["vector"], {"input_ids": ids})[0][0]  # type: ignore[no-any-return]
 
     def run(self, encodings: Sequence[Any]) -> np.ndarray:
         """Mean-pooled, L2-normalised sentence vectors of tokenised texts."""
@@ -207,7 +223,7 @@ class _Model:
 _loading = threading.Lock()
 
 
-def preload(cache_dir: Path | None, graph: Graph) -> threading.Thread:
+def preload(cache_dir: Path | None, graph: Graph, *, query: bool = False) -> threading.Thread:
     """Load the model in a background thread: a command that opens the store meanwhile
     (0.1 to 0.2 s, mostly waiting) finds it ready, or waits for that one build.
 
@@ -217,6 +233,7 @@ def preload(cache_dir: Path | None, graph: Graph) -> threading.Thread:
     loader = threading.Thread(
         target=_load,
         args=(cache_dir, graph),
+        kwargs={"query": query},
         name="archivist-model-preload",
         daemon=True,
     )
@@ -225,16 +242,17 @@ def preload(cache_dir: Path | None, graph: Graph) -> threading.Thread:
     return loader
 
 
-def _load(cache_dir: Path | None, graph: Graph) -> _Model:
+def _load(cache_dir: Path | None, graph: Graph, *, query: bool = False) -> _Model:
     """The model of a graph, built once per process: the first searches of a server arrive
-    together, and each would otherwise build its own (16 took 14 s)."""
+    together, and each would otherwise build its own (16 took 14 s). ``query``: its query
+    form, if it has one (`QUERY_FORMS`); else the one model `embed` uses too."""
     with _loading:
-        return _built(cache_dir, graph)
+        return _built(cache_dir, graph, query=query and graph in QUERY_FORMS)
 
 
-@lru_cache(maxsize=6)
-def _built(cache_dir: Path | None, graph: Graph) -> _Model:
-    return _Model(package_folder(), cache_dir, graph)
+@lru_cache(maxsize=8)
+def _built(cache_dir: Path | None, graph: Graph, *, query: bool) -> _Model:
+    return _Model(package_folder(), cache_dir, graph, query=query)
 
 
 def _tokenizer(folder: Path) -> Any:
@@ -255,15 +273,17 @@ def calibration_texts() -> list[str]:
     return [line for line in lines if line.strip() and not line.startswith("#")]
 
 
-def _graph(folder: Path, cache_dir: Path | None, graph: Graph) -> bytes | str:
-    """The serialised encoder of ``graph``, or the file that holds it when the cache has
-    it."""
+def _graph(
+    folder: Path, cache_dir: Path | None, graph: Graph, *, query: bool = False
+) -> bytes | str:
+    """The serialised encoder of ``graph`` (its query form with ``query``), or the file
+    that holds it when the cache has it."""
 
     def build() -> bytes:
         from storage.embedding._bert_onnx import build_encoder  # onnx, only to build
         from storage.embedding._quantize import quantized, statically_quantized
 
-        encoder = build_encoder(verified(folder))
+        encoder = build_encoder(verified(folder), query=query)
         if graph == "int8":
             return quantized(encoder)
         if graph == "int8-static":
@@ -279,7 +299,7 @@ def _graph(folder: Path, cache_dir: Path | None, graph: Graph) -> bytes | str:
         "int8-static": ("_bert_onnx.py", "_quantize.py", CALIBRATION.name),
     }[graph]
     key = cache_key(PUBLISHED_SHA256.values(), [Path(__file__).with_name(s) for s in sources])
-    kind = "" if graph == "float32" else f"-{graph}"
+    kind = ("" if graph == "float32" else f"-{graph}") + ("-query" if query else "")
     return cached_graph(cache_dir / f"{MODEL_NAME}{kind}-{key}.onnx", build)
 
 

@@ -120,8 +120,9 @@ def test_preloading_builds_the_model_in_the_background(tmp_path: Path) -> None:
 def test_the_query_graph_is_kept_beside_the_model_and_loaded_without_building(
     tmp_path: Path,
 ) -> None:
-    preload(tmp_path, "int8").join(timeout=120)  # a folder no other test loads
+    preload(tmp_path, "int8", query=True).join(timeout=120)  # a folder no other test loads
     [graph] = sorted(tmp_path.glob("all-MiniLM-L6-v2-int8-*.onnx"))
+    assert graph.name.startswith("all-MiniLM-L6-v2-int8-query-")  # its query form only
     assert graph.with_suffix(".data").stat().st_size < 25_000_000  # int8: a quarter of 90 MB
     expected = LocalEmbedder(threads=5, cache_dir=tmp_path).embed_query(TEXTS[0])
 

@@ -105,8 +105,12 @@ def test_the_int8_graph_stores_vectors_close_to_the_model_own_under_its_own_name
     cosines = (stored * exact).sum(axis=1)
     assert cosines.min() >= 0.95 and cosines.mean() >= 0.98
     assert np.abs(stored - exact).max() > 1e-3  # the int8 graph, not the float32 one
-    # Its queries are the int8 graph's too, and a text alone: the very vector stored.
-    assert np.array_equal(local_int8.embed_query(TEXTS[1]), stored[1])
+    # Its queries are the int8 graph's too, in its query form: next to the vector stored
+    # (int8 rounding flips on float differences of 1e-7), further from float32's.
+    queries = np.stack([local_int8.embed_query(t) for t in TEXTS])
+    close = (queries * stored).sum(axis=1)
+    assert close.min() >= 0.99 and close.mean() >= 0.999
+    assert close.mean() > cosines.mean() + 0.005
 
 
 def test_the_static_int8_graph_stores_vectors_close_to_the_model_own_under_its_own_name(
