@@ -258,25 +258,27 @@ def hit_of(
     low_confidence: bool = False,
 ) -> Hit:
     doc = doc_source(row)
-    return Hit.from_fields(
-        memory_id=None if doc is not None else row.id,
-        namespace=row.namespace,
-        kind=row.kind,
-        content=row.content,
-        score=score,
-        factors=factors,
-        weights=weights,
-        occurred_at=row.occurred_at,
-        created_at=row.created_at,
-        session_id=row.session_id,
-        message_ids=tuple(row.message_ids),
-        tier=row.tier,
-        sources=tuple(getattr(row, "sources", None) or ()),
-        low_confidence=low_confidence,
-        doc=doc,
-        window=None if when is None else when.window,
-        restated_by=restated_by,
-        passage="",
+    return Hit.from_dict(
+        {
+            "memory_id": None if doc is not None else row.id,
+            "namespace": row.namespace,
+            "kind": row.kind,
+            "content": row.content,
+            "score": score,
+            "factors": factors,
+            "weights": weights,
+            "occurred_at": row.occurred_at,
+            "created_at": row.created_at,
+            "session_id": row.session_id,
+            "message_ids": tuple(row.message_ids),
+            "tier": row.tier,
+            "sources": tuple(getattr(row, "sources", None) or ()),
+            "low_confidence": low_confidence,
+            "doc": doc,
+            "window": None if when is None else when.window,
+            "restated_by": restated_by,
+            "passage": "",
+        }
     )
 
 
