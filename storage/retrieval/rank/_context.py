@@ -26,6 +26,7 @@ from storage.retrieval._types import Hit
 from storage.retrieval.candidates import pool_target
 from storage.retrieval.candidates import rows as fetch
 from storage.retrieval.rank._ranking import one_per_source, weights_for, with_lifts
+from storage.server.binary_arrays import Int8Array
 
 # How many of the best turn hits bring their neighbours: the top of a first page.
 ANCHORS = 10
@@ -94,7 +95,7 @@ def neighbour_rows(
 ) -> list[Any]:
     """The turns next to the anchors ``ids``, each with its anchor's id (``anchor``)."""
     keys = ("namespace", "qvec", "tiers", "kinds", "start", "end")
-    asked = {k: params[k] for k in keys} | {"anchors": list(ids)}
+    asked = {k: params[k] for k in keys} | {"anchors": Int8Array(ids)}
     return list(fetch(conn, NEIGHBOUR_TURNS, asked, prepare=prepare))
 
 
