@@ -23,7 +23,7 @@ hit, times their cosine's share of its (``storage.retrieval.rank._sessions``).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from storage.kernel.errors import ConfigurationError
 
@@ -68,22 +68,57 @@ DEFAULT_IMPORTANCE = 0.5
 SALIENCE_FLOOR = 0.01
 
 
+# Each factor has a form for many values at once, which ranking calls once per factor for
+# a search's candidates: a Python call per value cost more than its arithmetic. ``max(0.0,
+# x)`` is written ``x if x > 0.0 else 0.0``, what ``max`` returns (its first argument
+# unless the second is greater), and ``min(1.0, x)`` as ``x if x < 1.0 else 1.0``: the
+# same floats, NaN and -0.0 included, without a call. The one-value forms take one value.
+
+
 def recency(age_days: float, half_life_days: float = 30.0) -> float:
     """1 for a memory from now, 0.5 after one half-life; future times count as now."""
-    return math.pow(0.5, max(0.0, age_days) / half_life_days)
+    return recencies((age_days,), half_life_days)[0]
+
+
+def recencies(ages_days: Iterable[float], half_life_days: float = 30.0) -> list[float]:
+    """``recency`` of each age."""
+    power = math.pow
+    return [power(0.5, (age if age > 0.0 else 0.0) / half_life_days) for age in ages_days]
 
 
 def frequency(access_count: int) -> float:
     """Saturating use count: 1 at 99 accesses and above."""
-    return min(1.0, math.log1p(max(0, access_count)) / math.log(100))
+    return frequencies((access_count,))[0]
+
+
+def frequencies(access_counts: Iterable[int]) -> list[float]:
+    """``frequency`` of each access count."""
+    log1p, top = math.log1p, math.log(100)
+    return [
+        share if (share := log1p(n if n > 0 else 0) / top) < 1.0 else 1.0 for n in access_counts
+    ]
 
 
 def salience(access_count: int, days_since_access: float, half_life_days: float = 30.0) -> float:
     """Seed 003's decay: base 1 plus 0.1 per access, halving per half-life, never below 0.01."""
-    boosted = 1.0 + 0.1 * max(0, access_count)
-    return max(
-        SALIENCE_FLOOR, boosted * math.pow(0.5, max(0.0, days_since_access) / half_life_days)
-    )
+    return saliences((access_count,), (days_since_access,), half_life_days)[0]
+
+
+def saliences(
+    access_counts: Iterable[int], days_since_access: Iterable[float], half_life_days: float = 30.0
+) -> list[float]:
+    """``salience`` of each access count and the days since that access."""
+    power, floor = math.pow, SALIENCE_FLOOR
+    return [
+        value
+        if (
+            value := (1.0 + 0.1 * (n if n > 0 else 0))
+            * power(0.5, (days if days > 0.0 else 0.0) / half_life_days)
+        )
+        > floor
+        else floor
+        for n, days in zip(access_counts, days_since_access, strict=True)
+    ]
 
 
 def vehemence(urgency: float, sentiment: float, risk: float) -> float:
@@ -93,7 +128,15 @@ def vehemence(urgency: float, sentiment: float, risk: float) -> float:
 
 def importance(value: float | None) -> float:
     """Importance in [0, 1]; unknown is 0.5."""
-    return DEFAULT_IMPORTANCE if value is None else min(1.0, max(0.0, value))
+    return importances((value,))[0]
+
+
+def importances(values: Iterable[float | None]) -> list[float]:
+    """``importance`` of each value."""
+    return [
+        DEFAULT_IMPORTANCE if v is None else (c if (c := v if v > 0.0 else 0.0) < 1.0 else 1.0)
+        for v in values
+    ]
 
 
 def resolve_weights(preset: str, custom: Mapping[str, float] | None = None) -> dict[str, float]:
@@ -150,6 +193,29 @@ class Composer:
             return boost / self.other_weight if self.other_weight else 0.0
         relevance = sum(relevance_terms) / self.rel_weight
         return relevance * (self.rel_weight + boost) / (self.rel_weight + self.other_weight)
+
+    def relevance(self, columns: Sequence[Sequence[float]], count: int) -> list[float]:
+        """The relevance ``combine`` computes, of each of ``count`` candidates at once (the
+        same floats): ``columns`` holds each factor of ``rel``'s values, one per candidate
+        (0 for every candidate without relevance weights)."""
+        if self.rel_weight == 0:
+            return [0.0] * count
+        terms = [[w * v for v in column] for (_, w), column in zip(self.rel, columns, strict=True)]
+        return [sum(parts) / self.rel_weight for parts in zip(*terms, strict=True)]
+
+    def scores(self, relevance: Sequence[float], columns: Sequence[Sequence[float]]) -> list[float]:
+        """``combine`` of each candidate at once (the same floats, a few Python calls per
+        candidate instead of a dozen): its ``relevance`` and, in ``columns``, each factor of
+        ``other``'s values."""
+        terms = [[w * v for v in col] for (_, w), col in zip(self.other, columns, strict=True)]
+        boosts = (
+            [sum(parts) for parts in zip(*terms, strict=True)] if terms else [0] * len(relevance)
+        )
+        weight, other = self.rel_weight, self.other_weight
+        if weight == 0:
+            return [boost / other if other else 0.0 for boost in boosts]
+        total = weight + other
+        return [r * (weight + b) / total for r, b in zip(relevance, boosts, strict=True)]
 
 
 def composite(factors: Mapping[str, float], weights: Mapping[str, float]) -> float:

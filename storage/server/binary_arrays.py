@@ -1,4 +1,4 @@
-"""Arrays of ids and of distances as statements' parameters, in PostgreSQL's binary form.
+"""Arrays as statements' parameters, in PostgreSQL's binary form: ids, distances, words.
 
 A search passes its HNSW walk's hundred-odd neighbours to the candidates statement as two
 arrays (``bigint[]`` ids, ``float8[]`` distances). As Python lists, psycopg dumped them as
@@ -7,6 +7,12 @@ joined): 0.13 ms per statement here. ``Int8Array`` and ``Float8Array`` pack them
 numpy into the binary form ``array_recv`` reads (0.006 ms), the same values: a distance
 goes as its eight bytes, exactly the float the walk returned.
 
+A search's short arrays (its tiers, the query's lexemes and their idfs, the words whose
+document counts it asks for) cost psycopg as much each, whatever their length: the list's
+type found from its elements, then each element dumped through its own dumper. As a
+``TextArray`` (and ``Float8Array``), 4-5 us less each in a tight loop, about a dozen a
+search; the same values reach PostgreSQL (tested).
+
 Registered on psycopg's global adapters when this module is imported, which
 ``storage.server.engine`` does before it makes any connection (``query_vector`` says why).
 """
@@ -14,15 +20,17 @@ Registered on psycopg's global adapters when this module is imported, which
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import psycopg
+from psycopg.abc import AdaptContext
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
 INT8_OID, INT8_ARRAY_OID = 20, 1016
 FLOAT8_OID, FLOAT8_ARRAY_OID = 701, 1022
+TEXT_OID, TEXT_ARRAY_OID = 25, 1009
 
 
 class _Packed:
@@ -34,7 +42,7 @@ class _Packed:
     element_oid: int
     dtype: str
 
-    def __init__(self, values: Sequence[float]) -> None:
+    def __init__(self, values: Iterable[float]) -> None:
         self.values = tuple(values)
         if not self.values:
             self.data = struct.pack(">iiI", 0, 0, self.element_oid)  # no dimension: {}
@@ -69,17 +77,73 @@ class Float8Array(_Packed):
     element_oid, dtype = FLOAT8_OID, ">f8"
 
 
-class _Int8ArrayDumper(Dumper):
+class _ArrayDumper(Dumper):
+    """A packed array's dumper. Its type goes on each dumper made (``oid``), not on the
+    class: psycopg registers a class's fixed type as the dumper of every value of that type
+    whose Python type it does not know (COPY's ``set_types``), where a list comes."""
+
     format = Format.BINARY
-    oid = INT8_ARRAY_OID
+    array_oid: int
+
+    def __init__(self, cls: type, context: AdaptContext | None = None) -> None:
+        super().__init__(cls, context)
+        self.oid = self.array_oid
+
+
+class _Int8ArrayDumper(_ArrayDumper):
+    array_oid = INT8_ARRAY_OID
 
     def dump(self, obj: _Packed) -> bytes:
         return obj.data
 
 
 class _Float8ArrayDumper(_Int8ArrayDumper):
-    oid = FLOAT8_ARRAY_OID
+    array_oid = FLOAT8_ARRAY_OID
 
+
+class TextArray:
+    """A ``text[]`` parameter (tiers, kinds, lexemes), None as NULL; iterates over its
+    values. Encoded when dumped, in the connection's client encoding (what ``text_recv``
+    reads)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: Iterable[str | None]) -> None:
+        self.values = tuple(values)
+
+    def __iter__(self) -> Iterator[str | None]:
+        return iter(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self.values
+
+    def __repr__(self) -> str:
+        return f"TextArray({list(self.values)!r})"
+
+
+class _TextArrayDumper(_ArrayDumper):
+    array_oid = TEXT_ARRAY_OID
+
+    def __init__(self, cls: type, context: AdaptContext | None = None) -> None:
+        super().__init__(cls, context)
+        self._encoding = self.connection.info.encoding if self.connection else "utf-8"
+
+    def dump(self, obj: TextArray) -> bytes:
+        if not obj.values:
+            return struct.pack(">iiI", 0, 0, TEXT_OID)  # no dimension: {}
+        items = [None if v is None else v.encode(self._encoding) for v in obj.values]
+        nulls = None in items
+        parts = [struct.pack(">iiIii", 1, nulls, TEXT_OID, len(items), 1)]
+        for item in items:
+            parts += (_NULL,) if item is None else (len(item).to_bytes(4, "big"), item)
+        return b"".join(parts)
+
+
+_NULL = (-1).to_bytes(4, "big", signed=True)  # an element's length: NULL
 
 psycopg.adapters.register_dumper(Int8Array, _Int8ArrayDumper)
 psycopg.adapters.register_dumper(Float8Array, _Float8ArrayDumper)
+psycopg.adapters.register_dumper(TextArray, _TextArrayDumper)

@@ -1,4 +1,4 @@
-"""Packed id and distance arrays reach PostgreSQL as the same values lists would."""
+"""Packed id, distance and text arrays reach PostgreSQL as the same values lists would."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 from sqlalchemy import text
 
 from storage.retrieval.candidates import rows
-from storage.server.binary_arrays import Float8Array, Int8Array
+from storage.server.binary_arrays import Float8Array, Int8Array, TextArray
 from storage.server.engine import Store
 
 BOTH = text(
@@ -48,3 +48,47 @@ def test_empty_packed_arrays_are_empty_arrays(store: Store) -> None:
         ).one()
     assert (found.n, found.m, found.pairs) == (0, 0, 0)
     assert list(Int8Array([3, 4])) == [3, 4] and len(Float8Array([0.5])) == 1
+
+
+TEXTS = text(
+    "SELECT CAST(:words AS text[]) AS words, "
+    "CAST(:words AS text[]) IS NOT DISTINCT FROM CAST(:words_list AS text[]) AS same, "
+    "cardinality(CAST(:none AS text[])) AS empty"
+)
+
+
+def test_packed_text_arrays_read_back_as_the_lists_they_were_made_of(store: Store) -> None:
+    # What array text would quote or escape, other scripts, the empty word, NULL and "NULL".
+    words = [
+        'a "quoted", {braced} word',
+        "back\\slash",
+        "",
+        None,
+        "NULL",
+        "Grüße",
+        "今日は",
+        "x" * 3000,
+    ]
+    with store.engine.connect() as conn:
+        for prepare in (False, True):
+            params = {"words": TextArray(words), "words_list": words, "none": TextArray(())}
+            (row,) = rows(conn, TEXTS, params, prepare=prepare)
+            assert row.words == words
+            assert row.same and row.empty == 0
+    packed = TextArray(["fresh", "compressed"])
+    assert list(packed) == ["fresh", "compressed"] and len(packed) == 2
+    assert "fresh" in packed and "archived" not in packed
+
+
+def test_lists_of_a_known_array_type_keep_psycopg_s_dumpers(store: Store) -> None:
+    # COPY's set_types picks dumpers by type: a list there is no packed array.
+    with store.engine.connect() as conn:
+        driver = conn.connection.driver_connection
+        assert driver is not None
+        with driver.cursor() as cursor:
+            cursor.execute("CREATE TEMP TABLE copied (words text[], ids bigint[], dists float8[])")
+            with cursor.copy("COPY copied FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["text[]", "bigint[]", "float8[]"])
+                copy.write_row((["a", None], [1, 2**40], [0.5, 1 / 3]))
+            cursor.execute("SELECT words, ids, dists FROM copied")
+            assert cursor.fetchall() == [(["a", None], [1, 2**40], [0.5, 1 / 3])]

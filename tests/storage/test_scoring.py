@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,56 @@ def test_composite_is_relevance_scaled_by_bounded_boosts() -> None:
     # No relevance weighted at all (priming with no message): the others' weighted mean.
     plain = scoring.resolve_weights("custom", {"importance": 1.0, "salience": 3.0})
     assert scoring.composite({"importance": 0.4, "salience": 0.8}, plain) == pytest.approx(0.7)
+
+
+def test_many_candidates_score_as_each_one_does_to_the_last_bit() -> None:
+    rng = random.Random(3)
+    factors = [
+        {n: rng.choice([0.0, rng.random(), 1.0]) for n in scoring.FACTORS} for _ in range(300)
+    ]
+    presets = [scoring.resolve_weights(p) for p in scoring.PRESETS]
+    for weights in [
+        *presets,
+        {"semantic": 0.7, "dense": 0.2, "lexical": 0.3, "recency": 0.3, "salience": 0.2},
+        {"importance": 1.0, "salience": 3.0},  # no relevance weighted
+        {"semantic": 1.0},  # no boost
+    ]:
+        composer = scoring.Composer(weights)
+        columns = {n: [f[n] for f in factors] for n in scoring.FACTORS}
+        relevance = composer.relevance([columns[n] for n, _ in composer.rel], len(factors))
+        scores = composer.scores(relevance, [columns[n] for n, _ in composer.other])
+        assert [s.hex() for s in scores] == [composer(f).hex() for f in factors], weights
+
+
+def test_each_factor_of_many_values_is_the_formula_of_one_to_the_last_bit() -> None:
+    # The formulas as min and max write them: the forms for many values write them out.
+    def recency(age: float, half_life: float) -> float:
+        return math.pow(0.5, max(0.0, age) / half_life)
+
+    def frequency(n: int) -> float:
+        return min(1.0, math.log1p(max(0, n)) / math.log(100))
+
+    def salience(n: int, days: float, half_life: float) -> float:
+        return max(0.01, (1.0 + 0.1 * max(0, n)) * math.pow(0.5, max(0.0, days) / half_life))
+
+    def importance(value: float | None) -> float:
+        return 0.5 if value is None else min(1.0, max(0.0, value))
+
+    rng = random.Random(5)
+    edges = [0.0, -0.0, 1.0, -1.0, 1e-300, math.inf, -math.inf, math.nextafter(1.0, 2.0)]
+    floats = edges + [rng.uniform(-5.0, 400.0) for _ in range(2000)]
+    counts = [0, 1, 99, 100, -1, 10**6] + [rng.randint(0, 500) for _ in range(500)]
+    days = [rng.choice(floats[1:-1]) for _ in counts]
+    values = [*floats, math.nan, None, 0, 2]
+    finite = [x for x in floats if math.isfinite(x)]
+    for half_life in (30.0, 7.5):
+        assert scoring.recencies(finite, half_life) == [recency(a, half_life) for a in finite]
+        assert scoring.saliences(counts, days, half_life) == [
+            salience(n, d, half_life) for n, d in zip(counts, days, strict=True)
+        ]
+    assert scoring.frequencies(counts) == [frequency(n) for n in counts]
+    assert [repr(v) for v in scoring.importances(values)] == [repr(importance(v)) for v in values]
+    assert repr(scoring.importance(-0.0)) == "0.0" and scoring.recency(-0.0) == 1.0
 
 
 def test_policy_file_sets_weights_and_a_missing_one_is_an_error(

@@ -14,6 +14,7 @@ from storage.kernel.errors import ConfigurationError, RetrievalError
 from storage.kernel.inputs import check_instant, storable
 from storage.kernel.records import NAMESPACE
 from storage.retrieval._types import TimeRange
+from storage.server.binary_arrays import Float8Array, TextArray
 from storage.server.query_vector import QueryVector
 
 KINDS = (
@@ -113,8 +114,8 @@ def lexical_params(terms: Sequence[tuple[str, int]], n_docs: int, namespace: str
         chosen, join = sorted(t for _, t in pair), " & "
     scoped = [scoped_term(namespace, t) for t in chosen]
     return {
-        "lexemes": list(idf),
-        "idfs": list(idf.values()),
+        "lexemes": TextArray(idf),
+        "idfs": Float8Array(idf.values()),
         # Whether a row has any of them: BM25 is 0 without unnesting the others' lexemes.
         "any_lexeme": " | ".join(tsquery_term(t) for t in idf) or None,
         "tsquery": join.join(tsquery_term(t) for t in chosen) or None,

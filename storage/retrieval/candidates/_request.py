@@ -26,7 +26,7 @@ from storage.retrieval.candidates._sql import (
     TERM_STATS,
 )
 from storage.retrieval.candidates._stats import StatsCache, cached_term_stats
-from storage.server.binary_arrays import Float8Array, Int8Array
+from storage.server.binary_arrays import Float8Array, Int8Array, TextArray
 
 _BM25_K1, _BM25_B = 1.2, 0.75
 
@@ -106,8 +106,8 @@ def search_params(
         "qvec": vector_literal(request.vector),
         "n": n,
         "n_lexical": max(n, 50),
-        "tiers": tiers,
-        "kinds": list(request.kinds) if request.kinds else None,
+        "tiers": TextArray(tiers),
+        "kinds": TextArray(request.kinds) if request.kinds else None,
         "start": request.start,
         "end": request.end,
         "k1": _BM25_K1,

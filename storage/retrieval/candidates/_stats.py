@@ -16,6 +16,7 @@ from sqlalchemy import Connection, TextClause
 
 from storage.retrieval.candidates._inputs import scoped_term, tsquery_term
 from storage.retrieval.candidates._prepared import rows
+from storage.server.binary_arrays import TextArray
 
 
 class StatsCache:
@@ -88,9 +89,9 @@ def cached_term_stats(
         params = {
             "namespace": namespace,
             "with_size": size is None,
-            "lexemes": missing,
-            "terms": [scoped_term(namespace, lexeme) for lexeme in missing],
-            "plain": [tsquery_term(lexeme) for lexeme in missing],
+            "lexemes": TextArray(missing),
+            "terms": TextArray([scoped_term(namespace, lexeme) for lexeme in missing]),
+            "plain": TextArray([tsquery_term(lexeme) for lexeme in missing]),
             "df_cap": df_cap,
         }
         found = rows(conn, term_stats, params, prepare=prepare)

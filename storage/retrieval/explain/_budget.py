@@ -30,6 +30,7 @@ from storage.kernel.settings import RetrievalSettings
 from storage.retrieval._types import DOC_KIND, Hit, SearchOptions
 from storage.retrieval.candidates import POOL_HITS, RECORD_ACCESS, aware, execute
 from storage.retrieval.explain._citations import Citation, render_citations, short_provenance
+from storage.server.binary_arrays import Int8Array
 
 Counter = Callable[[Sequence[str]], list[int]]
 _WORDS = re.compile(r"\w+")
@@ -133,9 +134,11 @@ def record_hits(
     prepare: bool,
 ) -> None:
     """Count each memory hit as an access of a search for ``query`` (one statement)."""
-    ids = [h.memory_id for h in hits if h.kind != DOC_KIND]  # chunks are not memories
+    # Chunks are not memories (their memory_id is None).
+    ids = [h.memory_id for h in hits if h.kind != DOC_KIND and h.memory_id is not None]
     if ids:
-        params = {"namespace": namespace, "ids": ids, "context": f"search: {query[:500]}", "at": at}
+        context = f"search: {query[:500]}"
+        params = {"namespace": namespace, "ids": Int8Array(ids), "context": context, "at": at}
         execute(conn, RECORD_ACCESS, params, prepare=prepare)
 
 

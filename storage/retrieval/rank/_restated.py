@@ -28,6 +28,7 @@ from storage.kernel.settings import RetrievalSettings
 from storage.retrieval._timeframe import QueryTime
 from storage.retrieval.candidates import EMBEDDINGS
 from storage.retrieval.candidates import rows as fetch
+from storage.server.binary_arrays import Int8Array
 
 # Cosine between two memories' embeddings from which they say the same thing (all-MiniLM:
 # paraphrases and updates of one fact are mostly above 0.5, unrelated turns below).
@@ -48,7 +49,8 @@ def candidate_vectors(
     conn: Connection, namespace: str, ids: Sequence[int], *, prepare: bool
 ) -> dict[int, np.ndarray]:
     """The embeddings of the namespace's memories ``ids``, in pgvector's binary form."""
-    found = fetch(conn, EMBEDDINGS, {"namespace": namespace, "ids": list(ids)}, prepare=prepare)
+    asked = {"namespace": namespace, "ids": Int8Array(ids)}
+    found = fetch(conn, EMBEDDINGS, asked, prepare=prepare)
     # vector_send: dimensions (int16), unused (int16), then big-endian float4s.
     return {r.id: np.frombuffer(r.vec, dtype=">f4", offset=4) for r in found}
 

@@ -20,7 +20,7 @@ distance to the query) and no model work.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Connection, text
 
@@ -30,6 +30,7 @@ from storage.retrieval._types import Hit
 from storage.retrieval.candidates import pool_target
 from storage.retrieval.candidates import rows as fetch
 from storage.retrieval.rank._ranking import SESSION_KINDS, one_per_source, weights_for, with_lifts
+from storage.server.binary_arrays import Int8Array, TextArray
 
 # How many sessions bring their turns (those of the best pointing hits), and how many turns
 # each brings.
@@ -90,8 +91,9 @@ def session_turn_rows(
     """The best turns of each pointed session, each with its pointer's id (``anchor``)."""
     keys = ("namespace", "qvec", "tiers", "kinds", "start", "end")
     asked = {k: params[k] for k in keys} | {
-        "sessions": list(pointed),
-        "pointers": [h.memory_id for h in pointed.values()],
+        "sessions": TextArray(pointed),
+        # A pointer is a memory (``pointers``): its id is never None.
+        "pointers": Int8Array(cast(list[int], [h.memory_id for h in pointed.values()])),
         "turns": TURNS,
     }
     return list(fetch(conn, SESSION_TURNS, asked, prepare=prepare))

@@ -230,3 +230,7 @@ def test_a_hit_made_without_init_is_the_hit_init_makes() -> None:
         Hit.from_fields(**{k: v for k, v in values.items() if k != "passage"})
     with pytest.raises(TypeError, match="pasage"):
         Hit.from_fields(**values, pasage="a typo")
+    adopted = Hit.from_dict(dict(values))
+    assert adopted == made and list(adopted.__dict__) == list(made.__dict__)
+    with pytest.raises(TypeError, match="passage"):
+        Hit.from_dict({k: v for k, v in values.items() if k != "passage"})

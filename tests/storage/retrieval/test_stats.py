@@ -121,7 +121,7 @@ def test_lexical_candidates_come_from_the_words_that_narrow_the_search() -> None
     mixed = lexical_params([("budget", 200), ("samovar", 3), ("tbilisi", 7)], 1000, "ns")
     assert mixed["tsquery"] == "'samovar' | 'tbilisi'"
     assert mixed["scoped_tsquery"] == "'ns:samovar' | 'ns:tbilisi'"
-    assert mixed["lexemes"] == ["budget", "samovar", "tbilisi"]  # all count in BM25
+    assert list(mixed["lexemes"]) == ["budget", "samovar", "tbilisi"]  # all count in BM25
 
 
 def test_only_common_words_select_the_rows_with_the_two_rarest_together() -> None:
@@ -136,7 +136,7 @@ def test_a_lone_common_word_selects_rows_only_while_under_the_count_cap() -> Non
     assert lexical_params([("risk", DF_CAP - 1)], 10_000, "ns")["tsquery"] == "'risk'"
     capped = lexical_params([("risk", DF_CAP)], 10_000, "ns")
     assert capped["tsquery"] is None and capped["scoped_tsquery"] is None
-    assert capped["lexemes"] == ["risk"]  # it still counts in the BM25 of what is found
+    assert list(capped["lexemes"]) == ["risk"]  # it still counts in the BM25 of what is found
     assert lexical_params([("zebra", 0)], 100, "ns")["tsquery"] is None  # not in memory
 
 
@@ -145,7 +145,7 @@ def test_in_a_large_namespace_a_word_in_thousands_of_rows_selects_none() -> None
     # count stops there: it may be in far more) selects none for ranking.
     big = lexical_params([("samovar", 40), ("budget", 5_000), ("risk", 999)], 200_000, "ns")
     assert big["tsquery"] == "'risk' | 'samovar'"
-    assert big["lexemes"] == ["samovar", "budget", "risk"]  # all count in BM25
+    assert list(big["lexemes"]) == ["samovar", "budget", "risk"]  # all count in BM25
     capped = lexical_params([("hire", DF_CAP), ("urgent", DF_CAP)], 35_000, "ns")
     assert capped["tsquery"] is None and capped["scoped_tsquery"] is None
     assert len(capped["idfs"]) == 2
