@@ -1,8 +1,8 @@
 """Steps 2 and 3 of a search: fuse and rank. Each candidate's dense and lexical relevance
 as shares of the query's best, fused with the other factors into one score
-(``_ranking``), which candidates newer ones restate (``_restated``), the best turns of
-the sessions the best hits point to (``_sessions``), and the turns next to the best turn
-hits (``_context``). Pure but for the three statements that read candidate vectors, the
+(``_ranking``), one place per source (``_sources``), which candidates newer ones restate
+(``_restated``), the best turns of the sessions the best hits point to (``_sessions``),
+and the turns next to the best turn hits (``_context``). Pure but for the three statements that read candidate vectors, the
 pointed sessions' turns and neighbouring turns.
 """
 
@@ -10,7 +10,6 @@ from storage.retrieval.rank._context import anchors, in_context, neighbour_rows,
 from storage.retrieval.rank._ranking import (
     after_newer,
     make_hit,
-    one_per_source,
     rank,
     ranked,
     relevance_parts,
@@ -24,6 +23,7 @@ from storage.retrieval.rank._restated import (
     restatements,
 )
 from storage.retrieval.rank._sessions import in_sessions, pointers, with_sessions
+from storage.retrieval.rank._sources import one_per_source
 
 __all__ = [
     "after_newer",

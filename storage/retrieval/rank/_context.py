@@ -24,7 +24,8 @@ from storage.kernel.settings import RetrievalSettings
 from storage.retrieval._timeframe import QueryTime
 from storage.retrieval._types import Hit
 from storage.retrieval.candidates import rows as fetch
-from storage.retrieval.rank._ranking import one_per_source, weights_for, with_lifts
+from storage.retrieval.rank._ranking import weights_for, with_lifts
+from storage.retrieval.rank._sources import one_per_source
 from storage.server.binary_arrays import Int8Array
 
 # How many of the best turn hits bring their neighbours: the top of a first page.

@@ -1,16 +1,14 @@
 """Ranking of candidate rows: relevance parts as shares of the query's best, the composite
-score, newer statements first for a question about now, and one place per source.
+score, and newer statements first for a question about now.
 
-Pure: no database and no clock. ``storage.kernel.scoring`` holds the factor formulas. A long
-message is stored as several ``turn`` chunks that cite it, and a fact cites the turn it
-came from; ``one_per_source`` keeps the best-ranked of such hits, so a message fills one
-place in the results. Document chunks (kind ``"doc"``) are ranked by the same formula and
-each keeps its own place.
+Pure: no database and no clock. ``storage.kernel.scoring`` holds the factor formulas.
+Document chunks (kind ``"doc"``) are ranked by the same formula as memories; which hits
+keep a place of their own is ``_sources``'.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,9 +16,8 @@ import numpy as np
 
 from storage.kernel import scoring
 from storage.kernel.settings import RetrievalSettings
-from storage.long_term import LONG_TERM_KIND
 from storage.retrieval._timeframe import QueryTime
-from storage.retrieval._types import DOC_KIND, Hit
+from storage.retrieval._types import Hit
 from storage.retrieval.candidates import doc_source
 from storage.retrieval.rank._restated import Restated
 
@@ -175,46 +172,6 @@ def after_newer(
 
 # How far below a newer restatement an older memory is placed: below it, above the rest.
 _TINY = 1e-9
-
-
-# Kinds that summarise a whole session: they cite all its messages and never stand in for
-# the message-level memories of that session.
-SESSION_KINDS = frozenset({"episode", "task_card"})
-
-
-def one_per_source(hits: Iterable[Hit], limit: int | None = None) -> list[Hit]:
-    """The hits in order, leaving out each hit whose sources a better hit already shows.
-
-    A memory citing messages of a session that a better-ranked memory also cites (all of
-    them) says nothing new: a fact and the turn it came from, the chunks of one long
-    message. A long-term entry and the facts merged into it collapse the same way, in
-    whichever order they rank.
-    """
-    kept: list[Hit] = []
-    shown: set[int] = set()
-    merged: set[int] = set()
-    cited: dict[str, list[frozenset[str]]] = {}
-    for hit in hits:
-        if hit.kind == DOC_KIND:
-            pass  # a document chunk: its own place (its id is no memory's)
-        elif hit.kind == LONG_TERM_KIND:
-            if shown.intersection(hit.sources):
-                continue
-            merged.update(hit.sources)
-        elif hit.memory_id in merged:
-            continue
-        elif hit.session_id is not None and hit.message_ids and hit.kind not in SESSION_KINDS:
-            messages = frozenset(hit.message_ids)
-            seen = cited.setdefault(hit.session_id, [])
-            if any(messages <= other for other in seen):
-                continue
-            seen.append(messages)
-        kept.append(hit)
-        if hit.memory_id is not None:  # a memory (a chunk's id is no memory's)
-            shown.add(hit.memory_id)
-        if limit is not None and len(kept) >= limit:
-            break
-    return kept
 
 
 def make_hit(

@@ -29,7 +29,8 @@ from storage.retrieval._timeframe import QueryTime
 from storage.retrieval._types import Hit
 from storage.retrieval.candidates import pool_target
 from storage.retrieval.candidates import rows as fetch
-from storage.retrieval.rank._ranking import SESSION_KINDS, one_per_source, weights_for, with_lifts
+from storage.retrieval.rank._ranking import weights_for, with_lifts
+from storage.retrieval.rank._sources import SESSION_KINDS, one_per_source
 from storage.server.binary_arrays import Int8Array, TextArray
 
 # How many sessions bring their turns (those of the best pointing hits), and how many turns
