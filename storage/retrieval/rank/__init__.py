@@ -2,8 +2,8 @@
 as shares of the query's best, fused with the other factors into one score
 (``_ranking``), one place per source (``_sources``), which candidates newer ones restate
 (``_restated``), the best turns of the sessions the best hits point to (``_sessions``),
-and the turns next to the best turn hits (``_context``). Pure but for the three statements that read candidate vectors, the
-pointed sessions' turns and neighbouring turns.
+and the turns next to the best turn hits (``_context``). Pure but for the three statements
+that read candidate vectors, the pointed sessions' turns and neighbouring turns.
 """
 
 from storage.retrieval.rank._context import anchors, in_context, neighbour_rows, with_context
