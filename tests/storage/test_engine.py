@@ -104,23 +104,48 @@ def wait_stopped(pgdata: Path) -> bool:
     return not postmaster_running(pgdata)
 
 
-def test_a_holder_killed_with_sigkill_no_longer_keeps_the_server_up(tmp_path: Path) -> None:
+def test_a_holder_that_died_without_leaving_no_longer_keeps_the_server_up(
+    tmp_path: Path,
+) -> None:
+    """A holder killed outright, or one that exits without its exit hooks (a uvicorn
+    worker, which multiprocessing ends with os._exit), stays on the server's holder list:
+    every process drops the dead ones as it leaves, and the next one to attach does too, so
+    the server stops with its last live holder."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     env.pop("ARCHIVIST_DATABASE_URL", None)
     pgdata = tmp_path / "pgdata"
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_STORE, str(tmp_path)],
-        stdout=subprocess.PIPE,
-        env=env,
-        text=True,
-    )
-    try:
+    holders: list[subprocess.Popen[str]] = []
+
+    def hold() -> subprocess.Popen[str]:
+        """A process holding the store, once it says so (the next starts after it)."""
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLD_STORE, str(tmp_path)],
+            stdout=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        holders.append(holder)
         assert holder.stdout is not None and holder.stdout.readline().split() == ["ready"]
+        return holder
+
+    def kill(holder: subprocess.Popen[str]) -> None:
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait(timeout=30)
-        assert postmaster_running(pgdata)  # its exit hook never ran
-        assert json.loads((pgdata / ".handle_pids.json").read_text()) == [holder.pid]
 
+    try:
+        first, dead = hold(), hold()
+        kill(dead)  # after the first attached: only a process leaving can drop it
+        assert sorted(json.loads((pgdata / ".handle_pids.json").read_text())) == sorted(
+            [first.pid, dead.pid]
+        )
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=30)
+        assert wait_stopped(pgdata), "the embedded server outlived its last live holder"
+
+        alone = hold()
+        kill(alone)
+        assert postmaster_running(pgdata)  # its exit hook never ran
+        assert json.loads((pgdata / ".handle_pids.json").read_text()) == [alone.pid]
         later = subprocess.run(
             [sys.executable, "-c", HOLD_STORE.replace("time.sleep(120)", ""), str(tmp_path)],
             env=env,
@@ -128,50 +153,9 @@ def test_a_holder_killed_with_sigkill_no_longer_keeps_the_server_up(tmp_path: Pa
             text=True,
             timeout=60,
         )
-
         assert later.stdout.split() == ["ready"]
         assert wait_stopped(pgdata), "the embedded server outlived its last live holder"
         assert json.loads((pgdata / ".handle_pids.json").read_text()) == []
-    finally:
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait(timeout=30)
-        if holder.stdout is not None:
-            holder.stdout.close()
-        stop_if_running(pgdata)
-
-
-def test_the_last_live_holder_stops_the_server_though_a_later_one_died_without_leaving(
-    tmp_path: Path,
-) -> None:
-    """A process attached first; another attached after it and died without its exit hooks
-    (killed, or a uvicorn worker, which multiprocessing ends with os._exit). When the first
-    exits, the dead one no longer keeps the server up."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
-    env.pop("ARCHIVIST_DATABASE_URL", None)
-    pgdata = tmp_path / "pgdata"
-    holders: list[subprocess.Popen[str]] = []
-    try:
-        for _ in range(2):  # one after the other: the first holds the server when the next starts
-            holder = subprocess.Popen(
-                [sys.executable, "-c", HOLD_STORE, str(tmp_path)],
-                stdout=subprocess.PIPE,
-                env=env,
-                text=True,
-            )
-            holders.append(holder)
-            assert holder.stdout is not None and holder.stdout.readline().split() == ["ready"]
-        first, later = holders
-        os.kill(later.pid, signal.SIGKILL)
-        later.wait(timeout=30)
-        assert sorted(json.loads((pgdata / ".handle_pids.json").read_text())) == sorted(
-            [first.pid, later.pid]
-        )
-
-        first.send_signal(signal.SIGTERM)
-        first.wait(timeout=30)
-
-        assert wait_stopped(pgdata), "the embedded server outlived its last live holder"
     finally:
         for holder in holders:
             if holder.poll() is None:
