@@ -126,6 +126,13 @@ def embedded_url(pgdata: Path, keep_alive: float = 0.0, *, tune: bool = True) ->
                 server.cleanup()
                 server = _start(pgdata)
             _servers[pgdata] = server
+            # At exit, before the wheel's own hook (registered when the server was started,
+            # so run after this one) leaves the server and stops it if no holder is left,
+            # the holders that died since this process attached are forgotten. A process that
+            # exits without its exit hooks (a uvicorn worker, which multiprocessing ends with
+            # os._exit; one killed) stays listed, and the server would outlive the last live
+            # holder.
+            atexit.register(forget_dead_holders, pgdata)
             ensure_keeper(pgdata, keep_alive)
     return str(server.get_uri(driver="psycopg"))
 
@@ -138,19 +145,12 @@ def _start(pgdata: Path) -> Any:
 
         try:
             forget_dead_holders(pgdata)
-            server = get_server(pgdata, cleanup_mode="stop")
+            return get_server(pgdata, cleanup_mode="stop")
         except Exception as exc:  # the wheel raises plain exceptions; name the data dir
             raise StorageError(
                 f"could not start the embedded PostgreSQL in {pgdata}: {exc}; "
                 "check the directory is writable, or set ARCHIVIST_DATABASE_URL"
             ) from exc
-    # At exit, before the wheel's own hook (registered before this one, so run after it)
-    # leaves the server and stops it if no holder is left: the holders that died since this
-    # process attached are forgotten first. A process that exits without its exit hooks (a
-    # uvicorn worker, which multiprocessing ends with os._exit; one killed) stays listed,
-    # and the server would outlive the last live holder.
-    atexit.register(forget_dead_holders, pgdata)
-    return server
 
 
 def forget_dead_holders(pgdata: Path) -> list[int]:
