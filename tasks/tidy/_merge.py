@@ -114,12 +114,13 @@ def groups(texts: Sequence[str]) -> list[list[int]]:
         by_text[normalise(text)].append(i)
     keys = list(by_text)
     tokens = [key.split() for key in keys]
-    marks = [frozenset().union(*(decisive(texts[i]) for i in by_text[k])) for k in keys]
-    same = {
-        (i, j)
-        for i, j in similar_pairs([frozenset(t) for t in tokens])
-        if _same_decisive(tokens[i], tokens[j], marks[i] | marks[j])
+    pairs = list(similar_pairs([frozenset(t) for t in tokens]))
+    # decisive words only tell apart two texts of similar words: read only those texts
+    marks = {
+        k: frozenset().union(*(decisive(texts[i]) for i in by_text[keys[k]]))
+        for k in {k for pair in pairs for k in pair}
     }
+    same = {(i, j) for i, j in pairs if _same_decisive(tokens[i], tokens[j], marks[i] | marks[j])}
     cliques = _cliques(len(keys), same)
     return [sorted(i for k in clique for i in by_text[keys[k]]) for clique in cliques]
 
