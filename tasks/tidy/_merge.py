@@ -55,17 +55,46 @@ def _lexicon() -> frozenset[str]:
 
 
 @functools.cache
-def _punctuation() -> dict[int, str]:
-    """Every Unicode punctuation code point (categories P*), mapped to a space."""
-    return {
-        cp: " " for cp in range(sys.maxunicode + 1) if unicodedata.category(chr(cp)).startswith("P")
-    }
+def _splitters() -> tuple[dict[int, str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """What ``_words`` needs, built from every punctuation code point (categories P*).
+
+    A full ASCII table for ``str.translate`` (its fast path: no look-up misses); a pattern
+    of the span that holds every punctuation code point above U+FFFF; the words of a text
+    with no character in that span (one bitmap look-up a character); the words of any text
+    (also the ranges above U+FFFF, tried one by one for each character).
+    """
+    categories = map(unicodedata.category, map(chr, range(sys.maxunicode + 1)))
+    punctuation = [cp for cp, category in enumerate(categories) if category[0] == "P"]
+    runs: list[list[int]] = []
+    for cp in punctuation:
+        if runs and runs[-1][1] == cp - 1:
+            runs[-1][1] = cp
+        else:
+            runs.append([cp, cp])
+    table = {cp: " " if cp in punctuation else chr(cp) for cp in range(128)}
+    astral = [cp for cp in punctuation if cp > 0xFFFF]
+    span = f"[{_range(astral[0], astral[-1])}]" if astral else "(?!)"  # (?!) never matches
+    bmp = "".join(_range(low, high) for low, high in runs if high <= 0xFFFF)
+    every = "".join(_range(low, high) for low, high in runs)
+    return table, re.compile(span), re.compile(rf"[^\s{bmp}]+"), re.compile(rf"[^\s{every}]+")
+
+
+def _range(low: int, high: int) -> str:
+    return rf"\U{low:08x}-\U{high:08x}"
+
+
+def _words(text: str) -> list[str]:
+    """``text.split()`` once every punctuation code point in ``text`` is a space."""
+    table, span, bmp, every = _splitters()
+    if text.isascii():
+        return text.translate(table).split()
+    return (every if span.search(text) else bmp).findall(text)
 
 
 def normalise(text: str) -> str:
     """Casefolded, punctuation turned into spaces, whitespace collapsed."""
-    folded = text.casefold().translate(_punctuation())
-    return " ".join(folded.split()) or " ".join(text.split())
+    words = _words(text.casefold())
+    return " ".join(words) if words else " ".join(text.split())
 
 
 def decisive(text: str) -> frozenset[str]:
@@ -73,7 +102,7 @@ def decisive(text: str) -> frozenset[str]:
     found = {w for m in _QUOTED.finditer(text) for w in normalise(m.group()).split()}
     opening = True
     for chunk in text.split():
-        words = chunk.translate(_punctuation()).split()
+        words = _words(chunk)
         for k, word in enumerate(words):
             if _is_decisive(word, opens_sentence=opening and k == 0):
                 found.add(word.casefold())
