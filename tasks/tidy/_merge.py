@@ -40,8 +40,10 @@ from importlib import resources
 JACCARD = Fraction(4, 5)
 _ENDS = ".!?…。！？"
 _CLOSERS = "\"'”’»)]}›」"
+# Every alternative opens with its quote mark, so a search skips from mark to mark; the
+# apostrophe's "no word character before it" is checked once it is matched, (?<!\w')
 _QUOTED = re.compile(
-    r"\"[^\"]+\"|“[^”]+”|„[^“”]+[“”]|«[^»]+»|‹[^›]+›|「[^」]+」|`[^`]+`|(?<!\w)'[^']+'(?!\w)"
+    r"\"[^\"]+\"|“[^”]+”|„[^“”]+[“”]|«[^»]+»|‹[^›]+›|「[^」]+」|`[^`]+`|'(?<!\w')[^']+'(?!\w)"
 )
 
 
@@ -103,10 +105,16 @@ def decisive(text: str) -> frozenset[str]:
     opening = True
     for chunk in text.split():
         words = _words(chunk)
-        for k, word in enumerate(words):
-            if _is_decisive(word, opens_sentence=opening and k == 0):
-                found.add(word.casefold())
-        opening = _ends_sentence(chunk) if words else opening or _ends_sentence(chunk)
+        if not words:
+            opening = opening or _ends_sentence(chunk)
+            continue
+        if _is_decisive(words[0], opens_sentence=opening):
+            found.add(words[0].casefold())
+        if len(words) > 1:  # "-->-->…" is thousands of words: each distinct one is enough
+            found.update(
+                w.casefold() for w in set(words[1:]) if _is_decisive(w, opens_sentence=False)
+            )
+        opening = _ends_sentence(chunk)
     return frozenset(found)
 
 
@@ -114,11 +122,12 @@ def decisive(text: str) -> frozenset[str]:
 def _is_decisive(word: str, *, opens_sentence: bool) -> bool:
     # Cached: a text's words repeat, in it and across the texts of a tidy (a long text of
     # one repeated symbol made hundreds of thousands of calls for a few distinct words).
-    if any(ch.isdigit() for ch in word) or word.casefold() in _lexicon():
+    # Each distinct character is tested once: such a word is one symbol 20,000 times.
+    if any(ch.isdigit() for ch in set(word)) or word.casefold() in _lexicon():
         return True
     if opens_sentence:
-        return any(ch.isupper() for ch in word[1:])  # "TAP", "iOS"; not "Booked"
-    return any(ch.isupper() for ch in word)
+        return any(ch.isupper() for ch in set(word[1:]))  # "TAP", "iOS"; not "Booked"
+    return any(ch.isupper() for ch in set(word))
 
 
 def _ends_sentence(chunk: str) -> bool:
@@ -133,6 +142,8 @@ def _ends_sentence(chunk: str) -> bool:
 
 def _same_decisive(a: Sequence[str], b: Sequence[str], marks: frozenset[str]) -> bool:
     """Whether the words in ``marks`` occur in the same order in both token lists."""
+    if not marks:
+        return True
     return [t for t in a if t in marks] == [t for t in b if t in marks]
 
 
