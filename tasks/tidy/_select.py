@@ -29,7 +29,7 @@ Selection rule of the weekly tidy:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -118,11 +118,14 @@ def to_entry(group: Sequence[Candidate], caps: Caps) -> Entry:
     return Entry(entry_key(statement(best.text)), text, section, ids, pinned, top, line, sessions)
 
 
-def rank(entries: Sequence[Entry]) -> list[Entry]:
-    return sorted(entries, key=lambda e: (not e.pinned, -e.score, e.memory_ids[0]))
+def rank(groups: Sequence[Sequence[Candidate]]) -> list[Sequence[Candidate]]:
+    """Groups (each by memory id) in their entries' order: pinned, score, lowest id (rule 4)."""
+    return sorted(
+        groups, key=lambda g: (not any(c.pinned for c in g), -max(c.score for c in g), g[0].id)
+    )
 
 
-def fill(head: str, ranked: Sequence[Entry], caps: Caps) -> list[Entry]:
+def fill(head: str, ranked: Iterable[Entry], caps: Caps) -> list[Entry]:
     """The longest prefix of ``ranked`` whose rendered file stays within both caps."""
     lines, size = measure(render(head, []))
     open_sections: set[str] = set()
@@ -141,7 +144,8 @@ def select(head: str, candidates: Sequence[Candidate], caps: Caps) -> list[Entry
     """The entries of ``MEMORY.md``, ranked, at the fixed point of the rule (rule 6)."""
     pool = list(candidates)
     while True:
-        chosen = fill(head, rank([to_entry(g, caps) for g in merge(pool)]), caps)
+        # entries built as the fill asks for them: past the cap, none is (most of them)
+        chosen = fill(head, (to_entry(g, caps) for g in rank(merge(pool))), caps)
         ids = {mid for entry in chosen for mid in entry.memory_ids}
         kept = [c for c in pool if not c.carried or c.id in ids]
         if len(kept) == len(pool):
