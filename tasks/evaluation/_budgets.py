@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from storage.embedding import count_tokens
 from storage.retrieval import Context, Hit
 from storage.retrieval.explain import fit
 from tasks.evaluation._metrics import cited_messages
@@ -83,6 +84,7 @@ def score_budgets(
     count: Counter | None = None,
 ) -> BudgetReport:
     """Each budget and arm over ``runs``: (question id, evidence message ids, hits)."""
+    count = counted_once(count or count_tokens)
     report: BudgetReport = {}
     for budget in budgets:
         report[budget] = {}
@@ -106,6 +108,22 @@ def score_budgets(
                 sum(tokens) / len(tokens) if tokens else 0.0,
             )
     return report
+
+
+def counted_once(count: Counter) -> Counter:
+    """``count`` that counts each distinct text once and then recalls it: every budget fits
+    the same hits again, and each fit counts the lines and sources of the whole pool. A
+    text's count is the same each time; ``archivist eval`` of the test set counted 8,791
+    texts in 1,519 calls, 0.41 s of its 0.69 s of CPU."""
+    known: dict[str, int] = {}
+
+    def counted(texts: Sequence[str]) -> list[int]:
+        new = list(dict.fromkeys(t for t in texts if t not in known))
+        if new:
+            known.update(zip(new, count(new), strict=True))
+        return [known[t] for t in texts]
+
+    return counted
 
 
 def render_budgets(report: BudgetReport) -> str:

@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from storage.embedding import HashingEmbedder, LocalEmbedder
+from storage.embedding import HashingEmbedder, LocalEmbedder, default_cache_dir
 from storage.kernel.inputs import LATEST_INSTANT
 from storage.retrieval import Retriever
 from storage.server.engine import Store
@@ -34,7 +34,7 @@ def _demo() -> list[Transcript]:
 
 
 def test_the_demo_dentist_question_shows_the_booking_in_a_short_passage(store: Store) -> None:
-    embedder = LocalEmbedder()
+    embedder = LocalEmbedder(cache_dir=default_cache_dir())  # loaded as a user's is, not built
     build_memory(store.engine, _demo(), embedder, store.settings.tz)
     retriever = Retriever(store.engine, embedder, store.settings.retrieval)
 

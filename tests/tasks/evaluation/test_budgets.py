@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
-from tasks.evaluation import read_answers, render_budgets, score_budgets
+from storage.embedding import count_tokens
+from tasks.evaluation import counted_once, read_answers, render_budgets, score_budgets
 from tests.storage.retrieval.test_citations import hit
 
 FILLER = "We also went over the garden, the car, the neighbours and the weather again. " * 10
@@ -40,3 +42,18 @@ def test_gold_answers_are_read_and_bad_lines_reported() -> None:
 
     assert answers == {"q1": "April 19th"}
     assert [p.line for p in problems] == [2, 3]
+
+
+def test_each_distinct_text_is_counted_once_and_its_count_recalled() -> None:
+    asked: list[str] = []
+
+    def count(texts: Sequence[str]) -> list[int]:
+        asked.extend(texts)
+        return count_tokens(texts)
+
+    counted = counted_once(count)
+    first = ["[Memory 1]", FILLER, "Sources:", "[Memory 1]"]
+    again = ["Sources:", "naïve café, 来週の月曜日", FILLER, "[Memory 1]"]
+
+    assert counted(first) == count_tokens(first) and counted(again) == count_tokens(again)
+    assert sorted(asked) == sorted({*first, *again})  # each once, in whatever call came first

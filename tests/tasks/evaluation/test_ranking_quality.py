@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.embedding import LocalEmbedder
+from storage.embedding import LocalEmbedder, default_cache_dir
 from storage.kernel.scoring import resolve_weights
 from storage.kernel.settings import RetrievalSettings
 from storage.retrieval import Retriever, SearchOptions
@@ -30,7 +30,7 @@ NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 
 @pytest.fixture(scope="module")
 def local() -> LocalEmbedder:
-    return LocalEmbedder(threads=2)
+    return LocalEmbedder(threads=2, cache_dir=default_cache_dir())  # loaded as a user's is
 
 
 def recall_at_10(retriever: Retriever, weights: dict[str, float]) -> float:

@@ -29,10 +29,11 @@ STATIC = "all-MiniLM-L6-v2/int8-static"
 
 @pytest.fixture(scope="module")
 def graphs() -> dict[str, LocalEmbedder]:
+    cache = default_cache_dir()  # the graphs the machine keeps, as the store's embedder loads them
     return {
-        FLOAT32: LocalEmbedder(threads=2, batch_tokens=256),
-        INT8: LocalEmbedder(threads=2, graph="int8"),
-        STATIC: LocalEmbedder(threads=2, cache_dir=default_cache_dir(), graph="int8-static"),
+        FLOAT32: LocalEmbedder(threads=2, batch_tokens=256, cache_dir=cache),
+        INT8: LocalEmbedder(threads=2, cache_dir=cache, graph="int8"),
+        STATIC: LocalEmbedder(threads=2, cache_dir=cache, graph="int8-static"),
     }
 
 
