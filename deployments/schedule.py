@@ -9,11 +9,13 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from datetime import timedelta
-
-from prefect import Flow
+from typing import TYPE_CHECKING
 
 from storage.kernel.errors import ConfigurationError
 from storage.kernel.settings import Settings
+
+if TYPE_CHECKING:  # the table is read without Prefect (the docs site's build)
+    from prefect import Flow
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ def deploy_settings() -> dict[str, str]:
 
 def load_flow(spec: DeploymentSpec) -> Flow[..., object]:
     """Import the flow object an entrypoint names (``flows/x.py:func`` -> ``flows.x.func``)."""
+    from prefect import Flow
+
     path, _, attr = spec.entrypoint.partition(":")
     module_name = path.removesuffix(".py").replace("/", ".")
     try:
