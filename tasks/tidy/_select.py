@@ -107,22 +107,29 @@ def merge(candidates: Sequence[Candidate]) -> list[list[Candidate]]:
 def to_entry(group: Sequence[Candidate], caps: Caps) -> Entry:
     """One entry from a group: its most specific member's text, every member's id."""
     best = min(group, key=lambda c: (KINDS.index(c.kind) if c.kind in KINDS else 99, c.id))
-    pinned = any(c.pinned for c in group)
+    pinned, top = standing(group)
     ids = tuple(c.id for c in group)
     # members told in different sessions: the line keeps what all of them say, no one's context
     said = best.text if len({c.text for c in group}) == 1 else statement(best.text)
     text, line = entry_line(said, ids, caps)
     section = section_for(best.kind, pinned=pinned)
-    top = max(c.score for c in group)
     sessions = tuple(sorted({c.session_id for c in group if c.session_id is not None}))
     return Entry(entry_key(statement(best.text)), text, section, ids, pinned, top, line, sessions)
 
 
+def standing(group: Sequence[Candidate]) -> tuple[bool, float]:
+    """What an entry of ``group`` ranks by: pinned if any member is, its best member's score."""
+    return any(c.pinned for c in group), max(c.score for c in group)
+
+
 def rank(groups: Sequence[Sequence[Candidate]]) -> list[Sequence[Candidate]]:
     """Groups (each by memory id) in their entries' order: pinned, score, lowest id (rule 4)."""
-    return sorted(
-        groups, key=lambda g: (not any(c.pinned for c in g), -max(c.score for c in g), g[0].id)
-    )
+
+    def key(group: Sequence[Candidate]) -> tuple[bool, float, int]:
+        pinned, top = standing(group)
+        return not pinned, -top, group[0].id
+
+    return sorted(groups, key=key)
 
 
 def fill(head: str, ranked: Iterable[Entry], caps: Caps) -> list[Entry]:
