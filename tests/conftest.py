@@ -52,6 +52,15 @@ os.environ.setdefault(
     "PREFECT_API_SSL_CERT_FILE", str(Path(__file__).with_name("data") / "loopback-ca.pem")
 )
 
+# A full garbage collection after every 100 collections of the middle generation instead of
+# every 10 (Python's default; the rule that the heap has grown by a quarter still applies).
+# A worker holds a million objects once Prefect, SQLAlchemy and the rest are imported, so
+# each full collection walks them all: 14 to 21 per worker took 3.5-4.4 s of each worker's
+# CPU in full runs. tests/tasks alone (one process): 13 full collections, 3.9 s, before; 3,
+# 1.8 s, after; 56.1 -> 54.0 s of user CPU, the same objects left at the end (1.00 and 1.03
+# million). Young objects are collected as often as before.
+gc.set_threshold(*gc.get_threshold()[:2], 100)
+
 TEMPLATE = "archivist_template"
 # The session's server (not the ones the tests of the embedded server start) waits for no
 # disk: a test's database lives for one test, so a crash of the machine loses nothing, and
