@@ -23,14 +23,23 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, closing, contextmanager
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 from tests import shared_run
 
+# The server waits at most 30 s for SQLite's write lock instead of 60 (Prefect's test mode,
+# which its server reads for its database timeouts alone). Some runs of the sharded-run
+# file stalled for one such wait: a worker's heartbeat answered 503 after exactly 60 s, the
+# workers' and the parent's requests held up meanwhile (1 full run in 7 on 2026-11-29,
+# 80.5 s instead of 25-30 s for the test; 1 run in 12 of the file alone). What held the
+# lock was not found; the request that gives up is retried by Prefect's client.
+SERVER_ENVIRONMENT = {"PREFECT_TESTING_UNIT_TEST_MODE": "1"}
 # The harness's database, in the folder it makes (prefect.testing.utilities).
 DATABASE = "prefect-test.db"
 TEMPLATE = "prefect-template.db"
@@ -40,12 +49,22 @@ TEMPLATE = "prefect-template.db"
 def harness(shared: Path | None, timeout: int) -> Iterator[None]:
     """``prefect_test_harness(timeout)``; with ``shared`` (a folder every worker of the run
     sees), started on a copy of the first worker's migrated database."""
+    from prefect.server.api.server import SubprocessASGIServer
     from prefect.testing import utilities
+
+    launch = SubprocessASGIServer._run_uvicorn_command
+
+    def _in_test_mode(server: SubprocessASGIServer) -> subprocess.Popen[Any]:
+        """The server's process started with SERVER_ENVIRONMENT; this process's settings
+        (read by the harness when it starts) keep Prefect's defaults."""
+        with mock.patch.dict(os.environ, SERVER_ENVIRONMENT):
+            return launch(server)
 
     with ExitStack() as stack:
 
         def start() -> None:
-            stack.enter_context(utilities.prefect_test_harness(server_startup_timeout=timeout))
+            with mock.patch.object(SubprocessASGIServer, "_run_uvicorn_command", _in_test_mode):
+                stack.enter_context(utilities.prefect_test_harness(server_startup_timeout=timeout))
 
         if shared is None:
             start()
