@@ -10,8 +10,9 @@ next to the lock; every later one copies that copy under the lock and starts its
 it after (the later ones' servers start side by side), and its server's start finds the
 migrations done (3 s of the server's CPU). The server is the same real Prefect server,
 started by the same harness, which still runs the migrations at start (at head, they change
-nothing) and registers the block types; only the harness's empty folder comes with a
-database in it (the harness takes no folder: its ``mkdtemp`` is replaced while it starts).
+nothing) and registers the block types; the harness's empty folder comes with a
+database in it (the harness takes no folder: its ``mkdtemp`` is replaced while it starts),
+and the server's process alone runs in Prefect's test mode (``SERVER_ENVIRONMENT``).
 Nothing is shared at run time: each worker's server has its own database.
 
 Measured (2026-11-28, the harness alone, the server's CPU until it answered): 5.4-6.8 s on
@@ -47,8 +48,9 @@ TEMPLATE = "prefect-template.db"
 
 @contextmanager
 def harness(shared: Path | None, timeout: int) -> Iterator[None]:
-    """``prefect_test_harness(timeout)``; with ``shared`` (a folder every worker of the run
-    sees), started on a copy of the first worker's migrated database."""
+    """``prefect_test_harness(timeout)``, its server's process in Prefect's test mode; with
+    ``shared`` (a folder every worker of the run sees), started on a copy of the first
+    worker's migrated database."""
     from prefect.server.api.server import SubprocessASGIServer
     from prefect.testing import utilities
 
