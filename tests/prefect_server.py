@@ -25,22 +25,36 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, closing, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 from tests import shared_run
+
+if TYPE_CHECKING:
+    from prefect.server.api.server import SubprocessASGIServer
 
 # The server waits at most 30 s for SQLite's write lock instead of 60 (Prefect's test mode,
 # which its server reads for its database timeouts alone). Some runs of the sharded-run
 # file stalled for one such wait: a worker's heartbeat answered 503 after exactly 60 s, the
 # workers' and the parent's requests held up meanwhile (1 full run in 7 on 2026-11-29,
-# 80.5 s instead of 25-30 s for the test; 1 run in 12 of the file alone). What held the
-# lock was not found; the request that gives up is retried by Prefect's client.
+# 80.5 s instead of 25-30 s for the test; 1 run in 12 of the file alone). The cause was the
+# collector in the event loop's thread, now moved (SERVER_MAIN); the shorter wait stays for
+# any other, and the request that gives up is retried by Prefect's client.
 SERVER_ENVIRONMENT = {"PREFECT_TESTING_UNIT_TEST_MODE": "1"}
+# What Prefect's own start of the server adds to its environment, and the app it serves.
+PREFECT_SERVER_ENVIRONMENT = {
+    "PREFECT_UI_ENABLED": "0",
+    "PREFECT__SERVER_EPHEMERAL": "1",
+    "PREFECT__SERVER_FINAL": "1",
+}
+SERVER_APP = "prefect.server.api.server:create_app"
+# uvicorn, its collector in a thread of its own (see that file).
+SERVER_MAIN = Path(__file__).with_name("prefect_server_main.py")
 # The harness's database, in the folder it makes (prefect.testing.utilities).
 DATABASE = "prefect-test.db"
 TEMPLATE = "prefect-template.db"
@@ -54,18 +68,10 @@ def harness(shared: Path | None, timeout: int) -> Iterator[None]:
     from prefect.server.api.server import SubprocessASGIServer
     from prefect.testing import utilities
 
-    launch = SubprocessASGIServer._run_uvicorn_command
-
-    def _in_test_mode(server: SubprocessASGIServer) -> subprocess.Popen[Any]:
-        """The server's process started with SERVER_ENVIRONMENT; this process's settings
-        (read by the harness when it starts) keep Prefect's defaults."""
-        with mock.patch.dict(os.environ, SERVER_ENVIRONMENT):
-            return launch(server)
-
     with ExitStack() as stack:
 
         def start() -> None:
-            with mock.patch.object(SubprocessASGIServer, "_run_uvicorn_command", _in_test_mode):
+            with mock.patch.object(SubprocessASGIServer, "_run_uvicorn_command", _launch):
                 stack.enter_context(utilities.prefect_test_harness(server_startup_timeout=timeout))
 
         if shared is None:
@@ -84,6 +90,22 @@ def harness(shared: Path | None, timeout: int) -> Iterator[None]:
                 with mock.patch.object(utilities, "mkdtemp", lambda: folder):
                     start()
         yield
+
+
+def _launch(server: SubprocessASGIServer) -> subprocess.Popen[Any]:
+    """The harness's server process as Prefect starts it (``_run_uvicorn_command`` of the
+    pinned Prefect: the same uvicorn arguments and environment), run through SERVER_MAIN and
+    with SERVER_ENVIRONMENT; this process's settings keep Prefect's defaults."""
+    import prefect
+    from prefect.settings import get_current_settings
+
+    command = [sys.executable, "-P", str(SERVER_MAIN)]  # -P: tests/ stays off its sys.path
+    command += ["--app-dir", str(prefect.__module_path__.parent), "--factory", SERVER_APP]
+    command += ["--host", "127.0.0.1", "--port", str(server.port)]
+    command += ["--log-level", "error", "--lifespan", "on"]
+    settings = get_current_settings().to_environment_variables(exclude_unset=True)
+    env = {**os.environ, **PREFECT_SERVER_ENVIRONMENT, **settings, **SERVER_ENVIRONMENT}
+    return subprocess.Popen(command, env=env)
 
 
 def _database() -> Path:
