@@ -13,13 +13,8 @@ from tasks.common import (
     fold_access_task,
     notify_flow_failure,
 )
-from tasks.queue import (
-    QueueRunReport,
-    default_worker_name,
-    drain_task,
-    purge_task,
-    stats_task,
-)
+from tasks.queue import default_worker_name
+from tasks.queue.steps import QueueRunReport, drain_task, purge_task, stats_task
 
 FLOW_NAME = "memory-queue-drain"
 

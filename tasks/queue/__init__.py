@@ -1,4 +1,7 @@
-"""``memory-queue-drain``'s work: execute queued writes, drain, and the continuous worker."""
+"""``memory-queue-drain``'s work: execute queued writes, drain, and the continuous worker.
+
+Without Prefect: ``archivist worker`` and ``archivist queue add`` and ``stats`` start on
+this alone. The flow's Prefect tasks are in ``tasks.queue.steps``."""
 
 from tasks.queue._execute import execute, is_permanent
 from tasks.queue._ops import (
@@ -11,21 +14,16 @@ from tasks.queue._ops import (
     run_batch,
     run_worker,
 )
-from tasks.queue._steps import QueueRunReport, drain_task, purge_task, stats_task
 
 __all__ = [
     "DrainReport",
     "Hooks",
-    "QueueRunReport",
     "default_worker_name",
     "describe_failure",
     "drain_once",
-    "drain_task",
     "execute",
     "fold_pending",
     "is_permanent",
-    "purge_task",
     "run_batch",
     "run_worker",
-    "stats_task",
 ]

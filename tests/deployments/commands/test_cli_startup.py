@@ -98,6 +98,24 @@ def test_db_commands_import_no_pipeline(env: Settings, tmp_path: Path) -> None:
     assert loaded & _NOT_FOR_READING == set()
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [(["worker", "--once"], "worker stopped: 0 completed"), (["queue", "stats"], "pending 0")],
+    ids=["worker", "queue-stats"],
+)
+def test_queue_commands_import_no_prefect(
+    args: list[str], said: str, env: Settings, tmp_path: Path
+) -> None:
+    # `archivist worker` and `archivist queue add/stats` work on the queue alone; only
+    # `queue drain` runs the flow. Prefect cost each start about 0.9 s of CPU.
+    out, modules = run_archivist(args, tmp_path)
+    loaded = {m.split(".")[0] for m in modules}
+
+    assert said in out
+    assert "tasks.queue" in modules  # the probe saw the queue's own modules
+    assert loaded & (_NOT_FOR_READING - {"tasks"}) == set()
+
+
 def test_status_reads_the_active_profiles_url_and_probes_it_without_prefect(
     env: Settings, tmp_path: Path
 ) -> None:
