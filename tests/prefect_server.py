@@ -11,9 +11,13 @@ it after (the later ones' servers start side by side), and its server's start fi
 migrations done (3 s of the server's CPU). The server is the same real Prefect server,
 started by the same harness, which still runs the migrations at start (at head, they change
 nothing) and registers the block types; the harness's empty folder comes with a
-database in it (the harness takes no folder: its ``mkdtemp`` is replaced while it starts),
-and the server's process alone runs in Prefect's test mode (``SERVER_ENVIRONMENT``).
-Nothing is shared at run time: each worker's server has its own database.
+database in it (the harness takes no folder: its ``mkdtemp`` is replaced while it starts).
+The server's process is started as Prefect starts it, with two changes that apply to it
+alone: it runs in Prefect's test mode (``SERVER_ENVIRONMENT``), and through
+``tests/prefect_server_main.py``, which collects Python's garbage in a thread of its own
+(a collection in the event loop's thread could stop the server for a whole SQLite busy
+timeout; that file says how). Nothing is shared at run time: each worker's server has its
+own database.
 
 Measured (2026-11-28, the harness alone, the server's CPU until it answered): 5.4-6.8 s on
 a new database, 2.9-3.0 s on a copy.
