@@ -145,6 +145,25 @@ def reports_by_flow_run(session: Session, flow_run_ids: Sequence[str]) -> dict[s
     return {str(r.flow_run_id): RunOutcome(r.status, r.report) for r in rows}
 
 
+def ended_and_gone(session: Session, flow_run_ids: Sequence[str]) -> set[str]:
+    """The Prefect flow runs among these whose newest run ended (its outcome recorded) and
+    whose process, on this host, is gone: a process killed between recording its outcome
+    and reporting its end to Prefect leaves the flow run running there for good. Runs of
+    other hosts are not judged (their processes cannot be seen from here)."""
+    newest: dict[str, Run] = {}
+    found = select(Run).where(Run.flow_run_id.in_(list(flow_run_ids))).order_by(Run.started_at)
+    for run in session.scalars(found):
+        newest[str(run.flow_run_id)] = run
+    return {
+        flow_run_id
+        for flow_run_id, run in newest.items()
+        if run.status != "running"
+        and run.host == host_name()
+        and run.pid is not None
+        and not pid_running(run.pid, run.process_started_at)
+    }
+
+
 @dataclass(frozen=True)
 class RunOutcome:
     """What a run recorded of itself: ``running``, ``completed``, ``failed`` or ``crashed``."""

@@ -85,7 +85,7 @@ def wait_task(
                 if run.state is not None and run.state.is_final():
                     final[shard] = _state_of(run)
                 elif str(run_id) in gone:
-                    final[shard] = ShardState(str(run.id), run.name, "Crashed (process gone)")
+                    final[shard] = ShardState(str(run.id), run.name, gone[str(run_id)])
                 if shard in final:
                     logger.info("shard %s: %s", shard, final[shard].state)
             if len(final) == len(started) or time.monotonic() >= deadline:
@@ -97,9 +97,13 @@ def wait_task(
     return final | {shard: _state_of(run) for shard, run in unfinished.items()}
 
 
-def _processes_gone(store: Store, flow: str, flow_run_ids: list[str]) -> set[str]:
-    """The flow runs among these whose recorded run is known dead."""
+def _processes_gone(store: Store, flow: str, flow_run_ids: list[str]) -> dict[str, str]:
+    """The flow runs among these whose process is known dead, each with the state it is
+    given: dead while running, or after its run recorded its outcome but before Prefect
+    heard of its end (a shard that will never report; the next run redoes what it lacks)."""
     with Session(store.engine) as session, session.begin():
         runs.mark_crashed(session, flow)
         recorded = runs.reports_by_flow_run(session, flow_run_ids)
-    return {run_id for run_id, outcome in recorded.items() if outcome.status == "crashed"}
+        ended = runs.ended_and_gone(session, flow_run_ids)
+    gone = {r: "Crashed (process gone)" for r, o in recorded.items() if o.status == "crashed"}
+    return {r: "Crashed (process gone after its run ended)" for r in ended} | gone

@@ -16,7 +16,7 @@ from storage import runs
 
 engine = create_engine(sys.argv[1])
 with Session(engine) as session, session.begin():
-    run_id = runs.start_run(session, sys.argv[2], datetime.now(UTC), {}, None)
+    run_id = runs.start_run(session, sys.argv[2], datetime.now(UTC), {}, sys.argv[3] or None)
 print(run_id, flush=True)
 if sys.stdin.readline():
     with Session(engine) as session, session.begin():
@@ -25,8 +25,9 @@ if sys.stdin.readline():
 
 
 class RunningFlow(PausedChild):
-    """A child process with a ``running`` run of ``flow`` recorded by the real code."""
+    """A child process with a ``running`` run of ``flow`` recorded by the real code (for
+    the Prefect flow run ``flow_run_id``, if given)."""
 
-    def __init__(self, database_url: str, flow: str) -> None:
-        super().__init__(START_THEN_WAIT, database_url, flow)
+    def __init__(self, database_url: str, flow: str, flow_run_id: str = "") -> None:
+        super().__init__(START_THEN_WAIT, database_url, flow, flow_run_id)
         self.run_id = uuid.UUID(self.first_line.strip())

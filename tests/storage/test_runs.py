@@ -56,6 +56,23 @@ def test_the_next_run_of_a_flow_marks_its_killed_run_crashed(fresh_db: str) -> N
     assert rows(fresh_db)[live.run_id] == (SYNC, "completed", True, None)
 
 
+def test_a_flow_run_whose_process_recorded_its_end_and_died_is_found_gone(fresh_db: str) -> None:
+    # A shard's process killed after recording its outcome and before telling Prefect: the
+    # parent run must not wait for an end that nobody will report.
+    gone, alive, running = (str(uuid.uuid4()) for _ in range(3))
+    engine = create_engine(fresh_db)
+    with RunningFlow(fresh_db, SYNC, gone) as ended, RunningFlow(fresh_db, SYNC, running):
+        ended.finish()  # records "completed", then its process exits
+        with Session(engine) as session, session.begin():
+            mine = runs.start_run(session, SYNC, datetime.now(UTC), {}, alive)
+            runs.finish_run(session, mine, "completed", {})  # and this process lives on
+        with Session(engine) as session:
+            found = runs.ended_and_gone(session, [gone, alive, running])
+    engine.dispose()
+
+    assert found == {gone}
+
+
 def test_shards_of_one_flow_running_at_once_leave_each_other_running(fresh_db: str) -> None:
     # The shards of memory-aging on one host: in another process, and two in this one.
     aging = "memory-aging"
