@@ -57,10 +57,10 @@ OTHER_ROLES = (
     "ARCHIVIST_SERVING__KEY",
 )
 # How often a kill test looks for a shard midway (three statements, and with them the
-# test's and the server's CPU): a shard writes its 50 or 90 sessions in 10 or 18 commits
-# over seconds, so a tenth of a second still lands the kill midway (every 0.02 s ran them
-# 50 times a second).
-MIDWAY_POLL_SECONDS = 0.1
+# test's and the server's CPU). The shards wait in their last batch until the kill
+# (last_sessions_held), so a slower look still finds one midway: polled every 3 s, the kills
+# landed at 45 of 50 and 85 of 90 sessions.
+MIDWAY_POLL_SECONDS = 0.5
 # The kill tests split the 140 sessions in two shards (50 and 90 sessions) and commit every
 # 5 sessions: room for a kill midway in either shard, for half the flow-run processes (each
 # ~3 s of CPU, mostly imports) and a third of the Prefect task runs of 4 shards committing
@@ -299,6 +299,26 @@ def a_shard_midway(store: Store) -> tuple[Shard, int] | None:
     )
 
 
+@contextmanager
+def last_sessions_held(store: Store, shards: int) -> Iterator[None]:
+    """Each shard's last session (a shard's sync takes its sessions by namespace and id)
+    locked FOR UPDATE by this process until the block ends: a shard commits every batch
+    before its last, then waits inside the last one's transaction (its first row that
+    references that session waits for the lock), so a kill finds it midway however fast the
+    batches go. Without it a shard of 50 sessions could write all of them in a quarter of a
+    second: a kill that saw it midway landed after its end (1 full run in several)."""
+    with store.engine.connect() as conn, conn.begin():
+        ordered = conn.execute(
+            text("SELECT id, namespace FROM chat_sessions ORDER BY namespace, id")
+        )
+        rows = ordered.all()
+        last = [[r.id for r in rows if shard.holds(r.namespace)][-1] for shard in Shard.all(shards)]
+        conn.execute(
+            text("SELECT id FROM chat_sessions WHERE id = ANY(:ids) FOR UPDATE"), {"ids": last}
+        )
+        yield
+
+
 def only_crashed(shard: Shard) -> str:
     """What the parent run fails with when the killed shard alone did not complete."""
     return rf"shards not completed: {re.escape(str(shard))} \(Crashed[^;]*\); run"
@@ -326,14 +346,15 @@ def test_a_worker_killed_midway_loses_nothing_and_the_next_run_finishes(
     total = counts(whole)["processed_sessions"]
     first = pool.start("worker-a", limit=1)  # one shard at a time: the kill hits one
     with ThreadPoolExecutor(1) as parent:
-        failed = parent.submit(run_parent, sharded, monkeypatch, 10, KILL_SHARDS)
-        deadline = time.monotonic() + 300
-        while (victim := a_shard_midway(sharded)) is None:
-            assert time.monotonic() < deadline and not failed.done(), "no shard started"
-            time.sleep(MIDWAY_POLL_SECONDS)
-        shard, pid = victim
-        pool.kill(first, pid)  # the worker and the flow run it started, mid-write
-        killed_midway(sharded, shard, total)
+        with last_sessions_held(sharded, KILL_SHARDS):
+            failed = parent.submit(run_parent, sharded, monkeypatch, 10, KILL_SHARDS)
+            deadline = time.monotonic() + 300
+            while (victim := a_shard_midway(sharded)) is None:
+                assert time.monotonic() < deadline and not failed.done(), "no shard started"
+                time.sleep(MIDWAY_POLL_SECONDS)
+            shard, pid = victim
+            pool.kill(first, pid)  # the worker and the flow run it started, mid-write
+            killed_midway(sharded, shard, total)
         pool.start("worker-b")  # takes the shard still waiting
         with pytest.raises(RuntimeError, match=only_crashed(shard)):
             failed.result(timeout=600)
@@ -439,16 +460,17 @@ def test_over_tcp_a_worker_killed_midway_loses_nothing_and_the_api_keeps_answeri
         started = [pool.start(name, limit=1) for name in ("worker-a", "worker-b")]
         pool.wait_started("worker-a", "worker-b")
         with ThreadPoolExecutor(1) as parent:
-            failed = parent.submit(run_parent, store, monkeypatch, 10, KILL_SHARDS)
-            deadline = time.monotonic() + 300
-            while (victim := a_shard_midway(store)) is None:
-                assert time.monotonic() < deadline and not failed.done(), "no shard started"
-                seen_roles |= logins(store)
-                time.sleep(MIDWAY_POLL_SECONDS)
-            # the worker that started that flow run, and the flow run, mid-write
-            shard, pid = victim
-            pool.kill(started_by(started, pid), pid)
-            killed_midway(store, shard, total)
+            with last_sessions_held(store, KILL_SHARDS):
+                failed = parent.submit(run_parent, store, monkeypatch, 10, KILL_SHARDS)
+                deadline = time.monotonic() + 300
+                while (victim := a_shard_midway(store)) is None:
+                    assert time.monotonic() < deadline and not failed.done(), "no shard started"
+                    seen_roles |= logins(store)
+                    time.sleep(MIDWAY_POLL_SECONDS)
+                # the worker that started that flow run, and the flow run, mid-write
+                shard, pid = victim
+                pool.kill(started_by(started, pid), pid)
+                killed_midway(store, shard, total)
             during = search(client, "user-1")
             with pytest.raises(RuntimeError, match=only_crashed(shard)):
                 failed.result(timeout=600)
