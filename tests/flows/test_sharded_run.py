@@ -306,7 +306,8 @@ def last_sessions_held(store: Store, shards: int) -> Iterator[None]:
     before its last, then waits inside the last one's transaction (its first row that
     references that session waits for the lock), so a kill finds it midway however fast the
     batches go. Without it a shard of 50 sessions could write all of them in a quarter of a
-    second: a kill that saw it midway landed after its end (1 full run in several)."""
+    second: a kill that saw it midway landed after its end (in one of two full runs on
+    2026-11-29, once the tests' Prefect server no longer stalled)."""
     with store.engine.connect() as conn, conn.begin():
         ordered = conn.execute(
             text("SELECT id, namespace FROM chat_sessions ORDER BY namespace, id")
