@@ -124,10 +124,9 @@ def mark_crashed(session: Session, flow: str | None = None) -> list[CrashedRun]:
 
 def crash_reason(run: Run, now: datetime) -> str | None:
     """Why a running run is known to be dead, or None if it may still be running."""
-    if run.host == host_name() and run.pid is not None:
-        if pid_running(run.pid, run.process_started_at):
-            return None
-        return f"its process {run.pid} on {run.host} is gone"
+    alive = _process_alive(run)
+    if alive is not None:
+        return None if alive else f"its process {run.pid} on {run.host} is gone"
     if now - run.started_at < STALE_AFTER:
         return None
     where = f"on {run.host}" if run.host else "with no process recorded"
@@ -157,11 +156,16 @@ def ended_and_gone(session: Session, flow_run_ids: Sequence[str]) -> set[str]:
     return {
         flow_run_id
         for flow_run_id, run in newest.items()
-        if run.status != "running"
-        and run.host == host_name()
-        and run.pid is not None
-        and not pid_running(run.pid, run.process_started_at)
+        if run.status != "running" and _process_alive(run) is False
     }
+
+
+def _process_alive(run: Run) -> bool | None:
+    """Whether the process that ran ``run`` still runs; None when it cannot be seen from
+    here (another host's, or none recorded)."""
+    if run.host != host_name() or run.pid is None:
+        return None
+    return pid_running(run.pid, run.process_started_at)
 
 
 @dataclass(frozen=True)
