@@ -387,15 +387,20 @@ def store(settings: Settings) -> Store:
 
 
 @pytest.fixture(scope="session")
-def prefect_harness(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A real, temporary Prefect server for the tests that run flows (Prefect's
-    ``prefect_test_harness``); a pytest-xdist worker's starts on the database the first
-    worker's server migrated (``tests.prefect_server``)."""
+def prefect_started(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """The session's Prefect test server (Prefect's ``prefect_test_harness``), started on
+    the database the first pytest-xdist worker's server migrated (``tests.prefect_server``);
+    yields a copy of a database as a server's first start leaves it."""
     shared = shared_run.folder(request.config)
     # Waited for, not spent: on a machine loaded by other work, with a server starting in
     # each pytest-xdist worker at once, one took more than a minute to answer.
-    with prefect_server.harness(shared, timeout=600):
-        yield
+    with prefect_server.harness(shared, timeout=600) as migrated:
+        yield migrated
+
+
+@pytest.fixture(scope="session")
+def prefect_harness(prefect_started: Path) -> None:
+    """A real, temporary Prefect server for the tests that run flows."""
 
 
 @pytest.fixture

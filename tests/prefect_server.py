@@ -65,10 +65,12 @@ TEMPLATE = "prefect-template.db"
 
 
 @contextmanager
-def harness(shared: Path | None, timeout: int) -> Iterator[None]:
+def harness(shared: Path | None, timeout: int) -> Iterator[Path]:
     """``prefect_test_harness(timeout)``, its server's process in Prefect's test mode; with
     ``shared`` (a folder every worker of the run sees), started on a copy of the first
-    worker's migrated database."""
+    worker's migrated database. Yields a copy of a database as a server's first start left
+    it (migrated, the block types registered, nothing run): the template, else a copy of
+    this server's taken right after its start."""
     from prefect.server.api.server import SubprocessASGIServer
     from prefect.testing import utilities
 
@@ -80,6 +82,8 @@ def harness(shared: Path | None, timeout: int) -> Iterator[None]:
 
         if shared is None:
             start()
+            template = Path(stack.enter_context(tempfile.TemporaryDirectory())) / TEMPLATE
+            _copy(_database(), template)
         else:
             template = shared / TEMPLATE
             folder: str | None = None
@@ -93,7 +97,7 @@ def harness(shared: Path | None, timeout: int) -> Iterator[None]:
             if folder is not None:
                 with mock.patch.object(utilities, "mkdtemp", lambda: folder):
                     start()
-        yield
+        yield template
 
 
 def _launch(server: SubprocessASGIServer) -> subprocess.Popen[Any]:
