@@ -8,19 +8,20 @@ The archive keeps every column a memory needs to come back unchanged (its id, ve
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-import adbc_driver_postgresql.dbapi as adbc
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from adbc_driver_manager.dbapi import Connection as AdbcConnection
 from pgvector.psycopg import register_vector
 from psycopg import Connection, sql
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from storage.server.engine import libpq_uri
+
+if TYPE_CHECKING:
+    from adbc_driver_manager.dbapi import Connection as AdbcConnection
 
 _TS = pa.timestamp("us", tz="UTC")
 MEMORY_SCHEMA = pa.schema(
@@ -114,6 +115,10 @@ class MemoryReader:
     sees what is committed. Close it (or use it as a context manager) when done."""
 
     def __init__(self, engine: Engine) -> None:
+        # Imported here: ADBC's DB-API imports pyarrow.dataset, and that pandas (0.7 s of CPU
+        # for every process that imports archival, most of which never read in bulk).
+        import adbc_driver_postgresql.dbapi as adbc
+
         self._conn: AdbcConnection = adbc.connect(libpq_uri(engine.url), autocommit=True)
         try:
             self._rows(SERIAL_IN_MEMORY)
