@@ -17,7 +17,9 @@ alone: it runs in Prefect's test mode (``SERVER_ENVIRONMENT``), and through
 ``tests/prefect_server_main.py``, which collects Python's garbage in a thread of its own
 (a collection in the event loop's thread could stop the server for a whole SQLite busy
 timeout; that file says how). Nothing is shared at run time: each worker's server has its
-own database.
+own database. The harness yields that migrated database (outside pytest-xdist, a copy of its
+own server's, taken right after its start), which the tests of ``archivist prefect start``
+put in each user's Prefect home.
 
 Measured (2026-11-28, the harness alone, the server's CPU until it answered): 5.4-6.8 s on
 a new database, 2.9-3.0 s on a copy.
