@@ -51,7 +51,14 @@ if TYPE_CHECKING:
 # 80.5 s instead of 25-30 s for the test; 1 run in 12 of the file alone). The cause was the
 # collector in the event loop's thread, now moved (SERVER_MAIN); the shorter wait stays for
 # any other, and the request that gives up is retried by Prefect's client.
-SERVER_ENVIRONMENT = {"PREFECT_TESTING_UNIT_TEST_MODE": "1"}
+#
+# And no telemetry, as the product's own server (deployments/local_prefect.py): Prefect's
+# server sends it by default, and here tried to, every time (a failed name lookup logged).
+SERVER_ENVIRONMENT = {
+    "PREFECT_TESTING_UNIT_TEST_MODE": "1",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+}
 # What Prefect's own start of the server adds to its environment, and the app it serves.
 PREFECT_SERVER_ENVIRONMENT = {
     "PREFECT_UI_ENABLED": "0",
