@@ -115,8 +115,8 @@ class MemoryReader:
     sees what is committed. Close it (or use it as a context manager) when done."""
 
     def __init__(self, engine: Engine) -> None:
-        # Imported here: ADBC's DB-API imports pyarrow.dataset, and that pandas (0.7 s of CPU
-        # for every process that imports archival, most of which never read in bulk).
+        # Imported here: ADBC's DB-API imports pyarrow.dataset, and that pandas (about 0.3 s
+        # of CPU for every process that imports archival, most of which never read in bulk).
         import adbc_driver_postgresql.dbapi as adbc
 
         self._conn: AdbcConnection = adbc.connect(libpq_uri(engine.url), autocommit=True)
