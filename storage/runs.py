@@ -136,12 +136,8 @@ def crash_reason(run: Run, now: datetime) -> str | None:
 
 def reports_by_flow_run(session: Session, flow_run_ids: Sequence[str]) -> dict[str, RunOutcome]:
     """The status and report each Prefect flow run recorded (its newest run row)."""
-    rows = session.execute(
-        select(Run.flow_run_id, Run.status, Run.report)
-        .where(Run.flow_run_id.in_(list(flow_run_ids)))
-        .order_by(Run.started_at)
-    )
-    return {str(r.flow_run_id): RunOutcome(r.status, r.report) for r in rows}
+    newest = _newest_runs(session, flow_run_ids)
+    return {flow_run_id: RunOutcome(r.status, r.report) for flow_run_id, r in newest.items()}
 
 
 def ended_and_gone(session: Session, flow_run_ids: Sequence[str]) -> set[str]:
@@ -149,15 +145,17 @@ def ended_and_gone(session: Session, flow_run_ids: Sequence[str]) -> set[str]:
     whose process, on this host, is gone: a process killed between recording its outcome
     and reporting its end to Prefect leaves the flow run running there for good. Runs of
     other hosts are not judged (their processes cannot be seen from here)."""
-    newest: dict[str, Run] = {}
-    found = select(Run).where(Run.flow_run_id.in_(list(flow_run_ids))).order_by(Run.started_at)
-    for run in session.scalars(found):
-        newest[str(run.flow_run_id)] = run
     return {
         flow_run_id
-        for flow_run_id, run in newest.items()
+        for flow_run_id, run in _newest_runs(session, flow_run_ids).items()
         if run.status != "running" and _process_alive(run) is False
     }
+
+
+def _newest_runs(session: Session, flow_run_ids: Sequence[str]) -> dict[str, Run]:
+    """Each of these Prefect flow runs' newest run row (by start), if it has any."""
+    found = select(Run).where(Run.flow_run_id.in_(list(flow_run_ids))).order_by(Run.started_at)
+    return {str(run.flow_run_id): run for run in session.scalars(found)}
 
 
 def _process_alive(run: Run) -> bool | None:
