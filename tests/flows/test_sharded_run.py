@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -299,6 +299,20 @@ def a_shard_midway(store: Store) -> tuple[Shard, int] | None:
     )
 
 
+def wait_for_a_shard_midway(
+    store: Store, parent: Future[ShardedReport], each_look: Callable[[], None] = lambda: None
+) -> tuple[Shard, int]:
+    """A shard midway and its process (``a_shard_midway``), looked for every
+    MIDWAY_POLL_SECONDS (``each_look`` after each miss) while the parent run goes on, for at
+    most 300 s."""
+    deadline = time.monotonic() + 300
+    while (victim := a_shard_midway(store)) is None:
+        assert time.monotonic() < deadline and not parent.done(), "no shard started"
+        each_look()
+        time.sleep(MIDWAY_POLL_SECONDS)
+    return victim
+
+
 @contextmanager
 def last_sessions_held(store: Store, shards: int) -> Iterator[None]:
     """Each shard's last session (a shard's sync takes its sessions by namespace and id)
@@ -349,11 +363,7 @@ def test_a_worker_killed_midway_loses_nothing_and_the_next_run_finishes(
     with ThreadPoolExecutor(1) as parent:
         with last_sessions_held(sharded, KILL_SHARDS):
             failed = parent.submit(run_parent, sharded, monkeypatch, 10, KILL_SHARDS)
-            deadline = time.monotonic() + 300
-            while (victim := a_shard_midway(sharded)) is None:
-                assert time.monotonic() < deadline and not failed.done(), "no shard started"
-                time.sleep(MIDWAY_POLL_SECONDS)
-            shard, pid = victim
+            shard, pid = wait_for_a_shard_midway(sharded, failed)
             pool.kill(first, pid)  # the worker and the flow run it started, mid-write
             killed_midway(sharded, shard, total)
         pool.start("worker-b")  # takes the shard still waiting
@@ -463,13 +473,10 @@ def test_over_tcp_a_worker_killed_midway_loses_nothing_and_the_api_keeps_answeri
         with ThreadPoolExecutor(1) as parent:
             with last_sessions_held(store, KILL_SHARDS):
                 failed = parent.submit(run_parent, store, monkeypatch, 10, KILL_SHARDS)
-                deadline = time.monotonic() + 300
-                while (victim := a_shard_midway(store)) is None:
-                    assert time.monotonic() < deadline and not failed.done(), "no shard started"
-                    seen_roles |= logins(store)
-                    time.sleep(MIDWAY_POLL_SECONDS)
+                shard, pid = wait_for_a_shard_midway(
+                    store, failed, each_look=lambda: seen_roles.update(logins(store))
+                )
                 # the worker that started that flow run, and the flow run, mid-write
-                shard, pid = victim
                 pool.kill(started_by(started, pid), pid)
                 killed_midway(store, shard, total)
             during = search(client, "user-1")
