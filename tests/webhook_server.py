@@ -7,8 +7,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.local_http import serving
 
 
 @dataclass
@@ -43,13 +45,6 @@ def webhook_server() -> Iterator[Webhook]:
         def log_message(self, format: str, *args: Any) -> None:
             """Quiet: the tests assert on what arrived."""
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    hook.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-    try:
+    with serving(Handler) as base:
+        hook.url = f"{base}/hook"
         yield hook
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)

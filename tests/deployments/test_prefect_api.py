@@ -9,10 +9,9 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -31,6 +30,7 @@ from prefect.settings import PREFECT_API_URL
 from deployments.prefect_api import ApiError, health_problem, latest_runs
 from flows.daily_sync import memory_sync_daily
 from storage.kernel.settings import Settings
+from tests.local_http import serving
 
 ARCHIVIST = str(Path(sys.executable).parent / "archivist")
 
@@ -156,13 +156,10 @@ class _Answers(BaseHTTPRequestHandler):
 
 
 def test_the_health_probe_tells_a_prefect_api_from_anything_else() -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    with socket.socket() as probe:  # a port nothing listens on once closed
-        probe.bind(("127.0.0.1", 0))
-        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/api"
-    try:
+    with serving(_Answers) as base:
+        with socket.socket() as probe:  # a port nothing listens on once closed
+            probe.bind(("127.0.0.1", 0))
+            closed = f"http://127.0.0.1:{probe.getsockname()[1]}/api"
         assert health_problem(f"{base}/prefect") is None
         assert health_problem(f"{base}/prefect/") is None
         assert health_problem(f"{base}/broken") == "its /health answered HTTP 500"
@@ -174,9 +171,6 @@ def test_the_health_probe_tells_a_prefect_api_from_anything_else() -> None:
             "InvalidURL: 'ftp://127.0.0.1/api/health' is not an http:// or https:// URL"
         )
         assert (health_problem("http://127.0.0.1:99999/api") or "").startswith("InvalidURL")
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_latest_runs_are_what_prefect_own_client_reads(flow_env: Settings) -> None:
@@ -236,13 +230,8 @@ class _Runs(BaseHTTPRequestHandler):
 @pytest.fixture
 def runs_api() -> Iterator[str]:
     _Runs.bodies = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Runs)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/api"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_Runs) as base:
+        yield f"{base}/api"
 
 
 _READ_RUNS = """

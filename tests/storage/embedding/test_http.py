@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import threading
 import zlib
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx
@@ -18,6 +17,7 @@ from storage.embedding import OpenAIEmbedder, make_embedder
 from storage.kernel.errors import ConfigurationError, StorageError
 from storage.kernel.http_json import Connection
 from storage.kernel.settings import EmbeddingSettings
+from tests.local_http import serving
 
 DIM = 8
 BASE = "http://embed.test/v1"
@@ -226,13 +226,8 @@ class _EmbeddingsHandler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def local_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _EmbeddingsHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1/"
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serving(_EmbeddingsHandler) as base:
+        yield f"{base}/v1/"
 
 
 def test_real_http_server(local_server: str) -> None:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx
@@ -35,6 +34,7 @@ from tasks.extraction import (
 from tasks.files import FlushOutcome
 from tasks.sync import SyncContext, SyncWork, build_report, plan_sync, process_batch
 from tests.helpers import add_session, chat
+from tests.local_http import serving
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 KEY = "sk-test-secret-123"
@@ -162,14 +162,9 @@ def _handler(fake: FakeChat) -> type[BaseHTTPRequestHandler]:
 def fake_chat() -> Iterator[FakeChat]:
     """A real OpenAI-compatible chat server on 127.0.0.1, scripted per test."""
     fake = FakeChat()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    yield fake
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serving(_handler(fake)) as base:
+        fake.url = f"{base}/v1"
+        yield fake
 
 
 @pytest.fixture

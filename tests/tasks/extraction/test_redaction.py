@@ -9,10 +9,8 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import threading
 from collections.abc import Iterator
 from datetime import timedelta
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -30,6 +28,7 @@ from tasks.extraction import CommandExtractor, LLMExtractor
 from tasks.files import FlushOutcome
 from tasks.sync import SyncContext, SyncWork, build_report, plan_sync, process_batch
 from tests.helpers import add_session, chat
+from tests.local_http import serving
 from tests.tasks.extraction.test_llm import (
     MODEL,
     FakeChat,
@@ -65,14 +64,9 @@ POLICY = RedactionPolicy.from_settings(RedactionSettings(custom=["TICKET=TCK-\\d
 @pytest.fixture
 def chat_server() -> Iterator[FakeChat]:
     fake = FakeChat()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    yield fake
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serving(_handler(fake)) as base:
+        fake.url = f"{base}/v1"
+        yield fake
 
 
 def llm(url: str, policy: RedactionPolicy = POLICY) -> LLMExtractor:
