@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-# How often the serving thread looks for a shutdown. ``serve_forever``'s default, 0.5 s,
-# kept each test that stopped a server waiting up to half a second with nothing to do: 0.4-0.5
-# s of each such test's wall time (about 30 tests) was that wait (``bench/suite.py -n 0``).
+# How often the serving thread looks for a shutdown. With ``serve_forever``'s default,
+# 0.5 s, each test that stopped a server waited up to half a second with nothing to do:
+# 0.4-0.5 s of the wall time of about 30 tests (``bench/suite.py -n 0``).
 SHUTDOWN_POLL_SECONDS = 0.02
 
 
