@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -170,6 +173,16 @@ def files(root: Path, *, drop_ids: bool = False) -> dict[str, str]:
             body = re.sub(r'"run": ("[0-9a-f-]*"|null)', '"run": …', body)
         out[str(path.relative_to(root))] = body
     return out
+
+
+def modules_after_import(module: str) -> set[str]:
+    """The modules a fresh interpreter holds after importing ``module`` (and ``json`` and
+    ``sys``, to say so), for tests of what an import leaves out."""
+    code = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    return set(json.loads(done.stdout))
 
 
 def final_bar(stderr: str, label: str) -> list[str]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,6 +21,7 @@ from storage.retrieval import Retriever, SearchOptions
 from storage.retrieval.rank import candidate_vectors
 from storage.server.engine import Store
 from tasks.ann_index import refresh_ann_index
+from tests.helpers import modules_after_import
 from tests.storage.memory_factory import put
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -66,9 +65,8 @@ def test_public_api_is_pinned_and_imports_no_prefect() -> None:
     ]
     steps = ("candidates", "rank", "explain")
     assert all(hasattr(retrieval, step) for step in steps)  # imported with the face
-    code = "import sys, storage.retrieval; print(any(m.startswith('prefect') for m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    loaded = modules_after_import("storage.retrieval")
+    assert [m for m in loaded if m.startswith("prefect")] == []
 
 
 def test_namespace_isolation_including_full_text(store: Store) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -39,6 +37,7 @@ from tasks.aging import (
     write_part,
 )
 from tasks.privacy import restore
+from tests.helpers import modules_after_import
 from tests.storage.memory_factory import put
 from tests.tasks.aging.helpers import AS_OF, column, local_cold, s3_cold, scalar
 from tests.tasks.files.test_durable import unwritten_pages
@@ -463,9 +462,5 @@ def test_importing_archival_leaves_adbc_and_pandas_until_a_bulk_read() -> None:
     # ADBC's DB-API imports pyarrow.dataset, and that pandas: 0.3 s of CPU (2.1 -> 1.8 s)
     # for each process that imports archival (the CLI's privacy commands, `archivist
     # serve`, the tests' workers) and may never read memories in bulk.
-    heavy = ("adbc_driver_manager", "pyarrow.dataset", "pandas")
-    code = f"import sys, tasks.aging; print([m for m in {heavy!r} if m in sys.modules])"
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert done.stdout.strip() == "[]"
+    heavy = {"adbc_driver_manager", "pyarrow.dataset", "pandas"}
+    assert heavy & modules_after_import("tasks.aging") == set()
